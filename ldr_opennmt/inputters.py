@@ -1,0 +1,242 @@
+"""Domain labels as an input, and a source inputter that carries them.
+
+Data files: the source text and a label file aligned with it (one domain name
+per line, or ``generic``). On the command line and in the YAML configuration
+they are given as a pair, in the same way as OpenNMT-tf multi-source inputs::
+
+    train_features_file: [train.src, train.domain]
+    onmt-main ... infer --features_file test.src test.domain
+
+The features produced by :class:`MultiDomainInputter` are the word features
+(``tokens``, ``ids``, ``length``) plus ``domain``, the int32 domain id of each
+sentence.
+"""
+
+import opennmt
+import tensorflow as tf
+from opennmt.data import dataset as dataset_util
+
+from ldr_opennmt import domains as domains_lib
+
+
+class DomainInputter(opennmt.inputters.Inputter):
+    """Reads domain labels and maps them to domain ids."""
+
+    def __init__(self, required=True, **kwargs):
+        """Initializes the inputter.
+
+        Args:
+          required: If ``True``, a domain list must be declared in the data
+            configuration. If ``False`` (models that ignore domains) and no list is
+            declared, labels are read but every sentence is treated as generic.
+          **kwargs: Additional layer keyword arguments.
+        """
+        super().__init__(**kwargs)
+        self.required = required
+        self.domains = None
+        self._table = None
+
+    def initialize(self, data_config):
+        domains = data_config.get("domains")
+        if domains is None and not self.required:
+            self.domains = None
+            return
+        self.domains = domains_lib.validate_domain_names(
+            domains, source="the data configuration"
+        )
+        self._table = domains_lib.make_lookup_table(self.domains)
+
+    def validate_file(self, label_file, source_file=None):
+        """Checks every label of :obj:`label_file` (and its line count).
+
+        Raises:
+          DomainError: with the file, line number and value of the first bad label.
+        """
+        if not tf.io.gfile.exists(label_file):
+            raise domains_lib.DomainError("%s: domain label file not found" % label_file)
+        expected = None
+        if source_file is not None:
+            expected = domains_lib.count_lines(source_file)
+        if self.domains is None:
+            if expected is not None and domains_lib.count_lines(label_file) != expected:
+                raise domains_lib.DomainError(
+                    "%s: has %d labels but %s has %d lines"
+                    % (label_file, domains_lib.count_lines(label_file), source_file, expected)
+                )
+            return
+        domains_lib.read_label_file(
+            label_file, self.domains, expected_lines=expected, source_path=source_file
+        )
+
+    def make_dataset(self, data_file, training=None):
+        return dataset_util.make_datasets(tf.data.TextLineDataset, data_file)
+
+    def input_signature(self):
+        return {"domain": tf.TensorSpec([None], tf.string)}
+
+    def make_features(self, element=None, features=None, training=None):
+        if features is None:
+            features = {}
+        if "domain" in features and features["domain"].dtype == tf.int32:
+            return features
+        labels = features.pop("domain", element)
+        labels = tf.convert_to_tensor(labels, dtype=tf.string)
+        if self.domains is None:
+            ids = tf.fill(tf.shape(labels), domains_lib.GENERIC_ID)
+        else:
+            ids = domains_lib.lookup_domain_ids(self._table, labels)
+        features["domain"] = ids
+        return features
+
+    def call(self, features, training=None):
+        return features["domain"]
+
+
+class MultiDomainInputter(opennmt.inputters.MultiInputter):
+    """Source inputter: a word embedder plus the sentence domain labels.
+
+    The word embedder keeps the plain ``source_`` configuration prefix (e.g.
+    ``source_vocabulary``), so configurations stay those of a single-source
+    model plus ``domains`` and a label file.
+    """
+
+    def __init__(self, word_inputter, domains_required=True):
+        """Initializes the inputter.
+
+        Args:
+          word_inputter: The :class:`opennmt.inputters.WordEmbedder` (or a
+            domain-aware subclass) embedding the source tokens.
+          domains_required: Whether a declared domain list is mandatory.
+        """
+        self.word_inputter = word_inputter
+        self.domain_inputter = DomainInputter(required=domains_required)
+        super().__init__([word_inputter, self.domain_inputter])
+
+    @opennmt.inputters.Inputter.asset_prefix.setter
+    def asset_prefix(self, asset_prefix):
+        self._asset_prefix = asset_prefix
+        self.word_inputter.asset_prefix = asset_prefix
+        self.domain_inputter.asset_prefix = asset_prefix + "domain_"
+
+    @property
+    def num_outputs(self):
+        return 1
+
+    # Attributes of the word embedder that OpenNMT-tf reads on the source inputter.
+    vocabulary_file = property(lambda self: self.word_inputter.vocabulary_file)
+    vocabulary_size = property(lambda self: self.word_inputter.vocabulary_size)
+    tokens_to_ids = property(lambda self: self.word_inputter.tokens_to_ids)
+    ids_to_tokens = property(lambda self: self.word_inputter.ids_to_tokens)
+    tokenizer = property(lambda self: self.word_inputter.tokenizer)
+    embedding = property(lambda self: self.word_inputter.embedding)
+    mark_start = property(lambda self: self.word_inputter.mark_start)
+    mark_end = property(lambda self: self.word_inputter.mark_end)
+    num_oov_buckets = property(lambda self: self.word_inputter.num_oov_buckets)
+
+    @property
+    def domains(self):
+        """The declared domain names (or ``None``)."""
+        return self.domain_inputter.domains
+
+    def get_oov_tokens(self, features):
+        return self.word_inputter.get_oov_tokens(features)
+
+    def _split_files(self, data_file, training):
+        """Returns (source files, label files or None) from the configured data files."""
+        if isinstance(data_file, (list, tuple)) and len(data_file) == 2:
+            return data_file[0], data_file[1]
+        if isinstance(data_file, (list, tuple)) and len(data_file) == 1:
+            data_file = data_file[0]
+        if isinstance(data_file, str) and not self.domain_inputter.required:
+            return data_file, None
+        raise domains_lib.DomainError(
+            "expected a source file and an aligned domain label file "
+            "(e.g. features_file: [train.src, train.domain]), got %r" % (data_file,)
+        )
+
+    def make_dataset(self, data_file, training=None):
+        source_files, label_files = self._split_files(data_file, training)
+        if label_files is not None:
+            pairs = (
+                zip(source_files, label_files)
+                if isinstance(source_files, (list, tuple))
+                else [(source_files, label_files)]
+            )
+            if isinstance(source_files, (list, tuple)) != isinstance(label_files, (list, tuple)):
+                raise domains_lib.DomainError(
+                    "give as many domain label files as source files: %r vs %r"
+                    % (source_files, label_files)
+                )
+            if isinstance(source_files, (list, tuple)) and len(source_files) != len(label_files):
+                raise domains_lib.DomainError(
+                    "%d source files but %d domain label files"
+                    % (len(source_files), len(label_files))
+                )
+            for source_file, label_file in pairs:
+                self.domain_inputter.validate_file(label_file, source_file=source_file)
+        sources = self.word_inputter.make_dataset(source_files, training=training)
+        if label_files is None:
+            labels = (
+                [None] * len(sources) if isinstance(sources, list) else None
+            )
+        else:
+            labels = self.domain_inputter.make_dataset(label_files, training=training)
+
+        def _zip(source, label):
+            if label is None:
+                label = source.map(lambda _: tf.constant(domains_lib.GENERIC))
+            return tf.data.Dataset.zip((source, label))
+
+        if isinstance(sources, list):
+            return [_zip(s, lab) for s, lab in zip(sources, labels)]
+        return _zip(sources, labels)
+
+    def get_dataset_size(self, data_file):
+        source_files, _ = self._split_files(data_file, True)
+        return self.word_inputter.get_dataset_size(source_files)
+
+    def input_signature(self):
+        signature = dict(self.word_inputter.input_signature())
+        signature.update(self.domain_inputter.input_signature())
+        return signature
+
+    def get_length(self, features, ignore_special_tokens=False):
+        return self.word_inputter.get_length(features, ignore_special_tokens=ignore_special_tokens)
+
+    def get_padded_shapes(self, element_spec, maximum_length=None):
+        return self.word_inputter.get_padded_shapes(element_spec, maximum_length=maximum_length)
+
+    def make_features(self, element=None, features=None, training=None):
+        if features is None:
+            features = {}
+        domain = features.pop("domain", None)
+        features = self.word_inputter.make_features(
+            element=element[0] if element is not None else None,
+            features=features,
+            training=training,
+        )
+        domain_features = {} if domain is None else {"domain": domain}
+        features.update(
+            self.domain_inputter.make_features(
+                element=element[1] if element is not None else None,
+                features=domain_features,
+                training=training,
+            )
+        )
+        return features
+
+    def keep_for_training(self, features, maximum_length=None):
+        if isinstance(maximum_length, (list, tuple)):
+            maximum_length = maximum_length[0]
+        return self.word_inputter.keep_for_training(features, maximum_length=maximum_length)
+
+    def build(self, input_shape):
+        self.word_inputter.build(input_shape)
+        self.domain_inputter.built = True  # No weights; MultiInputter.built reads it.
+        self.built = True
+
+    def call(self, features, training=None):
+        return self.word_inputter(features, training=training)
+
+    def visualize(self, model_root, log_dir):
+        self.word_inputter.visualize(model_root, log_dir)

@@ -1,0 +1,15 @@
+"""Multi-domain sequence-to-sequence models."""
+
+from ldr_opennmt.models.catalog import (
+    dc_rnn,
+    dc_transformer,
+    ldr_rnn,
+    ldr_transformer,
+    mixed_rnn,
+    mixed_transformer,
+)
+from ldr_opennmt.models.sequence_to_sequence import (
+    MultiDomainModel,
+    MultiDomainRNN,
+    MultiDomainTransformer,
+)

@@ -1,0 +1,150 @@
+"""Ready-made multi-domain systems: LDR, Mixed and domain control (DC).
+
+Model definition files in ``model_defs/`` are one call to these functions.
+Defaults follow the LDR paper (Pham et al., 2019, section 3.2): Transformer
+6+6 layers, 512 units, 8 heads, FFN 2048; RNN with 512-cell embeddings and
+1024 hidden cells; LDR regions of 8 cells per domain fused by a 512 dense layer;
+DC with 2 domain cells.
+"""
+
+import opennmt
+
+from ldr_opennmt.layers import DomainControlEmbedder, LDREmbedder
+from ldr_opennmt.models.sequence_to_sequence import MultiDomainRNN, MultiDomainTransformer
+from ldr_opennmt.training import procedure
+
+
+def _transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout):
+    return dict(
+        num_layers=num_layers,
+        num_units=num_units,
+        num_heads=num_heads,
+        ffn_inner_dim=ffn_inner_dim,
+        dropout=dropout,
+        attention_dropout=dropout,
+        ffn_dropout=dropout,
+    )
+
+
+def ldr_transformer(
+    num_layers=6,
+    num_units=512,
+    num_heads=8,
+    ffn_inner_dim=2048,
+    dropout=0.1,
+    domain_region_size=8,
+    num_reserved_regions=0,
+    target_ldr=False,
+    domain_training=procedure.PROCEDURE1,
+):
+    """Transformer with LDR source embeddings (and optionally target embeddings)."""
+
+    def _embedder():
+        return LDREmbedder(
+            embedding_size=num_units,
+            domain_region_size=domain_region_size,
+            num_reserved_regions=num_reserved_regions,
+        )
+
+    return MultiDomainTransformer(
+        _embedder(),
+        _embedder() if target_ldr else opennmt.inputters.WordEmbedder(num_units),
+        domain_training=domain_training,
+        **_transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
+    )
+
+
+def mixed_transformer(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048, dropout=0.1):
+    """Plain Transformer trained on all domains (the domain labels are ignored)."""
+    return MultiDomainTransformer(
+        opennmt.inputters.WordEmbedder(num_units),
+        opennmt.inputters.WordEmbedder(num_units),
+        domains_required=False,
+        **_transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
+    )
+
+
+def dc_transformer(
+    num_layers=6,
+    num_units=512,
+    num_heads=8,
+    ffn_inner_dim=2048,
+    dropout=0.1,
+    domain_embedding_size=2,
+    num_reserved_regions=0,
+):
+    """Transformer with domain control: the word embedding (``num_units`` minus the
+    domain cells) concatenated with a domain embedding, so the encoder input keeps
+    ``num_units`` cells."""
+    return MultiDomainTransformer(
+        DomainControlEmbedder(
+            embedding_size=num_units - domain_embedding_size,
+            domain_embedding_size=domain_embedding_size,
+            num_reserved_regions=num_reserved_regions,
+        ),
+        opennmt.inputters.WordEmbedder(num_units),
+        **_transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
+    )
+
+
+def ldr_rnn(
+    embedding_size=512,
+    hidden_size=1024,
+    num_layers=1,
+    dropout=0.1,
+    domain_region_size=8,
+    num_reserved_regions=0,
+    target_ldr=False,
+    domain_training=procedure.PROCEDURE1,
+):
+    """Attentional RNN with LDR source embeddings (and optionally target embeddings)."""
+
+    def _embedder():
+        return LDREmbedder(
+            embedding_size=embedding_size,
+            domain_region_size=domain_region_size,
+            num_reserved_regions=num_reserved_regions,
+        )
+
+    return MultiDomainRNN(
+        _embedder(),
+        _embedder() if target_ldr else opennmt.inputters.WordEmbedder(embedding_size),
+        num_layers=num_layers,
+        hidden_size=hidden_size,
+        dropout=dropout,
+        domain_training=domain_training,
+    )
+
+
+def mixed_rnn(embedding_size=512, hidden_size=1024, num_layers=1, dropout=0.1):
+    """Plain attentional RNN trained on all domains (the domain labels are ignored)."""
+    return MultiDomainRNN(
+        opennmt.inputters.WordEmbedder(embedding_size),
+        opennmt.inputters.WordEmbedder(embedding_size),
+        num_layers=num_layers,
+        hidden_size=hidden_size,
+        dropout=dropout,
+        domains_required=False,
+    )
+
+
+def dc_rnn(
+    embedding_size=512,
+    hidden_size=1024,
+    num_layers=1,
+    dropout=0.1,
+    domain_embedding_size=2,
+    num_reserved_regions=0,
+):
+    """Attentional RNN with domain control: 2 extra domain cells on the input layer."""
+    return MultiDomainRNN(
+        DomainControlEmbedder(
+            embedding_size=embedding_size,
+            domain_embedding_size=domain_embedding_size,
+            num_reserved_regions=num_reserved_regions,
+        ),
+        opennmt.inputters.WordEmbedder(embedding_size),
+        num_layers=num_layers,
+        hidden_size=hidden_size,
+        dropout=dropout,
+    )

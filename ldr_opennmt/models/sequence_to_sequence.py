@@ -1,0 +1,234 @@
+"""Multi-domain sequence-to-sequence models.
+
+:class:`MultiDomainModel` is a mixin for ``opennmt.models.SequenceToSequence``
+subclasses. It is the single place that routes the domain id of each sentence:
+
+* the source inputter (:class:`ldr_opennmt.inputters.MultiDomainInputter`) adds a
+  ``domain`` id to the features;
+* every forward pass runs inside :func:`ldr_opennmt.layers.domain_scope` with
+  those ids, and beam search inside a scope with the ids tiled to the beam, so
+  any domain-aware layer (source or target embedder, encoder or decoder block)
+  reads the right domain in training, evaluation, beam search and SavedModels;
+* training runs Procedure 1 or joint training (``params: domain_training``), and
+  the optimizer skips the update of domains absent from a step.
+"""
+
+import opennmt
+import tensorflow as tf
+import tensorflow_addons as tfa
+from opennmt import config as config_util
+
+from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.inputters import MultiDomainInputter
+from ldr_opennmt.layers.context import DomainSpecificLayer, domain_scope
+from ldr_opennmt.training import optimizer as optimizer_lib
+from ldr_opennmt.training import procedure
+
+
+class MultiDomainModel:
+    """Mixin adding domain routing and multi-domain training to a seq2seq model."""
+
+    #: Training mode used when ``params: domain_training`` is not set.
+    default_domain_training = procedure.JOINT
+
+    @property
+    def domains(self):
+        """The declared domain names, or ``None`` for models that ignore domains."""
+        return self.features_inputter.domains
+
+    @property
+    def domain_training(self):
+        """The configured training mode (``procedure1`` or ``joint``)."""
+        mode = self.params.get("domain_training", self.default_domain_training)
+        if mode not in procedure.MODES:
+            raise ValueError(
+                "params: domain_training must be one of %s, got %r"
+                % (", ".join(procedure.MODES), mode)
+            )
+        return mode
+
+    def initialize(self, data_config, params=None):
+        super().initialize(data_config, params=params)
+        _ = self.domain_training  # Fail early on an invalid mode.
+
+    def auto_config(self, num_replicas=1):
+        config = super().auto_config(num_replicas=num_replicas)
+        return config_util.merge_config(
+            config, {"params": {"domain_training": self.default_domain_training}}
+        )
+
+    def domain_weights(self):
+        """Returns a dict mapping each domain region to its variables (all layers)."""
+        regions = {}
+        for layer in self._flatten_layers(include_self=False, recursive=True):
+            if isinstance(layer, DomainSpecificLayer):
+                for region, variables in layer.domain_weights().items():
+                    regions.setdefault(region, []).extend(variables)
+        return regions
+
+    def domain_variables(self):
+        """Returns the list of all domain-specific variables."""
+        return [v for variables in self.domain_weights().values() for v in variables]
+
+    def call(self, features, labels=None, training=None, step=None):
+        with domain_scope(features["domain"]):
+            return super().call(features, labels=labels, training=training, step=step)
+
+    def _dynamic_decode(self, features, encoder_outputs, encoder_state, encoder_sequence_length):
+        domain = features["domain"]
+        beam_size = self.params.get("beam_width", 1)
+        if beam_size > 1:
+            # Same layout as the encoder outputs tiled by the parent class.
+            domain = tfa.seq2seq.tile_batch(domain, beam_size)
+        with domain_scope(domain):
+            return super()._dynamic_decode(
+                features, encoder_outputs, encoder_state, encoder_sequence_length
+            )
+
+    def compute_gradients(
+        self, features, labels, optimizer, loss_scale=None, normalize_loss=True
+    ):
+        return procedure.compute_gradients(
+            self,
+            features,
+            labels,
+            optimizer,
+            self.domain_training,
+            loss_scale=loss_scale,
+            normalize_loss=normalize_loss,
+        )
+
+    def get_optimizer(self):
+        optimizer = super().get_optimizer()
+        if optimizer is None:
+            return None
+        return optimizer_lib.skip_absent_domains(optimizer, self.domain_variables)
+
+    def create_variables(self, optimizer=None):
+        # Same as the parent, but with a valid domain label in the dummy batch.
+        features = tf.nest.map_structure(
+            lambda spec: tf.fill(
+                [dim or 1 for dim in spec.shape.as_list()[1:]],
+                tf.constant("a" if spec.dtype is tf.string else 1, dtype=spec.dtype),
+            ),
+            self.examples_inputter.input_signature(),
+        )
+        features[0]["domain"] = tf.constant(domains_lib.GENERIC)
+        features = self.examples_inputter.make_features(features=features)
+        features = tf.nest.map_structure(lambda x: tf.expand_dims(x, 0), features)
+        features, labels = self.split_features_labels(features)
+        _ = self(features, labels=labels, training=True, step=0)
+        if optimizer is not None:
+            optimizer._create_all_weights(self.trainable_variables)
+
+
+class MultiDomainTransformer(MultiDomainModel, opennmt.models.Transformer):
+    """A Transformer whose source (and optionally target) embedders are domain-aware.
+
+    With plain ``WordEmbedder`` embedders this is the "Mixed" baseline: the domain
+    labels are read (and validated when domains are declared) but used by no layer.
+    """
+
+    def __init__(
+        self,
+        source_embedder,
+        target_embedder,
+        domains_required=True,
+        domain_training=procedure.JOINT,
+        **kwargs
+    ):
+        """Initializes the model.
+
+        Args:
+          source_embedder: The source word embedder (plain, LDR or domain control).
+          target_embedder: The target word embedder (plain or LDR).
+          domains_required: Whether the data configuration must declare domains.
+          domain_training: Default training mode (``params: domain_training``
+            overrides it).
+          **kwargs: Arguments of ``opennmt.models.Transformer`` (num_layers,
+            num_units, num_heads, ffn_inner_dim, dropout, ...).
+        """
+        super().__init__(
+            source_inputter=MultiDomainInputter(source_embedder, domains_required=domains_required),
+            target_inputter=target_embedder,
+            **kwargs,
+        )
+        self.default_domain_training = domain_training
+
+
+class MultiDomainRNN(MultiDomainModel, opennmt.models.SequenceToSequence):
+    """Attentional RNN (Bahdanau et al., 2015) with domain-aware embedders.
+
+    A bidirectional LSTM encoder (``hidden_size / 2`` cells per direction,
+    concatenated) and an LSTM decoder with additive attention, as in the LDR paper.
+    """
+
+    def __init__(
+        self,
+        source_embedder,
+        target_embedder,
+        num_layers=1,
+        hidden_size=1024,
+        dropout=0.1,
+        domains_required=True,
+        domain_training=procedure.JOINT,
+    ):
+        """Initializes the model.
+
+        Args:
+          source_embedder: The source word embedder.
+          target_embedder: The target word embedder.
+          num_layers: Number of layers of the encoder and of the decoder.
+          hidden_size: Size of the encoder outputs and of the decoder state.
+          dropout: Dropout probability.
+          domains_required: Whether the data configuration must declare domains.
+          domain_training: Default training mode (``params: domain_training``
+            overrides it).
+        """
+        if hidden_size % 2:
+            raise ValueError("hidden_size must be even (bidirectional encoder)")
+        encoder = opennmt.encoders.RNNEncoder(
+            num_layers=num_layers,
+            num_units=hidden_size // 2,
+            bidirectional=True,
+            residual_connections=False,
+            dropout=dropout,
+            reducer=opennmt.layers.ConcatReducer(),
+            cell_class=tf.keras.layers.LSTMCell,
+        )
+        decoder = opennmt.decoders.AttentionalRNNDecoder(
+            num_layers=num_layers,
+            num_units=hidden_size,
+            bridge_class=opennmt.layers.CopyBridge,
+            attention_mechanism_class=tfa.seq2seq.BahdanauAttention,
+            cell_class=tf.keras.layers.LSTMCell,
+            dropout=dropout,
+            residual_connections=False,
+        )
+        super().__init__(
+            MultiDomainInputter(source_embedder, domains_required=domains_required),
+            target_embedder,
+            encoder,
+            decoder,
+        )
+        self.default_domain_training = domain_training
+
+    def auto_config(self, num_replicas=1):
+        config = super().auto_config(num_replicas=num_replicas)
+        # The paper's RNN setting: Adam (0.9, 0.999), learning rate 0.0005, batch 128.
+        return config_util.merge_config(
+            config,
+            {
+                "params": {
+                    "optimizer": "Adam",
+                    "optimizer_params": {"beta_1": 0.9, "beta_2": 0.999},
+                    "learning_rate": 0.0005,
+                },
+                "train": {
+                    "batch_size": 128,
+                    "batch_type": "examples",
+                    "maximum_features_length": 80,
+                    "maximum_labels_length": 80,
+                },
+            },
+        )

@@ -1,0 +1,83 @@
+"""Skip the optimizer update of domains that are absent from a training step.
+
+Adam keeps moving a variable whose gradient is zero (its first moment decays but
+is not zero), so a domain that is absent from a batch would still drift. The
+multi-domain model therefore wraps its optimizer: the update of a
+domain-specific variable (see :class:`ldr_opennmt.layers.DomainSpecificLayer`)
+runs only when its gradient is not identically zero, which is exactly when the
+step's batches (all accumulated sub-batches, all replicas) contained its
+domain: masked regions receive exact zeros, and a region of a domain present in
+the batch receives a non-zero gradient through the words of its sentences.
+
+The decision is taken on the aggregated gradient inside ``apply_gradients``, so
+it needs no extra state and stays consistent with gradient accumulation,
+``MirroredStrategy`` (the gradient is all-reduced before the update), Horovod and
+loss scaling (``LossScaleOptimizer`` wraps this optimizer and skips whole steps on
+overflow). It is what LazyAdam does for embedding rows, applied per domain.
+"""
+
+import re
+
+import tensorflow as tf
+
+_REPLICA_SUFFIX = re.compile(r"/replica_\d+(?=:\d+$)")
+
+
+def _canonical_name(variable):
+    return _REPLICA_SUFFIX.sub("", variable.name)
+
+
+class DomainUpdateSkipping:
+    """Optimizer mixin: no update for domain variables with an all-zero gradient."""
+
+    def _is_domain_variable(self, var):
+        names = getattr(self, "_domain_variable_names", None)
+        if names is None:
+            names = {_canonical_name(v) for v in self._domain_variables_fn()}
+            self._domain_variable_names = names
+        return _canonical_name(var) in names
+
+    def _skip_if_zero(self, grad, var, apply_fn):
+        if not self._is_domain_variable(var):
+            return apply_fn()
+
+        def _apply():
+            with tf.control_dependencies([apply_fn()]):
+                return tf.constant(True)
+
+        return tf.cond(
+            tf.reduce_any(tf.not_equal(grad, 0)), _apply, lambda: tf.constant(False)
+        )
+
+    def _resource_apply_dense(self, grad, var, apply_state=None):
+        parent = super()._resource_apply_dense
+        return self._skip_if_zero(grad, var, lambda: parent(grad, var, apply_state=apply_state))
+
+    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
+        parent = super()._resource_apply_sparse
+        return self._skip_if_zero(
+            grad, var, lambda: parent(grad, var, indices, apply_state=apply_state)
+        )
+
+
+def skip_absent_domains(optimizer, domain_variables_fn):
+    """Makes :obj:`optimizer` skip updates of absent domains, in place.
+
+    The instance keeps its configuration, slots and checkpoint layout; only its
+    class gains :class:`DomainUpdateSkipping`.
+
+    Args:
+      optimizer: A ``tf.keras.optimizers.legacy.Optimizer``.
+      domain_variables_fn: A callable returning the domain-specific variables
+        (called lazily, once the model is built).
+
+    Returns:
+      The same optimizer.
+    """
+    if isinstance(optimizer, DomainUpdateSkipping):
+        return optimizer
+    cls = optimizer.__class__
+    optimizer.__class__ = type("DomainAware%s" % cls.__name__, (DomainUpdateSkipping, cls), {})
+    # A plain function attribute: not tracked, so checkpoints are unchanged.
+    optimizer._domain_variables_fn = domain_variables_fn
+    return optimizer

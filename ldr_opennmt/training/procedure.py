@@ -1,0 +1,128 @@
+"""Multi-domain training modes: Procedure 1 (Pham et al., 2019) and joint training.
+
+``procedure1``: each batch is run twice. The first pass uses the ``generic``
+label for every sentence (no domain region active) and its gradients update the
+shared parameters only; the second pass uses the true labels and its gradients
+update the domain-specific parameters only. ``joint``: one pass with the true
+labels updates every parameter (the ablation).
+
+Both run inside ``Model.compute_gradients``, the hook OpenNMT-tf's trainer calls
+for every (sub-)batch, so they work under stock ``onmt-main`` with gradient
+accumulation, mixed precision (loss scaling), XLA and distribution strategies.
+"""
+
+import tensorflow as tf
+
+from ldr_opennmt import domains as domains_lib
+
+PROCEDURE1 = "procedure1"
+JOINT = "joint"
+MODES = (PROCEDURE1, JOINT)
+
+
+def _gradients(model, features, labels, optimizer, select, loss_scale, normalize_loss):
+    """One forward/backward pass; gradients for the variables ``select()`` returns.
+
+    ``select`` is called after the forward pass: on the first call the forward
+    pass is what creates the model variables.
+    """
+    with tf.GradientTape() as tape:
+        loss, sample_size = model.compute_training_loss(
+            features, labels, step=optimizer.iterations
+        )
+        if normalize_loss and sample_size is not None:
+            loss /= sample_size
+        if loss_scale is not None:
+            loss /= loss_scale
+        if isinstance(optimizer, tf.keras.mixed_precision.LossScaleOptimizer):
+            scaled_loss = optimizer.get_scaled_loss(loss)
+        else:
+            scaled_loss = loss
+    variables = select()
+    gradients = tape.gradient(scaled_loss, variables)
+    if isinstance(optimizer, tf.keras.mixed_precision.LossScaleOptimizer):
+        gradients = optimizer.get_unscaled_gradients(gradients)
+    # The gradient accumulator does not accept None: an unused variable gets zeros.
+    gradients = [
+        tf.zeros_like(variable) if gradient is None else gradient
+        for gradient, variable in zip(gradients, variables)
+    ]
+    return loss, gradients, variables, sample_size
+
+
+def _split_variables(model):
+    """Returns (shared, domain-specific) trainable variables."""
+    specific_refs = {variable.ref() for variable in model.domain_variables()}
+    if not specific_refs:
+        raise ValueError(
+            "domain_training: %s needs domain-specific parameters, but this model has "
+            "none (use joint)" % PROCEDURE1
+        )
+    trainable = model.trainable_weights
+    shared = [v for v in trainable if v.ref() not in specific_refs]
+    specific = [v for v in trainable if v.ref() in specific_refs]
+    return shared, specific
+
+
+def compute_gradients(
+    model, features, labels, optimizer, mode, loss_scale=None, normalize_loss=True
+):
+    """Computes the gradients of a batch for a multi-domain model.
+
+    Args:
+      model: The multi-domain model (its ``domain_variables()`` lists the
+        domain-specific variables).
+      features: The source features, with a ``domain`` id per sentence.
+      labels: The target features.
+      optimizer: The optimizer (a ``LossScaleOptimizer`` is supported).
+      mode: :data:`PROCEDURE1` or :data:`JOINT`.
+      loss_scale: An optional loss scaling factor.
+      normalize_loss: Normalize the loss by the sample size.
+
+    Returns:
+      Like ``opennmt.models.Model.compute_gradients``: the loss of the pass with
+      the true domain labels, the gradients aligned with
+      ``model.trainable_weights`` and, if :obj:`normalize_loss` is ``False``, the
+      sample size.
+    """
+    if mode not in MODES:
+        raise ValueError("domain_training must be one of %s, got %r" % (", ".join(MODES), mode))
+    if mode == JOINT:
+        loss, gradients, _, sample_size = _gradients(
+            model,
+            features,
+            labels,
+            optimizer,
+            lambda: model.trainable_weights,
+            loss_scale,
+            normalize_loss,
+        )
+    else:
+        generic_features = dict(features)
+        generic_features["domain"] = tf.fill(
+            tf.shape(features["domain"]), tf.constant(domains_lib.GENERIC_ID, tf.int32)
+        )
+        _, shared_gradients, shared, sample_size = _gradients(
+            model,
+            generic_features,
+            labels,
+            optimizer,
+            lambda: _split_variables(model)[0],
+            loss_scale,
+            normalize_loss,
+        )
+        loss, specific_gradients, specific, _ = _gradients(
+            model,
+            features,
+            labels,
+            optimizer,
+            lambda: _split_variables(model)[1],
+            loss_scale,
+            normalize_loss,
+        )
+        by_ref = dict(zip((v.ref() for v in shared), shared_gradients))
+        by_ref.update(zip((v.ref() for v in specific), specific_gradients))
+        gradients = [by_ref[v.ref()] for v in model.trainable_weights]
+    if normalize_loss:
+        return loss, gradients
+    return loss, gradients, sample_size

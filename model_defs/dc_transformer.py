@@ -1,0 +1,7 @@
+"""dc transformer (full size, as in the LDR paper)."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.dc_transformer()

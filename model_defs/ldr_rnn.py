@@ -1,0 +1,7 @@
+"""ldr rnn (full size, as in the LDR paper)."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.ldr_rnn()

@@ -1,0 +1,7 @@
+"""mixed transformer (full size, as in the LDR paper)."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.mixed_transformer()

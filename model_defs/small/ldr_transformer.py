@@ -1,0 +1,9 @@
+"""Small LDR Transformer for CPU experiments and tests."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.ldr_transformer(
+        num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256, domain_region_size=4
+    )

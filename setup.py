@@ -1,0 +1,27 @@
+"""ldr-opennmt: multi-domain neural machine translation for OpenNMT-tf."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="ldr-opennmt",
+    version="0.1.0",
+    description="Multi-domain NMT (lexicalized domain representations) for OpenNMT-tf",
+    packages=find_packages(exclude=["tests", "tests.*"]),
+    python_requires=">=3.11,<3.12",
+    # Pinned: opennmt-tf 2.32 is validated against TensorFlow 2.13; the
+    # opennmt-tf[tensorflow] extra is avoided on purpose (it pulls tensorflow-text,
+    # which has no 2.13 wheel for Python 3.11, and pip silently falls back to TF 2.12).
+    install_requires=[
+        "opennmt-tf==2.32.0",
+        "tensorflow==2.13.1",
+        "tensorflow-addons==0.21.0",
+        "numpy==1.24.3",
+        "sacrebleu==2.6.0",
+        "pyonmttok==1.38.1",
+        "pyyaml==6.0.3",
+        "matplotlib==3.10.9",
+    ],
+    extras_require={
+        "test": ["pytest==9.2.0", "parameterized==0.9.0"],
+    },
+)
