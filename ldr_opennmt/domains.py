@@ -158,8 +158,13 @@ def make_lookup_table(domains):
     return tf.lookup.StaticHashTable(initializer, default_value=UNKNOWN_ID)
 
 
-def lookup_domain_ids(table, labels):
+def lookup_domain_ids(table, labels, domains):
     """Maps a string tensor of domain labels to ids, failing on undeclared labels.
+
+    Args:
+      table: The table made by :func:`make_lookup_table` for :obj:`domains`.
+      labels: A string tensor of domain labels.
+      domains: The declared domain names, for the error message.
 
     The failure is an in-graph assertion: a lookup must never turn an unknown
     label into a silent all-zero domain vector.
@@ -168,10 +173,14 @@ def lookup_domain_ids(table, labels):
     ids = table.lookup(labels)
     flat_labels = tf.reshape(labels, [-1])
     unknown = tf.equal(tf.reshape(ids, [-1]), UNKNOWN_ID)
-    first_unknown = tf.boolean_mask(flat_labels, unknown)[:1]
+    first_unknown = tf.strings.reduce_join(tf.boolean_mask(flat_labels, unknown)[:1])
+    message = tf.strings.join(
+        ["Unknown domain label '", first_unknown, "' (declared: %s, or %s)" % (
+            ", ".join(domains), GENERIC)]
+    )
     check = tf.debugging.Assert(
         tf.logical_not(tf.reduce_any(unknown)),
-        ["Unknown domain label:", first_unknown],
+        [message],
         name="unknown_domain_label",
     )
     with tf.control_dependencies([check]):

@@ -84,7 +84,7 @@ class DomainInputter(opennmt.inputters.Inputter):
         if self.domains is None:
             ids = tf.fill(tf.shape(labels), domains_lib.GENERIC_ID)
         else:
-            ids = domains_lib.lookup_domain_ids(self._table, labels)
+            ids = domains_lib.lookup_domain_ids(self._table, labels, self.domains)
         features["domain"] = ids
         return features
 

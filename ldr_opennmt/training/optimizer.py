@@ -16,26 +16,32 @@ loss scaling (``LossScaleOptimizer`` wraps this optimizer and skips whole steps 
 overflow). It is what LazyAdam does for embedding rows, applied per domain.
 """
 
-import re
-
 import tensorflow as tf
 
-_REPLICA_SUFFIX = re.compile(r"/replica_\d+(?=:\d+$)")
 
+def _variable_refs(variables):
+    """References of the variables and of their per-device components.
 
-def _canonical_name(variable):
-    return _REPLICA_SUFFIX.sub("", variable.name)
+    Under a distribution strategy the update function receives the component
+    variable of each device, not the distributed variable the model lists.
+    """
+    refs = set()
+    for variable in variables:
+        refs.add(variable.ref())
+        for component in getattr(variable, "values", ()):
+            refs.add(component.ref())
+    return refs
 
 
 class DomainUpdateSkipping:
     """Optimizer mixin: no update for domain variables with an all-zero gradient."""
 
     def _is_domain_variable(self, var):
-        names = getattr(self, "_domain_variable_names", None)
-        if names is None:
-            names = {_canonical_name(v) for v in self._domain_variables_fn()}
-            self._domain_variable_names = names
-        return _canonical_name(var) in names
+        refs = getattr(self, "_domain_variable_refs", None)
+        if refs is None:
+            refs = _variable_refs(self._domain_variables_fn())
+            self._domain_variable_refs = refs
+        return var.ref() in refs
 
     def _skip_if_zero(self, grad, var, apply_fn):
         if not self._is_domain_variable(var):

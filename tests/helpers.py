@@ -1,0 +1,101 @@
+"""Tiny models and data shared by the tests."""
+
+import os
+
+import numpy as np
+import opennmt
+import tensorflow as tf
+
+from ldr_opennmt import models
+from tests import corpus
+
+TINY = dict(num_layers=1, num_units=16, num_heads=2, ffn_inner_dim=32, dropout=0.0)
+TINY_RNN = dict(embedding_size=16, hidden_size=16, dropout=0.0)
+
+FAMILIES = {
+    "ldr_transformer": lambda: models.ldr_transformer(domain_region_size=2, **TINY),
+    "ldr_transformer_target": lambda: models.ldr_transformer(
+        domain_region_size=2, target_ldr=True, **TINY
+    ),
+    "dc_transformer": lambda: models.dc_transformer(**TINY),
+    "mixed_transformer": lambda: models.mixed_transformer(**TINY),
+    "ldr_rnn": lambda: models.ldr_rnn(domain_region_size=2, **TINY_RNN),
+    "dc_rnn": lambda: models.dc_rnn(**TINY_RNN),
+    "mixed_rnn": lambda: models.mixed_rnn(**TINY_RNN),
+}
+
+
+def build_model(test, family="ldr_transformer", params=None, count=20, seed=7):
+    """Builds, initializes and creates the variables of a tiny model.
+
+    Returns:
+      (model, corpus paths).
+    """
+    paths = corpus.write_corpus(os.path.join(test.get_temp_dir(), "corpus"), count=count)
+    model = FAMILIES[family]()
+    model_params = {"beam_width": 1, "maximum_decoding_length": 6}
+    model_params.update(params or {})
+    model.initialize(corpus.data_config(paths), params=model_params)
+    model.create_variables()
+    rng = np.random.RandomState(seed)
+    for variable in model.weights:
+        # Large domain weights so that the domain visibly changes the output.
+        scale = 1.0 if "domain_" in variable.name else 0.3
+        variable.assign(rng.normal(scale=scale, size=variable.shape).astype(np.float32))
+    return model, paths
+
+
+def source_features(model, sentences, labels):
+    """Features for a batch of raw source sentences and domain labels."""
+    tokens = [s.split() for s in sentences]
+    length = max(len(t) for t in tokens)
+    padded = [t + [""] * (length - len(t)) for t in tokens]
+    return model.features_inputter.make_features(
+        features={
+            "tokens": tf.constant(padded),
+            "length": tf.constant([len(t) for t in tokens], tf.int32),
+            "domain": tf.constant(labels),
+        }
+    )
+
+
+def training_batch(model, paths, size=6):
+    """The first training batch of the corpus (features, labels)."""
+    dataset = model.examples_inputter.make_training_dataset(
+        [paths["train_src"], paths["train_domain"]],
+        paths["train_tgt"],
+        batch_size=size,
+        shuffle_buffer_size=1,
+        single_pass=True,
+    )
+    return next(iter(dataset))
+
+
+def domain_dataset(model, test, domain_names, count=12, batch_size=6, name="sub"):
+    """A repeated training dataset whose sentences all come from ``domain_names``."""
+    directory = os.path.join(test.get_temp_dir(), name)
+    os.makedirs(directory, exist_ok=True)
+    sources, targets, labels = [], [], []
+    for domain in domain_names:
+        for source, target in corpus.make_pairs(domain, count, seed=3):
+            sources.append(source)
+            targets.append(target)
+            labels.append(domain)
+    files = {}
+    for key, lines in (("src", sources), ("tgt", targets), ("domain", labels)):
+        files[key] = os.path.join(directory, "train." + key)
+        corpus.write_lines(files[key], lines)
+    return model.examples_inputter.make_training_dataset(
+        [files["src"], files["domain"]],
+        files["tgt"],
+        batch_size=batch_size,
+        shuffle_buffer_size=1000,
+    )
+
+
+def snapshot(variables):
+    return [v.numpy().copy() for v in variables]
+
+
+def make_trainer(model, optimizer):
+    return opennmt.training.Trainer(model, optimizer)

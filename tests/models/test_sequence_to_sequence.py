@@ -1,0 +1,74 @@
+import numpy as np
+import tensorflow as tf
+from parameterized import parameterized
+
+from tests import helpers
+
+SENTENCES = ["the big cell", "a host is here now", "spirit", "red cell a host"]
+LABELS = ["religious", "medical", "generic", "software"]
+
+
+class MultiDomainModelTest(tf.test.TestCase):
+    @parameterized.expand(
+        [
+            ("ldr_transformer",),
+            ("ldr_transformer_target",),
+            ("dc_transformer",),
+            ("mixed_transformer",),
+            ("ldr_rnn",),
+            ("dc_rnn",),
+        ]
+    )
+    def test_beam_search_batch_equals_alone(self, family):
+        model, _ = helpers.build_model(self, family, params={"beam_width": 3})
+        batch = model.infer(helpers.source_features(model, SENTENCES, LABELS))
+        for i, (sentence, label) in enumerate(zip(SENTENCES, LABELS)):
+            alone = model.infer(helpers.source_features(model, [sentence], [label]))
+            length = alone["length"][0, 0]
+            self.assertEqual(batch["length"][i, 0], length)
+            self.assertAllEqual(batch["tokens"][i, 0, :length], alone["tokens"][0, 0, :length])
+            self.assertAllClose(batch["log_probs"][i], alone["log_probs"][0], atol=1e-4)
+
+    @parameterized.expand([("ldr_transformer",), ("ldr_transformer_target",), ("dc_rnn",)])
+    def test_domain_changes_the_output(self, family):
+        model, _ = helpers.build_model(self, family, params={"beam_width": 2})
+        scores = [
+            model.infer(helpers.source_features(model, ["the big cell"], [label]))["log_probs"]
+            for label in ("medical", "religious", "generic")
+        ]
+        self.assertNotAllClose(scores[0], scores[1])
+        self.assertNotAllClose(scores[0], scores[2])
+
+    def test_mixed_ignores_the_domain(self):
+        model, _ = helpers.build_model(self, "mixed_transformer")
+        scores = [
+            model.infer(helpers.source_features(model, ["the big cell"], [label]))["log_probs"]
+            for label in ("medical", "software")
+        ]
+        self.assertAllClose(scores[0], scores[1])
+
+    def test_unknown_domain_in_features_fails(self):
+        model, _ = helpers.build_model(self, "ldr_transformer")
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "Unknown domain label 'legal'"):
+            helpers.source_features(model, ["the cell"], ["legal"])
+
+    def test_domain_weights_listed(self):
+        model, _ = helpers.build_model(self, "ldr_transformer_target")
+        regions = model.domain_weights()
+        self.assertEqual(sorted(regions), [0, 1, 2])
+        # Source and target embedders: a region table and a fusion block each.
+        self.assertLen(regions[0], 4)
+        self.assertEqual(model.domains, ["medical", "religious", "software"])
+
+    def test_evaluation_loss_depends_on_domain(self):
+        model, paths = helpers.build_model(self, "ldr_transformer")
+        features, labels = helpers.training_batch(model, paths)
+        loss = model.evaluate(features, labels)[0]
+        generic = dict(features, domain=tf.fill(tf.shape(features["domain"]), -1))
+        generic_loss = model.evaluate(generic, labels)[0]
+        self.assertTrue(np.isfinite(loss[0]))
+        self.assertNotAllClose(loss[0], generic_loss[0])
+
+
+if __name__ == "__main__":
+    tf.test.main()
