@@ -23,13 +23,20 @@ def _variable_refs(variables):
     """References of the variables and of their per-device components.
 
     Under a distribution strategy the update function receives the component
-    variable of each device, not the distributed variable the model lists.
+    variable of each device, not the distributed variable the model lists; under
+    mixed precision the model lists ``AutoCastVariable`` wrappers.
     """
     refs = set()
-    for variable in variables:
+    pending = list(variables)
+    while pending:
+        variable = pending.pop()
+        if variable.ref() in refs:
+            continue
         refs.add(variable.ref())
-        for component in getattr(variable, "values", ()):
-            refs.add(component.ref())
+        inner = getattr(variable, "_variable", None)  # AutoCastVariable
+        if inner is not None:
+            pending.append(inner)
+        pending.extend(getattr(variable, "values", ()))  # DistributedVariable
     return refs
 
 

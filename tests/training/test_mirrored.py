@@ -1,0 +1,36 @@
+import json
+import os
+import subprocess
+import sys
+
+import tensorflow as tf
+from parameterized import parameterized
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class MirroredStrategyTest(tf.test.TestCase):
+    @parameterized.expand([("procedure1",), ("joint",)])
+    def test_two_replicas_skip_absent_domains(self, mode):
+        # Like OpenNMT-tf's own multi-device tests: two logical CPU devices.
+        process = subprocess.run(
+            [sys.executable, "-m", "tests.training.mirrored_check", self.get_temp_dir(), mode],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
+        self.assertTrue(lines, msg=process.stderr[-3000:])
+        result = json.loads(lines[-1][len("RESULT "):])
+        self.assertEqual(result["num_replicas"], 2)
+        self.assertEqual(result["mirrored"], "MirroredVariable")
+        self.assertEqual(result["step"], 6)
+        self.assertTrue(all(result["changed"]["0"]))  # medical trained
+        self.assertFalse(any(result["changed"]["1"]))  # religious absent: bit-identical
+        self.assertFalse(any(result["changed"]["2"]))  # software absent: bit-identical
+        self.assertTrue(result["replicas_equal"])
+
+
+if __name__ == "__main__":
+    tf.test.main()
