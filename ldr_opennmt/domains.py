@@ -17,7 +17,34 @@ UNKNOWN_ID = -2
 
 
 class DomainError(ValueError):
-    """A one-line error about domain labels or declarations."""
+    """A one-line error about domain labels or declarations.
+
+    Uncaught, it is printed as a single ``ldr-opennmt: error: ...`` line (see
+    :func:`install_error_hook`), also under stock ``onmt-main``.
+    """
+
+
+def install_error_hook():
+    """Prints uncaught :class:`DomainError` as one line and exits with status 2.
+
+    Other exceptions keep the default traceback. Installed when the package is
+    imported, which ``onmt-main --model`` does through the model definition.
+    """
+    import sys
+
+    previous = sys.excepthook
+    if getattr(previous, "_ldr_opennmt", False):
+        return
+
+    def _hook(exc_type, exc, traceback):
+        if isinstance(exc, DomainError):
+            sys.stderr.write("ldr-opennmt: error: %s\n" % exc)
+            sys.stderr.flush()
+            raise SystemExit(2)
+        previous(exc_type, exc, traceback)
+
+    _hook._ldr_opennmt = True
+    sys.excepthook = _hook
 
 
 def validate_domain_names(names, source="the configuration"):
@@ -80,7 +107,8 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
 
     Args:
       path: The label file.
-      domains: The declared domain names.
+      domains: The declared domain names, or ``None`` to accept any non-empty
+        label (the returned ids are then all :data:`GENERIC_ID`).
       expected_lines: If set, the number of lines the file must have.
       source_path: The file the labels are aligned with, for error messages.
 
@@ -91,7 +119,7 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
       DomainError: on an empty label, an unknown label or a line count mismatch,
         with the file, line number and value in the message.
     """
-    index = {name: i for i, name in enumerate(domains)}
+    index = {name: i for i, name in enumerate(domains or [])}
     index[GENERIC] = GENERIC_ID
     ids = []
     with tf.io.gfile.GFile(path, "r") as label_file:
@@ -99,7 +127,7 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
             label = line.strip()
             if not label:
                 raise DomainError("%s:%d: empty domain label" % (path, line_number))
-            domain_id = index.get(label)
+            domain_id = index.get(label, GENERIC_ID if domains is None else None)
             if domain_id is None:
                 raise DomainError(
                     "%s:%d: unknown domain label %r (declared: %s, or %s)"
@@ -108,8 +136,15 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
             ids.append(domain_id)
     if expected_lines is not None and len(ids) != expected_lines:
         raise DomainError(
-            "%s: has %d labels but %s has %d lines"
-            % (path, len(ids), source_path or "the source", expected_lines)
+            "%s:%d: %s (%d labels, but %s has %d lines)"
+            % (
+                path,
+                min(len(ids), expected_lines) + 1,
+                "missing domain label" if len(ids) < expected_lines else "extra domain label",
+                len(ids),
+                source_path or "the source",
+                expected_lines,
+            )
         )
     return ids
 

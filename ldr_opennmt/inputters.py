@@ -57,13 +57,8 @@ class DomainInputter(opennmt.inputters.Inputter):
         expected = None
         if source_file is not None:
             expected = domains_lib.count_lines(source_file)
-        if self.domains is None:
-            if expected is not None and domains_lib.count_lines(label_file) != expected:
-                raise domains_lib.DomainError(
-                    "%s: has %d labels but %s has %d lines"
-                    % (label_file, domains_lib.count_lines(label_file), source_file, expected)
-                )
-            return
+        # Without declared domains (a model that ignores them), any label is accepted
+        # but the file must still be aligned with the source.
         domains_lib.read_label_file(
             label_file, self.domains, expected_lines=expected, source_path=source_file
         )

@@ -46,7 +46,7 @@ class DomainsTest(tf.test.TestCase):
 
     def test_line_count_mismatch(self):
         path = self._write("short.domain", ["a"])
-        with self.assertRaisesRegex(domains.DomainError, r"short\.domain: has 1 labels but src has 2"):
+        with self.assertRaisesRegex(domains.DomainError, r"short\.domain:2: missing domain label \(1 labels, but src has 2 lines\)"):
             domains.read_label_file(path, ["a"], expected_lines=2, source_path="src")
 
     def test_sampling_probabilities(self):

@@ -1,0 +1,190 @@
+"""End to end with stock ``onmt-main``: train, resume, infer, and bad input."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import tensorflow as tf
+import yaml
+
+from tests import corpus
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ONMT_MAIN = os.path.join(os.path.dirname(sys.executable), "onmt-main")
+
+
+def _onmt_main(*args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
+    return subprocess.run(
+        [ONMT_MAIN, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900
+    )
+
+
+def _write_config(path, model_dir, data, max_step=60, **params):
+    config = {
+        "model_dir": model_dir,
+        "data": data,
+        "params": dict(
+            {"optimizer": "Adam", "learning_rate": 0.003, "decay_type": None, "beam_width": 2},
+            **params,
+        ),
+        "train": {
+            "batch_size": 24,
+            "batch_type": "examples",
+            "effective_batch_size": None,
+            "max_step": max_step,
+            "save_checkpoints_steps": 30,
+            "keep_checkpoint_max": 3,
+            "average_last_checkpoints": 0,
+            "sample_buffer_size": 0,
+            "save_summary_steps": 20,
+        },
+        "infer": {"batch_size": 8},
+    }
+    with open(path, "w") as f:
+        yaml.safe_dump(config, f)
+    return path
+
+
+def _checkpoints(model_dir):
+    if not os.path.isdir(model_dir):
+        return []
+    return [name for name in os.listdir(model_dir) if name.startswith("ckpt-")]
+
+
+class OnmtMainTest(tf.test.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ldr_onmt_main_test_%d" % os.getpid())
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.paths = corpus.write_corpus(os.path.join(cls.dir, "data"), count=40)
+        cls.model_dir = os.path.join(cls.dir, "ldr")
+        cls.config = _write_config(
+            os.path.join(cls.dir, "ldr.yml"), cls.model_dir, corpus.data_config(cls.paths)
+        )
+        cls.train = _onmt_main(
+            "--model", "model_defs/small/ldr_transformer.py", "--config", cls.config,
+            "--auto_config", "train",
+        )
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        super().tearDownClass()
+
+    def _bad_copy(self, name, lines):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+        return path
+
+    def test_train_runs_procedure1(self):
+        self.assertEqual(self.train.returncode, 0, msg=self.train.stderr[-3000:])
+        self.assertIn("Step = 60", self.train.stderr)
+        self.assertIn("ckpt-60.index", os.listdir(self.model_dir))
+        with open(os.path.join(self.model_dir, "model_description.py")) as f:
+            self.assertIn("ldr_transformer", f.read())
+
+    def test_infer_oracle_and_generic(self):
+        self.assertEqual(self.train.returncode, 0)
+        n = sum(1 for _ in open(self.paths["test_src"]))
+        generic = self._bad_copy("test.generic", ["generic"] * n)
+        for labels, name in ((self.paths["test_domain"], "oracle"), (generic, "generic")):
+            output = os.path.join(self.dir, "pred.%s" % name)
+            result = _onmt_main(
+                "--config", self.config, "--auto_config", "infer",
+                "--features_file", self.paths["test_src"], labels,
+                "--predictions_file", output,
+            )
+            self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
+            with open(output) as f:
+                lines = f.read().splitlines()
+            self.assertLen(lines, n)
+            self.assertTrue(all(line.strip() for line in lines))
+
+    def test_resume_from_last_checkpoint(self):
+        self.assertEqual(self.train.returncode, 0)
+        config = _write_config(
+            os.path.join(self.dir, "resume.yml"), self.model_dir, corpus.data_config(self.paths),
+            max_step=70,
+        )
+        result = _onmt_main(
+            "--model", "model_defs/small/ldr_transformer.py", "--config", config,
+            "--auto_config", "train",
+        )
+        self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
+        self.assertIn("Restored checkpoint %s/ckpt-60" % self.model_dir, result.stderr)
+        self.assertIn("ckpt-70.index", os.listdir(self.model_dir))
+
+    def test_infer_unknown_label_writes_nothing(self):
+        labels = self._bad_copy("test.bad", ["medical", "medical", "legal"])
+        source = self._bad_copy("test3.src", ["the cell", "a host", "spirit"])
+        output = os.path.join(self.dir, "pred.bad")
+        result = _onmt_main(
+            "--config", self.config, "--auto_config", "infer",
+            "--features_file", source, labels, "--predictions_file", output,
+        )
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(
+            result.stderr.strip().splitlines()[-1],
+            "ldr-opennmt: error: %s:3: unknown domain label 'legal' "
+            "(declared: medical, religious, software, or generic)" % labels,
+        )
+        self.assertFalse(os.path.exists(output))
+
+    def _train_fails(self, data, message, model="model_defs/small/ldr_transformer.py"):
+        model_dir = os.path.join(self.dir, "bad_%d" % len(os.listdir(self.dir)))
+        config = _write_config(os.path.join(model_dir + ".yml"), model_dir, data, max_step=2)
+        result = _onmt_main("--model", model, "--config", config, "--auto_config", "train")
+        self.assertEqual(result.returncode, 2, msg=result.stderr[-2000:])
+        last = result.stderr.strip().splitlines()[-1]
+        self.assertRegex(last, "^ldr-opennmt: error: " + message)
+        self.assertEqual(_checkpoints(model_dir), [])
+
+    def test_train_bad_inputs(self):
+        data = corpus.data_config(self.paths)
+        labels = open(self.paths["train_domain"]).read().splitlines()
+        n = len(labels)
+
+        unknown = self._bad_copy("unknown.domain", labels[:4] + ["legal"] + labels[5:])
+        self._train_fails(
+            dict(data, train_features_file=[self.paths["train_src"], unknown]),
+            r".*unknown\.domain:5: unknown domain label 'legal'",
+        )
+        short = self._bad_copy("short.domain", labels[:-2])
+        self._train_fails(
+            dict(data, train_features_file=[self.paths["train_src"], short]),
+            r".*short\.domain:%d: missing domain label \(%d labels, but .*train\.src has %d lines\)"
+            % (n - 1, n - 2, n),
+        )
+        empty = self._bad_copy("empty.domain", labels[:6] + [""] + labels[7:])
+        self._train_fails(
+            dict(data, train_features_file=[self.paths["train_src"], empty]),
+            r".*empty\.domain:7: empty domain label",
+        )
+        no_domains = dict(data)
+        del no_domains["domains"]
+        self._train_fails(no_domains, r".*declares no domains")
+        self._train_fails(
+            dict(data, train_features_file=self.paths["train_src"]),
+            r"expected a source file and an aligned domain label file",
+        )
+
+    def test_mixed_needs_no_domains(self):
+        data = corpus.data_config(self.paths)
+        del data["domains"]
+        data["train_features_file"] = self.paths["train_src"]
+        model_dir = os.path.join(self.dir, "mixed")
+        config = _write_config(os.path.join(self.dir, "mixed.yml"), model_dir, data, max_step=3)
+        result = _onmt_main(
+            "--model", "model_defs/small/mixed_transformer.py", "--config", config,
+            "--auto_config", "train",
+        )
+        self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
+        self.assertIn("ckpt-3.index", os.listdir(model_dir))
+
+
+if __name__ == "__main__":
+    tf.test.main()
