@@ -20,7 +20,15 @@ setup(
         "pyonmttok==1.38.1",
         "pyyaml==6.0.3",
         "matplotlib==3.10.9",
+        "polib==1.2.0",
+        "tqdm==4.70.1",
     ],
+    entry_points={
+        "console_scripts": [
+            "ldr-data=ldr_opennmt.data.cli:main",
+            "ldr-eval=ldr_opennmt.evaluation.cli:main",
+        ],
+    },
     extras_require={
         "test": ["pytest==9.2.0", "parameterized==0.9.0"],
     },

@@ -1,0 +1,117 @@
+"""Per-domain scoring with sacrebleu: BLEU, chrF, paired bootstrap, tables and a chart."""
+
+import math
+
+import sacrebleu
+from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.significance import PairedTest
+
+from ldr_opennmt.data.errors import DataError
+
+
+def check_aligned(hypotheses, references, what):
+    """Raises a one-line error when a system output and its references differ in length."""
+    if hypotheses is None:
+        raise DataError("%s: missing predictions" % what)
+    if len(hypotheses) != len(references):
+        raise DataError(
+            "%s: %d predictions for %d references" % (what, len(hypotheses), len(references))
+        )
+
+
+def score(hypotheses, references):
+    """Returns ``{"bleu": float, "chrf": float}`` for one test set."""
+    return {
+        "bleu": sacrebleu.corpus_bleu(hypotheses, [references]).score,
+        "chrf": sacrebleu.corpus_chrf(hypotheses, [references]).score,
+    }
+
+
+def signatures():
+    """The sacrebleu signatures of the scores reported here."""
+    return {"BLEU": str(BLEU().get_signature()), "chrF": str(CHRF().get_signature())}
+
+
+def paired_bootstrap(baseline, systems, references, n_samples=1000, seed=12345):
+    """Paired bootstrap resampling of BLEU against a baseline (sacrebleu's test).
+
+    Args:
+      baseline: The baseline hypotheses.
+      systems: A dict ``{name: hypotheses}``.
+      references: The references.
+
+    Returns:
+      A dict ``{name: p_value}``.
+    """
+    if not systems:
+        return {}
+    named = [("baseline", baseline)] + list(systems.items())
+    test = PairedTest(
+        named,
+        {"BLEU": BLEU(references=[references])},
+        references=None,
+        test_type="bs",
+        n_samples=n_samples,
+        seed=str(seed),
+        n_jobs=1,
+    )
+    _, results = test()
+    return {name: result.p_value for name, result in zip(results["System"][1:], results["BLEU"][1:])}
+
+
+def markdown_table(rows, domains, metric, significance=None, alpha=0.05):
+    """A Table-2-shaped Markdown table: systems x domains + average.
+
+    Args:
+      rows: A list of ``(row_name, {domain: {"bleu": x, "chrf": y}})``.
+      domains: The domain order.
+      metric: ``"bleu"`` or ``"chrf"``.
+      significance: Optional ``{row_name: {domain: p_value}}``; significant
+        differences (p < alpha) against the baseline are marked with ``*``.
+    """
+    header = "| system | %s | avg |" % " | ".join(domains)
+    lines = [header, "|---|%s---:|" % ("---:|" * len(domains))]
+    for name, scores in rows:
+        cells = []
+        values = []
+        for domain in domains:
+            value = scores.get(domain, {}).get(metric)
+            if value is None:
+                cells.append("-")
+                continue
+            values.append(value)
+            mark = ""
+            p_value = (significance or {}).get(name, {}).get(domain)
+            if p_value is not None and p_value < alpha:
+                mark = "*"
+            cells.append("%.1f%s" % (value, mark))
+        average = sum(values) / len(values) if len(values) == len(domains) else math.nan
+        lines.append(
+            "| %s | %s | %s |"
+            % (name, " | ".join(cells), "-" if math.isnan(average) else "%.1f" % average)
+        )
+    return "\n".join(lines)
+
+
+def bar_chart(rows, domains, metric, path, title):
+    """Writes a grouped bar chart (one group per domain, one bar per system) as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    width = 0.8 / max(1, len(rows))
+    fig, ax = plt.subplots(figsize=(2 + 1.6 * len(domains) + 0.3 * len(rows), 4.5))
+    for i, (name, scores) in enumerate(rows):
+        xs = [d + i * width for d in range(len(domains))]
+        ys = [scores.get(domain, {}).get(metric, 0.0) for domain in domains]
+        bars = ax.bar(xs, ys, width=width, label=name)
+        ax.bar_label(bars, fmt="%.1f", fontsize=6, padding=1)
+    ax.set_xticks([d + width * (len(rows) - 1) / 2 for d in range(len(domains))])
+    ax.set_xticklabels(domains)
+    ax.set_ylabel(metric.upper() if metric == "bleu" else "chrF")
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
