@@ -2,7 +2,6 @@
 
 import math
 
-import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
@@ -22,18 +21,25 @@ def check_aligned(hypotheses, references, what):
 def score(hypotheses, references):
     """Returns ``{"bleu": float, "chrf": float}`` for one test set."""
     return {
-        "bleu": sacrebleu.corpus_bleu(hypotheses, [references]).score,
-        "chrf": sacrebleu.corpus_chrf(hypotheses, [references]).score,
+        "bleu": BLEU().corpus_score(hypotheses, [references]).score,
+        "chrf": CHRF().corpus_score(hypotheses, [references]).score,
     }
 
 
 def signatures():
     """The sacrebleu signatures of the scores reported here."""
-    return {"BLEU": str(BLEU().get_signature()), "chrF": str(CHRF().get_signature())}
+    result = {}
+    for name, metric in (("BLEU", BLEU()), ("chrF", CHRF())):
+        metric.corpus_score(["x"], [["x"]])  # The signature needs the reference count.
+        result[name] = str(metric.get_signature())
+    return result
 
 
-def paired_bootstrap(baseline, systems, references, n_samples=1000, seed=12345):
+def paired_bootstrap(baseline, systems, references, n_samples=1000):
     """Paired bootstrap resampling of BLEU against a baseline (sacrebleu's test).
+
+    The resampling seed is sacrebleu's (``SACREBLEU_SEED``, 12345 by default), so
+    the p-values are reproducible.
 
     Args:
       baseline: The baseline hypotheses.
@@ -52,14 +58,13 @@ def paired_bootstrap(baseline, systems, references, n_samples=1000, seed=12345):
         references=None,
         test_type="bs",
         n_samples=n_samples,
-        seed=str(seed),
         n_jobs=1,
     )
     _, results = test()
     return {name: result.p_value for name, result in zip(results["System"][1:], results["BLEU"][1:])}
 
 
-def markdown_table(rows, domains, metric, significance=None, alpha=0.05):
+def markdown_table(rows, domains, metric, significance=None, alpha=0.05, baseline=None):
     """A Table-2-shaped Markdown table: systems x domains + average.
 
     Args:
@@ -67,8 +72,10 @@ def markdown_table(rows, domains, metric, significance=None, alpha=0.05):
       domains: The domain order.
       metric: ``"bleu"`` or ``"chrf"``.
       significance: Optional ``{row_name: {domain: p_value}}``; significant
-        differences (p < alpha) against the baseline are marked with ``*``.
+        BLEU differences (p < alpha) against the baseline are marked with ``*``.
+      baseline: The baseline row name (a row equal to it is never marked).
     """
+    baseline_scores = dict(rows).get(baseline, {})
     header = "| system | %s | avg |" % " | ".join(domains)
     lines = [header, "|---|%s---:|" % ("---:|" * len(domains))]
     for name, scores in rows:
@@ -82,7 +89,13 @@ def markdown_table(rows, domains, metric, significance=None, alpha=0.05):
             values.append(value)
             mark = ""
             p_value = (significance or {}).get(name, {}).get(domain)
-            if p_value is not None and p_value < alpha:
+            reference = baseline_scores.get(domain, {}).get("bleu")
+            if (
+                metric == "bleu"
+                and p_value is not None
+                and p_value < alpha
+                and scores[domain]["bleu"] != reference
+            ):
                 mark = "*"
             cells.append("%.1f%s" % (value, mark))
         average = sum(values) / len(values) if len(values) == len(domains) else math.nan

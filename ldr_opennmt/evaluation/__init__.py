@@ -1,0 +1,1 @@
+"""Per-domain evaluation with sacrebleu."""

@@ -1,0 +1,248 @@
+"""Translate every domain's test set with several label modes and score it.
+
+Label modes:
+
+* ``oracle``: the true domain of each sentence;
+* ``generic``: the reserved ``generic`` label (no domain parameter active);
+* ``wrong``: a fixed, deliberately wrong domain: the next domain in the
+  declared list (medical -> religious -> software -> medical);
+* ``pred``: labels predicted by a domain classifier, read from
+  ``{pred_dir}/test.{domain}.pred`` (one label per line).
+
+Models that ignore domains (Mixed) are translated once. Predictions are written
+to ``.partial`` files and renamed when complete, so an interrupted evaluation
+resumes from the translations it already has.
+"""
+
+import collections
+import json
+import os
+
+import opennmt
+import yaml
+from tqdm import tqdm
+
+from ldr_opennmt.data import corpus as corpus_lib
+from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.domains import GENERIC
+from ldr_opennmt.evaluation import scoring
+
+MODES = ("oracle", "generic", "wrong", "pred")
+
+
+def labels_for(mode, domain, domains, count, pred_dir=None):
+    """The label lines of :obj:`count` test sentences of :obj:`domain` in :obj:`mode`."""
+    if mode == "oracle":
+        return [domain] * count
+    if mode == "generic":
+        return [GENERIC] * count
+    if mode == "wrong":
+        return [domains[(domains.index(domain) + 1) % len(domains)]] * count
+    if mode == "pred":
+        if pred_dir is None:
+            raise DataError("label mode 'pred' needs predicted label files (--pred-dir)")
+        path = os.path.join(pred_dir, "test.%s.pred" % domain)
+        if not os.path.exists(path):
+            raise DataError("%s: missing predicted labels" % path)
+        with open(path) as f:
+            labels = f.read().splitlines()[:count]
+        scoring.check_aligned(labels, [None] * count, path)
+        return labels
+    raise DataError("unknown label mode %r (known: %s)" % (mode, ", ".join(MODES)))
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def _write(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+class System:
+    """A trained system given by its OpenNMT-tf run configuration(s)."""
+
+    def __init__(self, name, config_paths):
+        self.name = name
+        self.config_paths = list(config_paths)
+        config = {}
+        for path in self.config_paths:
+            if not os.path.exists(path):
+                raise DataError("system %s: %s: no such configuration file" % (name, path))
+            with open(path) as f:
+                config = opennmt.config.merge_config(config, yaml.safe_load(f))
+        self.config = config
+        self.model_dir = config.get("model_dir")
+        if not self.model_dir or not os.path.exists(
+            os.path.join(self.model_dir, "model_description.py")
+        ):
+            raise DataError("system %s: no trained model in %s" % (name, self.model_dir))
+        self.model = opennmt.config.load_model_from_file(
+            os.path.join(self.model_dir, "model_description.py")
+        )
+        self._domain_inputter = getattr(self.model.features_inputter, "domain_inputter", None)
+        self._runner = None
+
+    @property
+    def runner(self):
+        if self._runner is None:
+            self._runner = opennmt.Runner(self.model, self.config, auto_config=True)
+        return self._runner
+
+    @property
+    def uses_domains(self):
+        """Whether the labels change the translation (Mixed models ignore them)."""
+        return self._domain_inputter is not None and self._domain_inputter.required
+
+    def translate(self, source_file, label_file, output):
+        """Translates with the latest checkpoint into :obj:`output` (atomically)."""
+        partial = output + ".partial"
+        features = [source_file, label_file] if self._domain_inputter else source_file
+        self.runner.infer(features, predictions_file=partial)
+        os.replace(partial, output)
+
+
+def evaluate(
+    corpus_dir,
+    systems,
+    out_dir,
+    modes=("oracle", "generic", "wrong"),
+    baseline=None,
+    max_sentences=None,
+    pred_dir=None,
+    bootstrap_samples=1000,
+):
+    """Runs the evaluation and writes ``scores.json``, ``table.md`` and ``bleu.png``.
+
+    Args:
+      corpus_dir: A corpus built by ``ldr-data``.
+      systems: A list of :class:`System`.
+      out_dir: Where translations and results are written.
+      modes: Label modes for systems that use domains.
+      baseline: Name of the system the significance tests compare against.
+      max_sentences: Evaluate only the first N test sentences of each domain.
+      pred_dir: Directory of predicted label files (mode ``pred``).
+      bootstrap_samples: Paired bootstrap resamples.
+
+    Returns:
+      The results dict (also written to ``scores.json``).
+    """
+    info = corpus_lib.load_info(corpus_dir)
+    domains = info["domains"]
+    tgt = info["target_lang"]
+    src = info["source_lang"]
+    detok = corpus_lib.load_tokenizer(corpus_dir, tgt)
+    os.makedirs(out_dir, exist_ok=True)
+
+    sources, references, counts = [], {}, collections.OrderedDict()
+    for domain in domains:
+        lines = _read(os.path.join(corpus_dir, "test.%s.%s" % (domain, src)))[:max_sentences]
+        refs = _read(os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)))[: len(lines)]
+        scoring.check_aligned(lines, refs, "test set of %s" % domain)
+        sources.extend(lines)
+        references[domain] = refs
+        counts[domain] = len(lines)
+
+    outputs = collections.OrderedDict()
+    for system in tqdm(systems, desc="translating", unit="system", disable=None):
+        system_modes = modes if system.uses_domains else ("oracle",)
+        for mode in system_modes:
+            outputs[(system.name, mode)] = os.path.join(
+                out_dir, "%s.%s.%s" % (system.name, mode, tgt)
+            )
+        missing = [m for m in system_modes if not os.path.exists(outputs[(system.name, m)])]
+        if not missing:
+            continue
+        # One inference run per system (one model load and trace): the test set is
+        # repeated once per label mode.
+        labels = []
+        for mode in missing:
+            for domain in domains:
+                labels.extend(labels_for(mode, domain, domains, counts[domain], pred_dir))
+        run_source = os.path.join(out_dir, "%s.input.%s" % (system.name, src))
+        run_labels = os.path.join(out_dir, "%s.input.labels" % system.name)
+        run_output = os.path.join(out_dir, "%s.output.%s" % (system.name, tgt))
+        _write(run_source, sources * len(missing))
+        _write(run_labels, labels)
+        system.translate(run_source, run_labels, run_output)
+        translations = _read(run_output)
+        scoring.check_aligned(translations, sources * len(missing), run_output)
+        for i, mode in enumerate(missing):
+            path = outputs[(system.name, mode)]
+            _write(path + ".partial", translations[i * len(sources) : (i + 1) * len(sources)])
+            os.replace(path + ".partial", path)
+        for path in (run_source, run_labels, run_output):
+            os.remove(path)
+
+    rows = []
+    hypotheses = {}
+    for (name, mode), output in outputs.items():
+        lines = _read(output)
+        scoring.check_aligned(lines, sources, output)
+        row = name if len(modes) == 1 or not _uses(systems, name) else "%s (%s)" % (name, mode)
+        start = 0
+        scores = {}
+        for domain in domains:
+            hyps = [detok.detokenize(line.split()) for line in lines[start : start + counts[domain]]]
+            start += counts[domain]
+            hypotheses[(row, domain)] = hyps
+            scores[domain] = scoring.score(hyps, references[domain])
+        rows.append((row, scores))
+
+    significance = {}
+    if baseline is not None:
+        if not any(row == baseline for row, _ in rows):
+            raise DataError("baseline %r is not one of the systems" % baseline)
+        for domain in domains:
+            others = {row: hypotheses[(row, domain)] for row, _ in rows if row != baseline}
+            p_values = scoring.paired_bootstrap(
+                hypotheses[(baseline, domain)], others, references[domain], n_samples=bootstrap_samples
+            )
+            for row, p_value in p_values.items():
+                significance.setdefault(row, {})[domain] = p_value
+
+    results = {
+        "domains": domains,
+        "sentences": counts,
+        "rows": rows,
+        "significance": significance,
+        "baseline": baseline,
+        "signatures": scoring.signatures(),
+    }
+    with open(os.path.join(out_dir, "scores.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    with open(os.path.join(out_dir, "table.md"), "w") as f:
+        f.write(format_tables(results) + "\n")
+    scoring.bar_chart(rows, domains, "bleu", os.path.join(out_dir, "bleu.png"), "BLEU per domain")
+    return results
+
+
+def _uses(systems, name):
+    return any(s.name == name and s.uses_domains for s in systems)
+
+
+def format_tables(results):
+    """The BLEU and chrF tables with significance marks and signatures."""
+    domains, rows = results["domains"], results["rows"]
+    parts = []
+    for metric, title in (("bleu", "BLEU"), ("chrf", "chrF")):
+        parts.append("### %s\n" % title)
+        parts.append(scoring.markdown_table(
+                rows, domains, metric, results["significance"], baseline=results.get("baseline")
+            ))
+        parts.append("")
+    if results.get("baseline"):
+        parts.append(
+            "`*`: BLEU differs from %s with p < 0.05 (sacrebleu paired bootstrap)."
+            % results["baseline"]
+        )
+    parts.append(
+        "Test sentences per domain: %s."
+        % ", ".join("%s %d" % (d, n) for d, n in results["sentences"].items())
+    )
+    parts.append("")
+    parts.append("Signatures: BLEU `%s`; chrF `%s`." % (
+        results["signatures"]["BLEU"], results["signatures"]["chrF"]))
+    return "\n".join(parts)

@@ -1,0 +1,1 @@
+"""Experiment drivers (the demo)."""

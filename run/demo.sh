@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's main command: builds the default corpus, trains Mixed, DC and LDR,
+# evaluates them per domain and writes results/demo/report.md.
+#   bash run/demo.sh            # about 30 minutes on 2 CPU cores
+#   bash run/demo.sh --quick    # about 5 minutes, smaller budgets (results/demo-quick)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/run/setup_env.sh"
+cd "$ROOT"
+exec python -m ldr_opennmt.experiments.demo "$@"
