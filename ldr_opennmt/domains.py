@@ -210,8 +210,11 @@ def lookup_domain_ids(table, labels, domains):
     unknown = tf.equal(tf.reshape(ids, [-1]), UNKNOWN_ID)
     first_unknown = tf.strings.reduce_join(tf.boolean_mask(flat_labels, unknown)[:1])
     message = tf.strings.join(
-        ["Unknown domain label '", first_unknown, "' (declared: %s, or %s)" % (
-            ", ".join(domains), GENERIC)]
+        [
+            "Unknown domain label '",
+            first_unknown,
+            "' (declared: %s, or %s)" % (", ".join(domains), GENERIC),
+        ]
     )
     check = tf.debugging.Assert(
         tf.logical_not(tf.reduce_any(unknown)),

@@ -41,9 +41,7 @@ class DomainInputter(opennmt.inputters.Inputter):
         if domains is None and not self.required:
             self.domains = None
             return
-        self.domains = domains_lib.validate_domain_names(
-            domains, source="the data configuration"
-        )
+        self.domains = domains_lib.validate_domain_names(domains, source="the data configuration")
         self._table = domains_lib.make_lookup_table(self.domains)
 
     def validate_file(self, label_file, source_file=None):
@@ -87,12 +85,15 @@ class DomainInputter(opennmt.inputters.Inputter):
         return features["domain"]
 
 
-class MultiDomainInputter(opennmt.inputters.MultiInputter):
+class MultiDomainInputter(opennmt.inputters.ParallelInputter):
     """Source inputter: a word embedder plus the sentence domain labels.
 
     The word embedder keeps the plain ``source_`` configuration prefix (e.g.
     ``source_vocabulary``), so configurations stay those of a single-source
-    model plus ``domains`` and a label file.
+    model plus ``domains`` and a label file. It is a ``ParallelInputter`` so that
+    OpenNMT-tf regroups the flat file list of evaluation (``[src, labels, tgt]``)
+    as ``[[src, labels], tgt]``; its features are flat (``ids``, ``length``,
+    ``domain``...) and its output is the single embedding of the word inputter.
     """
 
     def __init__(self, word_inputter, domains_required=True):
@@ -105,7 +106,7 @@ class MultiDomainInputter(opennmt.inputters.MultiInputter):
         """
         self.word_inputter = word_inputter
         self.domain_inputter = DomainInputter(required=domains_required)
-        super().__init__([word_inputter, self.domain_inputter])
+        super().__init__([word_inputter, self.domain_inputter], combine_features=False)
 
     @opennmt.inputters.Inputter.asset_prefix.setter
     def asset_prefix(self, asset_prefix):
@@ -171,9 +172,7 @@ class MultiDomainInputter(opennmt.inputters.MultiInputter):
                 self.domain_inputter.validate_file(label_file, source_file=source_file)
         sources = self.word_inputter.make_dataset(source_files, training=training)
         if label_files is None:
-            labels = (
-                [None] * len(sources) if isinstance(sources, list) else None
-            )
+            labels = [None] * len(sources) if isinstance(sources, list) else None
         else:
             labels = self.domain_inputter.make_dataset(label_files, training=training)
 

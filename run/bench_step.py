@@ -46,8 +46,12 @@ def _time_steps(model, features_file, paths, args, params):
     model.initialize(data, params=dict({"optimizer": "Adam", "learning_rate": 1e-4}, **params))
     optimizer = model.get_optimizer()
     dataset = model.examples_inputter.make_training_dataset(
-        features_file, paths["tgt"], batch_size=args.batch, batch_type="examples",
-        shuffle_buffer_size=1, length_bucket_width=None,
+        features_file,
+        paths["tgt"],
+        batch_size=args.batch,
+        batch_type="examples",
+        shuffle_buffer_size=1,
+        length_bucket_width=None,
     )
     # The same 16 batches for every system, held in memory: the step time measures
     # the model, not the text pipeline.
@@ -82,19 +86,46 @@ def main():
         paths = _write_data(directory)
         pair = [paths["src"], paths["dom"]]
         systems = [
-            ("vanilla OpenNMT-tf Transformer", lambda: opennmt.models.Transformer(**size), paths["src"], {}),
+            (
+                "vanilla OpenNMT-tf Transformer",
+                lambda: opennmt.models.Transformer(**size),
+                paths["src"],
+                {},
+            ),
             ("Mixed (multi-domain wrapper)", lambda: models.mixed_transformer(**size), pair, {}),
-            ("LDR joint", lambda: models.ldr_transformer(**size), pair, {"domain_training": "joint"}),
-            ("LDR Procedure 1", lambda: models.ldr_transformer(**size), pair, {"domain_training": "procedure1"}),
+            (
+                "LDR joint",
+                lambda: models.ldr_transformer(**size),
+                pair,
+                {"domain_training": "joint"},
+            ),
+            (
+                "LDR Procedure 1",
+                lambda: models.ldr_transformer(**size),
+                pair,
+                {"domain_training": "procedure1"},
+            ),
         ]
         results = []
         for name, build, features_file, params in systems:
             results.append((name, _time_steps(build(), features_file, paths, args, params)))
     base = results[0][1]
-    print("# Per-step training time (median of %d steps after %d warm-up)" % (args.steps, args.warmup))
-    print("machine: %s, %d CPU threads visible, TensorFlow %s, %s" % (
-        platform.processor() or platform.machine(), os.cpu_count(), tf.__version__, time.strftime("%Y-%m-%d")))
-    print("model: %d layers, %d units; batch: %d sentences x 24 tokens\n" % (args.layers, args.units, args.batch))
+    print(
+        "# Per-step training time (median of %d steps after %d warm-up)" % (args.steps, args.warmup)
+    )
+    print(
+        "machine: %s, %d CPU threads visible, TensorFlow %s, %s"
+        % (
+            platform.processor() or platform.machine(),
+            os.cpu_count(),
+            tf.__version__,
+            time.strftime("%Y-%m-%d"),
+        )
+    )
+    print(
+        "model: %d layers, %d units; batch: %d sentences x 24 tokens\n"
+        % (args.layers, args.units, args.batch)
+    )
     print("| system | ms/step | ratio to vanilla |")
     print("|---|---:|---:|")
     for name, seconds in results:

@@ -36,9 +36,7 @@ def make_pairs(domain, count, seed):
         words = [rng.choice(shared) for _ in range(rng.randint(1, 3))]
         words.insert(rng.randint(0, len(words)), rng.choice(sorted(_POLYSEMOUS)))
         source = " ".join(words)
-        target = " ".join(
-            _POLYSEMOUS[w][domain] if w in _POLYSEMOUS else _SHARED[w] for w in words
-        )
+        target = " ".join(_POLYSEMOUS[w][domain] if w in _POLYSEMOUS else _SHARED[w] for w in words)
         pairs.append((source, target))
     return pairs
 

@@ -36,7 +36,9 @@ class DomainsTest(tf.test.TestCase):
 
     def test_unknown_label_names_file_line_value(self):
         path = self._write("bad.domain", ["a", "a", "legal"])
-        with self.assertRaisesRegex(domains.DomainError, r"bad\.domain:3: unknown domain label 'legal'"):
+        with self.assertRaisesRegex(
+            domains.DomainError, r"bad\.domain:3: unknown domain label 'legal'"
+        ):
             domains.read_label_file(path, ["a", "b"])
 
     def test_empty_label(self):
@@ -46,7 +48,10 @@ class DomainsTest(tf.test.TestCase):
 
     def test_line_count_mismatch(self):
         path = self._write("short.domain", ["a"])
-        with self.assertRaisesRegex(domains.DomainError, r"short\.domain:2: missing domain label \(1 labels, but src has 2 lines\)"):
+        with self.assertRaisesRegex(
+            domains.DomainError,
+            r"short\.domain:2: missing domain label \(1 labels, but src has 2 lines\)",
+        ):
             domains.read_label_file(path, ["a"], expected_lines=2, source_path="src")
 
     def test_sampling_probabilities(self):

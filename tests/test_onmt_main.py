@@ -57,7 +57,9 @@ class OnmtMainTest(tf.test.TestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ldr_onmt_main_test_%d" % os.getpid())
+        cls.dir = os.path.join(
+            os.environ.get("TMPDIR", "/tmp"), "ldr_onmt_main_test_%d" % os.getpid()
+        )
         shutil.rmtree(cls.dir, ignore_errors=True)
         cls.paths = corpus.write_corpus(os.path.join(cls.dir, "data"), count=40)
         cls.model_dir = os.path.join(cls.dir, "ldr")
@@ -65,8 +67,12 @@ class OnmtMainTest(tf.test.TestCase):
             os.path.join(cls.dir, "ldr.yml"), cls.model_dir, corpus.data_config(cls.paths)
         )
         cls.train = _onmt_main(
-            "--model", "model_defs/small/ldr_transformer.py", "--config", cls.config,
-            "--auto_config", "train",
+            "--model",
+            "model_defs/small/ldr_transformer.py",
+            "--config",
+            cls.config,
+            "--auto_config",
+            "train",
         )
 
     @classmethod
@@ -94,9 +100,15 @@ class OnmtMainTest(tf.test.TestCase):
         for labels, name in ((self.paths["test_domain"], "oracle"), (generic, "generic")):
             output = os.path.join(self.dir, "pred.%s" % name)
             result = _onmt_main(
-                "--config", self.config, "--auto_config", "infer",
-                "--features_file", self.paths["test_src"], labels,
-                "--predictions_file", output,
+                "--config",
+                self.config,
+                "--auto_config",
+                "infer",
+                "--features_file",
+                self.paths["test_src"],
+                labels,
+                "--predictions_file",
+                output,
             )
             self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
             with open(output) as f:
@@ -104,15 +116,38 @@ class OnmtMainTest(tf.test.TestCase):
             self.assertLen(lines, n)
             self.assertTrue(all(line.strip() for line in lines))
 
+    def test_evaluate_with_domain_labels(self):
+        # OpenNMT-tf regroups the flat file list [src, labels, tgt] for evaluation.
+        self.assertEqual(self.train.returncode, 0)
+        result = _onmt_main(
+            "--config",
+            self.config,
+            "--auto_config",
+            "eval",
+            "--features_file",
+            self.paths["test_src"],
+            self.paths["test_domain"],
+            "--labels_file",
+            self.paths["test_tgt"],
+        )
+        self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
+        self.assertRegex(result.stderr, r"Evaluation result for step 60: loss = [0-9.]+")
+
     def test_resume_from_last_checkpoint(self):
         self.assertEqual(self.train.returncode, 0)
         config = _write_config(
-            os.path.join(self.dir, "resume.yml"), self.model_dir, corpus.data_config(self.paths),
+            os.path.join(self.dir, "resume.yml"),
+            self.model_dir,
+            corpus.data_config(self.paths),
             max_step=70,
         )
         result = _onmt_main(
-            "--model", "model_defs/small/ldr_transformer.py", "--config", config,
-            "--auto_config", "train",
+            "--model",
+            "model_defs/small/ldr_transformer.py",
+            "--config",
+            config,
+            "--auto_config",
+            "train",
         )
         self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
         self.assertIn("Restored checkpoint %s/ckpt-60" % self.model_dir, result.stderr)
@@ -123,8 +158,15 @@ class OnmtMainTest(tf.test.TestCase):
         source = self._bad_copy("test3.src", ["the cell", "a host", "spirit"])
         output = os.path.join(self.dir, "pred.bad")
         result = _onmt_main(
-            "--config", self.config, "--auto_config", "infer",
-            "--features_file", source, labels, "--predictions_file", output,
+            "--config",
+            self.config,
+            "--auto_config",
+            "infer",
+            "--features_file",
+            source,
+            labels,
+            "--predictions_file",
+            output,
         )
         self.assertEqual(result.returncode, 2)
         self.assertEqual(
@@ -179,8 +221,12 @@ class OnmtMainTest(tf.test.TestCase):
         model_dir = os.path.join(self.dir, "mixed")
         config = _write_config(os.path.join(self.dir, "mixed.yml"), model_dir, data, max_step=3)
         result = _onmt_main(
-            "--model", "model_defs/small/mixed_transformer.py", "--config", config,
-            "--auto_config", "train",
+            "--model",
+            "model_defs/small/mixed_transformer.py",
+            "--config",
+            config,
+            "--auto_config",
+            "train",
         )
         self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
         self.assertIn("ckpt-3.index", os.listdir(model_dir))

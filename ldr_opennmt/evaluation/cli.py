@@ -24,7 +24,10 @@ def main(argv=None):
     )
     parser.add_argument("--baseline", help="system to test significance against (e.g. Mixed)")
     parser.add_argument(
-        "--modes", nargs="+", default=["oracle", "generic", "wrong"], choices=evaluate.MODES,
+        "--modes",
+        nargs="+",
+        default=["oracle", "generic", "wrong"],
+        choices=evaluate.MODES,
         help="label modes for systems that use domains",
     )
     parser.add_argument("--pred-dir", help="predicted labels (test.{domain}.pred) for mode pred")

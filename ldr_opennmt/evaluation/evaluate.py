@@ -185,7 +185,9 @@ def evaluate(
         start = 0
         scores = {}
         for domain in domains:
-            hyps = [detok.detokenize(line.split()) for line in lines[start : start + counts[domain]]]
+            hyps = [
+                detok.detokenize(line.split()) for line in lines[start : start + counts[domain]]
+            ]
             start += counts[domain]
             hypotheses[(row, domain)] = hyps
             scores[domain] = scoring.score(hyps, references[domain])
@@ -198,7 +200,10 @@ def evaluate(
         for domain in domains:
             others = {row: hypotheses[(row, domain)] for row, _ in rows if row != baseline}
             p_values = scoring.paired_bootstrap(
-                hypotheses[(baseline, domain)], others, references[domain], n_samples=bootstrap_samples
+                hypotheses[(baseline, domain)],
+                others,
+                references[domain],
+                n_samples=bootstrap_samples,
             )
             for row, p_value in p_values.items():
                 significance.setdefault(row, {})[domain] = p_value
@@ -229,9 +234,11 @@ def format_tables(results):
     parts = []
     for metric, title in (("bleu", "BLEU"), ("chrf", "chrF")):
         parts.append("### %s\n" % title)
-        parts.append(scoring.markdown_table(
+        parts.append(
+            scoring.markdown_table(
                 rows, domains, metric, results["significance"], baseline=results.get("baseline")
-            ))
+            )
+        )
         parts.append("")
     if results.get("baseline"):
         parts.append(
@@ -243,6 +250,8 @@ def format_tables(results):
         % ", ".join("%s %d" % (d, n) for d, n in results["sentences"].items())
     )
     parts.append("")
-    parts.append("Signatures: BLEU `%s`; chrF `%s`." % (
-        results["signatures"]["BLEU"], results["signatures"]["chrF"]))
+    parts.append(
+        "Signatures: BLEU `%s`; chrF `%s`."
+        % (results["signatures"]["BLEU"], results["signatures"]["chrF"])
+    )
     return "\n".join(parts)

@@ -61,7 +61,9 @@ def paired_bootstrap(baseline, systems, references, n_samples=1000):
         n_jobs=1,
     )
     _, results = test()
-    return {name: result.p_value for name, result in zip(results["System"][1:], results["BLEU"][1:])}
+    return {
+        name: result.p_value for name, result in zip(results["System"][1:], results["BLEU"][1:])
+    }
 
 
 def markdown_table(rows, domains, metric, significance=None, alpha=0.05, baseline=None):

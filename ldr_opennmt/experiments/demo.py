@@ -119,7 +119,13 @@ def main(argv=None):
     _log("[demo] 1/4 corpus: %s" % args.data)
     t0 = time.time()
     data_command = [
-        "ldr-data", "build", "default", "--out", args.data, "--cache", args.cache,
+        "ldr-data",
+        "build",
+        "default",
+        "--out",
+        args.data,
+        "--cache",
+        args.cache,
     ]
     commands.append(("Build the corpus", data_command))
     info = corpus_lib.build_default(args.data, args.cache, log=_log)
@@ -135,8 +141,14 @@ def main(argv=None):
             yaml.safe_dump(config, f, sort_keys=False)
         shutil.copy(data_config, os.path.join(configs_dir, "data.yml"))
         train_command = [
-            "onmt-main", "--model", model_def, "--config", data_config, config_path,
-            "--auto_config", "train",
+            "onmt-main",
+            "--model",
+            model_def,
+            "--config",
+            data_config,
+            config_path,
+            "--auto_config",
+            "train",
         ]
         commands.append(("Train %s" % name, train_command))
         system_configs.append((name, [data_config, config_path]))
@@ -145,9 +157,13 @@ def main(argv=None):
         if os.path.exists(final):
             _log("[demo] 2/4 train %s: already trained (%s)" % (name, final))
         else:
-            _log("[demo] 2/4 train %s (%d/%d): %d steps" % (name, index + 1, len(SYSTEMS), budget["steps"]))
+            _log(
+                "[demo] 2/4 train %s (%d/%d): %d steps"
+                % (name, index + 1, len(SYSTEMS), budget["steps"])
+            )
             _run_streaming(
-                [onmt_main] + train_command[1:], os.path.join(logs_dir, "%s.train.log" % name.lower())
+                [onmt_main] + train_command[1:],
+                os.path.join(logs_dir, "%s.train.log" % name.lower()),
             )
         timings.append(("train %s" % name, time.time() - t0))
 
@@ -211,8 +227,20 @@ def _report(mode, info, results, commands, timings, total, configs_dir, budget):
     lines += ["| total | %.1f |" % (total / 60), "", "## Configurations", ""]
     for name in sorted(os.listdir(configs_dir)):
         with open(os.path.join(configs_dir, name)) as f:
-            lines += ["`%s`:" % os.path.join(configs_dir, name), "", "```yaml", f.read().rstrip(), "```", ""]
-    lines += ["## Commands to rerun any step", "", "From the repository root, after `source run/setup_env.sh`:", ""]
+            lines += [
+                "`%s`:" % os.path.join(configs_dir, name),
+                "",
+                "```yaml",
+                f.read().rstrip(),
+                "```",
+                "",
+            ]
+    lines += [
+        "## Commands to rerun any step",
+        "",
+        "From the repository root, after `source run/setup_env.sh`:",
+        "",
+    ]
     for title, command in commands:
         lines += ["- %s:" % title, "", "  ```", "  " + _command_line(command), "  ```"]
     return "\n".join(lines) + "\n"

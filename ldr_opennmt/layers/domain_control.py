@@ -15,7 +15,11 @@ class DomainControlEmbedder(DomainAwareWordEmbedder):
     """Word embedding concatenated with a domain embedding."""
 
     def __init__(
-        self, embedding_size=512, domain_embedding_size=2, num_reserved_regions=0, dropout=0.0,
+        self,
+        embedding_size=512,
+        domain_embedding_size=2,
+        num_reserved_regions=0,
+        dropout=0.0,
         **kwargs
     ):
         """Initializes the embedder.

@@ -22,7 +22,11 @@ class LDREmbedder(DomainAwareWordEmbedder):
     """Word embedder with a generic region and one region per domain."""
 
     def __init__(
-        self, embedding_size=512, domain_region_size=8, num_reserved_regions=0, dropout=0.0,
+        self,
+        embedding_size=512,
+        domain_region_size=8,
+        num_reserved_regions=0,
+        dropout=0.0,
         **kwargs
     ):
         """Initializes the LDR embedder.
@@ -57,7 +61,9 @@ class LDREmbedder(DomainAwareWordEmbedder):
 
     def build(self, input_shape):
         size, cells = self.embedding_size, self.domain_region_size
-        self.embedding = self.add_weight("embedding", [self.vocabulary_size, self.generic_region_size])
+        self.embedding = self.add_weight(
+            "embedding", [self.vocabulary_size, self.generic_region_size]
+        )
         self.fusion_kernel = self.add_weight("fusion_kernel", [self.generic_region_size, size])
         self.fusion_bias = self.add_weight("fusion_bias", [size], initializer="zeros")
         self.domain_embeddings = []

@@ -85,9 +85,7 @@ class MultiDomainModel:
                 features, encoder_outputs, encoder_state, encoder_sequence_length
             )
 
-    def compute_gradients(
-        self, features, labels, optimizer, loss_scale=None, normalize_loss=True
-    ):
+    def compute_gradients(self, features, labels, optimizer, loss_scale=None, normalize_loss=True):
         return procedure.compute_gradients(
             self,
             features,

@@ -58,9 +58,7 @@ class DomainUpdateSkipping:
             with tf.control_dependencies([apply_fn()]):
                 return tf.constant(True)
 
-        return tf.cond(
-            tf.reduce_any(tf.not_equal(grad, 0)), _apply, lambda: tf.constant(False)
-        )
+        return tf.cond(tf.reduce_any(tf.not_equal(grad, 0)), _apply, lambda: tf.constant(False))
 
     def _resource_apply_dense(self, grad, var, apply_state=None):
         parent = super()._resource_apply_dense

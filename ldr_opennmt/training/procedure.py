@@ -27,9 +27,7 @@ def _gradients(model, features, labels, optimizer, select, loss_scale, normalize
     pass is what creates the model variables.
     """
     with tf.GradientTape() as tape:
-        loss, sample_size = model.compute_training_loss(
-            features, labels, step=optimizer.iterations
-        )
+        loss, sample_size = model.compute_training_loss(features, labels, step=optimizer.iterations)
         if normalize_loss and sample_size is not None:
             loss /= sample_size
         if loss_scale is not None:

@@ -15,7 +15,10 @@ def _make_embedder(test, embedding_size=10, region=2, reserved=0, dtype=None):
         f.write("\n".join(["<blank>", "<s>", "</s>", "x", "y"]) + "\n")
     kwargs = {"dtype": dtype} if dtype else {}
     embedder = LDREmbedder(
-        embedding_size=embedding_size, domain_region_size=region, num_reserved_regions=reserved, **kwargs
+        embedding_size=embedding_size,
+        domain_region_size=region,
+        num_reserved_regions=reserved,
+        **kwargs
     )
     embedder.initialize({"vocabulary": vocab, "domains": DOMAINS})
     embedder.build(None)
@@ -49,7 +52,10 @@ class LDREmbedderTest(tf.test.TestCase):
         out = values["embedding"][ids] @ values["fusion_kernel"] + values["fusion_bias"]
         for i, k in enumerate(domain):
             if k >= 0:
-                out[i] += values["domain_%d_embedding" % k][ids[i]] @ values["domain_%d_fusion_kernel" % k]
+                out[i] += (
+                    values["domain_%d_embedding" % k][ids[i]]
+                    @ values["domain_%d_fusion_kernel" % k]
+                )
         return out
 
     def test_masking_matches_equation_2(self):

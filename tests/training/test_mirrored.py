@@ -22,7 +22,7 @@ class MirroredStrategyTest(tf.test.TestCase):
         )
         lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
         self.assertTrue(lines, msg=process.stderr[-3000:])
-        result = json.loads(lines[-1][len("RESULT "):])
+        result = json.loads(lines[-1][len("RESULT ") :])
         self.assertEqual(result["num_replicas"], 2)
         self.assertEqual(result["mirrored"], "MirroredVariable")
         self.assertEqual(result["step"], 6)

@@ -57,7 +57,9 @@ class ProcedureTest(tf.test.TestCase):
         features, labels = helpers.training_batch(model, paths, size=8)
         optimizer = tf.keras.optimizers.legacy.Adam()
         shared, specific = _split(model)
-        index = [i for i, v in enumerate(model.trainable_weights) if v.ref() in {s.ref() for s in shared}]
+        index = [
+            i for i, v in enumerate(model.trainable_weights) if v.ref() in {s.ref() for s in shared}
+        ]
         _, a = procedure.compute_gradients(
             model, _with_domain(features, 0), labels, optimizer, procedure.PROCEDURE1
         )
@@ -69,10 +71,14 @@ class ProcedureTest(tf.test.TestCase):
         # Only domain 0's parameters receive a gradient when every sentence is domain 0.
         regions = model.domain_weights()
         by_ref = dict(zip((v.ref() for v in model.trainable_weights), a))
-        self.assertTrue(any(np.any(tf.convert_to_tensor(by_ref[v.ref()]).numpy() != 0) for v in regions[0]))
+        self.assertTrue(
+            any(np.any(tf.convert_to_tensor(by_ref[v.ref()]).numpy() != 0) for v in regions[0])
+        )
         for k in (1, 2):
             for variable in regions[k]:
-                self.assertAllEqual(tf.convert_to_tensor(by_ref[variable.ref()]), tf.zeros_like(variable))
+                self.assertAllEqual(
+                    tf.convert_to_tensor(by_ref[variable.ref()]), tf.zeros_like(variable)
+                )
 
     def test_joint_updates_everything_with_true_labels(self):
         model, paths = helpers.build_model(self, "ldr_transformer")

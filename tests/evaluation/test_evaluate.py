@@ -1,0 +1,144 @@
+"""ldr-eval end to end on a tiny corpus and two tiny systems trained with onmt-main."""
+
+import collections
+import os
+import shutil
+import subprocess
+import sys
+
+import tensorflow as tf
+import yaml
+
+from ldr_opennmt.data import corpus as corpus_lib
+from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.evaluation import cli, evaluate
+from tests import corpus as tiny
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _train(directory, name, model_def, corpus_dir):
+    config = {
+        "model_dir": os.path.join(directory, name),
+        "data": {
+            "domains": tiny.DOMAINS,
+            "train_features_file": [
+                os.path.join(corpus_dir, "train.en"),
+                os.path.join(corpus_dir, "train.domain"),
+            ],
+            "train_labels_file": os.path.join(corpus_dir, "train.fr"),
+            "source_vocabulary": os.path.join(corpus_dir, "vocab.en"),
+            "target_vocabulary": os.path.join(corpus_dir, "vocab.fr"),
+        },
+        "params": {
+            "optimizer": "Adam",
+            "learning_rate": 0.003,
+            "decay_type": None,
+            "beam_width": 2,
+        },
+        "train": {
+            "batch_size": 16,
+            "batch_type": "examples",
+            "effective_batch_size": None,
+            "max_step": 10,
+            "average_last_checkpoints": 0,
+        },
+        "infer": {"batch_size": 16},
+    }
+    path = os.path.join(directory, "%s.yml" % name)
+    with open(path, "w") as f:
+        yaml.safe_dump(config, f)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
+    onmt_main = os.path.join(os.path.dirname(sys.executable), "onmt-main")
+    result = subprocess.run(
+        [onmt_main, "--model", model_def, "--config", path, "--auto_config", "train"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return path
+
+
+class EvaluateTest(tf.test.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ldr_eval_test_%d" % os.getpid())
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        pairs = collections.OrderedDict((d, tiny.make_pairs(d, 50, seed=2)) for d in tiny.DOMAINS)
+        cls.corpus = os.path.join(cls.dir, "corpus")
+        corpus_lib.build(
+            pairs, cls.corpus, dev_size=3, test_size=6, bpe_merges=30, log=lambda _: None
+        )
+        cls.mixed = _train(cls.dir, "mixed", "model_defs/small/mixed_transformer.py", cls.corpus)
+        cls.ldr = _train(cls.dir, "ldr", "model_defs/small/ldr_transformer.py", cls.corpus)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        super().tearDownClass()
+
+    def test_labels_for(self):
+        domains = ["a", "b", "c"]
+        self.assertEqual(evaluate.labels_for("oracle", "b", domains, 2), ["b", "b"])
+        self.assertEqual(evaluate.labels_for("generic", "b", domains, 1), ["generic"])
+        self.assertEqual(evaluate.labels_for("wrong", "c", domains, 1), ["a"])
+        with self.assertRaisesRegex(DataError, "needs predicted label files"):
+            evaluate.labels_for("pred", "a", domains, 1)
+
+    def test_cli_table(self):
+        out = os.path.join(self.dir, "eval")
+        code = cli.main(
+            [
+                "--corpus",
+                self.corpus,
+                "--out",
+                out,
+                "--baseline",
+                "Mixed",
+                "--system",
+                "Mixed=%s" % self.mixed,
+                "--system",
+                "LDR=%s" % self.ldr,
+                "--bootstrap-samples",
+                "50",
+            ]
+        )
+        self.assertEqual(code, 0)
+        with open(os.path.join(out, "table.md")) as f:
+            table = f.read()
+        rows = [line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ")]
+        self.assertEqual(
+            rows[:5], ["system", "Mixed", "LDR (oracle)", "LDR (generic)", "LDR (wrong)"]
+        )
+        self.assertIn("nrefs:1", table)
+        self.assertTrue(os.path.exists(os.path.join(out, "bleu.png")))
+        for name in ("Mixed.oracle.fr", "LDR.oracle.fr", "LDR.generic.fr", "LDR.wrong.fr"):
+            with open(os.path.join(out, name)) as f:
+                self.assertLen(f.read().splitlines(), 18)
+        self.assertFalse(os.path.exists(os.path.join(out, "Mixed.generic.fr")))
+
+        # A truncated translation (e.g. from another test set) is reported, not scored.
+        with open(os.path.join(out, "LDR.wrong.fr")) as f:
+            lines = f.read().splitlines()
+        with open(os.path.join(out, "LDR.wrong.fr"), "w") as f:
+            f.write("\n".join(lines[:5]) + "\n")
+        with self.assertRaisesRegex(DataError, "LDR.wrong.fr: 5 predictions for 18 references"):
+            evaluate.evaluate(self.corpus, [evaluate.System("LDR", [self.ldr])], out)
+
+    def test_missing_model(self):
+        config = os.path.join(self.dir, "none.yml")
+        with open(config, "w") as f:
+            yaml.safe_dump({"model_dir": os.path.join(self.dir, "nothing")}, f)
+        with self.assertRaisesRegex(DataError, "system X: no trained model"):
+            evaluate.System("X", [config])
+        self.assertEqual(
+            cli.main(["--corpus", self.corpus, "--out", self.dir, "--system", "X=%s" % config]), 2
+        )
+
+
+if __name__ == "__main__":
+    tf.test.main()
