@@ -47,6 +47,9 @@ class DomainInputter(opennmt.inputters.Inputter):
     def validate_file(self, label_file, source_file=None):
         """Checks every label of :obj:`label_file` (and its line count).
 
+        Returns:
+          The domain id of each line.
+
         Raises:
           DomainError: with the file, line number and value of the first bad label.
         """
@@ -57,7 +60,7 @@ class DomainInputter(opennmt.inputters.Inputter):
             expected = domains_lib.count_lines(source_file)
         # Without declared domains (a model that ignores them), any label is accepted
         # but the file must still be aligned with the source.
-        domains_lib.read_label_file(
+        return domains_lib.read_label_file(
             label_file, self.domains, expected_lines=expected, source_path=source_file
         )
 
@@ -137,7 +140,7 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
     def get_oov_tokens(self, features):
         return self.word_inputter.get_oov_tokens(features)
 
-    def _split_files(self, data_file, training):
+    def _split_files(self, data_file):
         """Returns (source files, label files or None) from the configured data files."""
         if isinstance(data_file, (list, tuple)) and len(data_file) == 2:
             return data_file[0], data_file[1]
@@ -151,7 +154,7 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
         )
 
     def make_dataset(self, data_file, training=None):
-        source_files, label_files = self._split_files(data_file, training)
+        source_files, label_files = self._split_files(data_file)
         if label_files is not None:
             pairs = (
                 zip(source_files, label_files)
@@ -168,8 +171,16 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
                     "%d source files but %d domain label files"
                     % (len(source_files), len(label_files))
                 )
+            seen = set()
             for source_file, label_file in pairs:
-                self.domain_inputter.validate_file(label_file, source_file=source_file)
+                seen.update(self.domain_inputter.validate_file(label_file, source_file=source_file))
+            if training and self.domains is not None:
+                missing = [d for i, d in enumerate(self.domains) if i not in seen]
+                if missing:
+                    raise domains_lib.DomainError(
+                        "domain %r is declared but no training sentence has this label in %s"
+                        % (missing[0], label_files)
+                    )
         sources = self.word_inputter.make_dataset(source_files, training=training)
         if label_files is None:
             labels = [None] * len(sources) if isinstance(sources, list) else None
@@ -186,7 +197,7 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
         return _zip(sources, labels)
 
     def get_dataset_size(self, data_file):
-        source_files, _ = self._split_files(data_file, True)
+        source_files, _ = self._split_files(data_file)
         return self.word_inputter.get_dataset_size(source_files)
 
     def input_signature(self):

@@ -54,7 +54,7 @@ def _command_line(args):
 def _run_streaming(args, log_path, keep=("Step =", "Restored", "Saved checkpoint", "error")):
     """Runs a command, writing its whole output to a log and echoing progress lines."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
-    with open(log_path, "a") as log:
+    with open(log_path, "a", buffering=1) as log:  # Line-buffered: tail -f works.
         log.write("$ %s\n" % _command_line(args))
         process = subprocess.Popen(
             args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
