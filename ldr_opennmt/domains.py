@@ -83,25 +83,6 @@ def validate_domain_names(names, source="the configuration"):
     return names
 
 
-def domain_ids_from_names(names, domains):
-    """Maps domain names to ids in Python (``generic`` maps to :data:`GENERIC_ID`).
-
-    Raises:
-      DomainError: if a name is not declared.
-    """
-    index = {name: i for i, name in enumerate(domains)}
-    index[GENERIC] = GENERIC_ID
-    ids = []
-    for name in names:
-        if name not in index:
-            raise DomainError(
-                "unknown domain label %r (declared: %s, or %s)"
-                % (name, ", ".join(domains), GENERIC)
-            )
-        ids.append(index[name])
-    return ids
-
-
 def read_label_file(path, domains, expected_lines=None, source_path=None):
     """Reads and validates a domain label file (one label per line).
 

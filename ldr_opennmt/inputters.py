@@ -84,9 +84,6 @@ class DomainInputter(opennmt.inputters.Inputter):
         features["domain"] = ids
         return features
 
-    def call(self, features, training=None):
-        return features["domain"]
-
 
 class MultiDomainInputter(opennmt.inputters.ParallelInputter):
     """Source inputter: a word embedder plus the sentence domain labels.
@@ -141,9 +138,21 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
         return self.word_inputter.get_oov_tokens(features)
 
     def _split_files(self, data_file):
-        """Returns (source files, label files or None) from the configured data files."""
+        """Returns (source files, label files or None) from the configured data files.
+
+        Accepted: ``[src, labels]``, ``[[src1, src2], [labels1, labels2]]`` (several
+        weighted training files) and, for models that ignore domains, ``src``.
+        """
         if isinstance(data_file, (list, tuple)) and len(data_file) == 2:
-            return data_file[0], data_file[1]
+            sources, labels = data_file
+            if isinstance(sources, (list, tuple)) and any(
+                isinstance(f, (list, tuple)) for f in list(sources) + list(labels)
+            ):
+                raise domains_lib.DomainError(
+                    "several training files are given as [[src1, src2, ...], "
+                    "[labels1, labels2, ...]], got %r" % (data_file,)
+                )
+            return sources, labels
         if isinstance(data_file, (list, tuple)) and len(data_file) == 1:
             data_file = data_file[0]
         if isinstance(data_file, str) and not self.domain_inputter.required:
@@ -175,12 +184,14 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
             for source_file, label_file in pairs:
                 seen.update(self.domain_inputter.validate_file(label_file, source_file=source_file))
             if training and self.domains is not None:
-                missing = [d for i, d in enumerate(self.domains) if i not in seen]
-                if missing:
-                    raise domains_lib.DomainError(
-                        "domain %r is declared but no training sentence has this label in %s"
-                        % (missing[0], label_files)
-                    )
+                # Legitimate when fine-tuning on some domains, suspicious otherwise.
+                for i, domain in enumerate(self.domains):
+                    if i not in seen:
+                        tf.get_logger().warning(
+                            "Domain %r is declared but no training sentence has this label in %s",
+                            domain,
+                            label_files,
+                        )
         sources = self.word_inputter.make_dataset(source_files, training=training)
         if label_files is None:
             labels = [None] * len(sources) if isinstance(sources, list) else None

@@ -26,6 +26,7 @@ from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.data.errors import DataError
 from ldr_opennmt.domains import GENERIC
 from ldr_opennmt.evaluation import scoring
+from ldr_opennmt.utils import read_lines, write_lines, write_lines_atomic
 
 MODES = ("oracle", "generic", "wrong", "pred")
 
@@ -49,16 +50,6 @@ def labels_for(mode, domain, domains, count, pred_dir=None):
         scoring.check_aligned(labels, [None] * count, path)
         return labels
     raise DataError("unknown label mode %r (known: %s)" % (mode, ", ".join(MODES)))
-
-
-def _read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
-
-
-def _write(path, lines):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("".join(line + "\n" for line in lines))
 
 
 class System:
@@ -96,11 +87,20 @@ class System:
         """Whether the labels change the translation (Mixed models ignore them)."""
         return self._domain_inputter is not None and self._domain_inputter.required
 
+    def checkpoint(self):
+        """The checkpoint translations are made with (the latest one)."""
+        import tensorflow as tf
+
+        path = tf.train.latest_checkpoint(self.model_dir)
+        if path is None:
+            raise DataError("system %s: no checkpoint in %s" % (self.name, self.model_dir))
+        return path
+
     def translate(self, source_file, label_file, output):
         """Translates with the latest checkpoint into :obj:`output` (atomically)."""
         partial = output + ".partial"
         features = [source_file, label_file] if self._domain_inputter else source_file
-        self.runner.infer(features, predictions_file=partial)
+        self.runner.infer(features, predictions_file=partial, checkpoint_path=self.checkpoint())
         os.replace(partial, output)
 
 
@@ -138,8 +138,10 @@ def evaluate(
 
     sources, references, counts = [], {}, collections.OrderedDict()
     for domain in domains:
-        lines = _read(os.path.join(corpus_dir, "test.%s.%s" % (domain, src)))[:max_sentences]
-        refs = _read(os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)))[: len(lines)]
+        lines = read_lines(os.path.join(corpus_dir, "test.%s.%s" % (domain, src)))[:max_sentences]
+        refs = read_lines(os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)))[
+            : len(lines)
+        ]
         scoring.check_aligned(lines, refs, "test set of %s" % domain)
         sources.extend(lines)
         references[domain] = refs
@@ -152,6 +154,14 @@ def evaluate(
             outputs[(system.name, mode)] = os.path.join(
                 out_dir, "%s.%s.%s" % (system.name, mode, tgt)
             )
+        # Translations are reused only if made by the same checkpoint on the same
+        # test sentences; otherwise they are redone.
+        stamp_path = os.path.join(out_dir, "%s.stamp" % system.name)
+        stamp = "%s\n%d sentences\n" % (system.checkpoint(), len(sources))
+        if not os.path.exists(stamp_path) or read_lines(stamp_path) != stamp.splitlines():
+            for mode in system_modes:
+                if os.path.exists(outputs[(system.name, mode)]):
+                    os.remove(outputs[(system.name, mode)])
         missing = [m for m in system_modes if not os.path.exists(outputs[(system.name, m)])]
         if not missing:
             continue
@@ -164,22 +174,24 @@ def evaluate(
         run_source = os.path.join(out_dir, "%s.input.%s" % (system.name, src))
         run_labels = os.path.join(out_dir, "%s.input.labels" % system.name)
         run_output = os.path.join(out_dir, "%s.output.%s" % (system.name, tgt))
-        _write(run_source, sources * len(missing))
-        _write(run_labels, labels)
+        write_lines(run_source, sources * len(missing))
+        write_lines(run_labels, labels)
         system.translate(run_source, run_labels, run_output)
-        translations = _read(run_output)
+        translations = read_lines(run_output)
         scoring.check_aligned(translations, sources * len(missing), run_output)
         for i, mode in enumerate(missing):
-            path = outputs[(system.name, mode)]
-            _write(path + ".partial", translations[i * len(sources) : (i + 1) * len(sources)])
-            os.replace(path + ".partial", path)
+            write_lines_atomic(
+                outputs[(system.name, mode)],
+                translations[i * len(sources) : (i + 1) * len(sources)],
+            )
         for path in (run_source, run_labels, run_output):
             os.remove(path)
+        write_lines(stamp_path, stamp.splitlines())
 
     rows = []
     hypotheses = {}
     for (name, mode), output in outputs.items():
-        lines = _read(output)
+        lines = read_lines(output)
         scoring.check_aligned(lines, sources, output)
         row = name if len(modes) == 1 or not _uses(systems, name) else "%s (%s)" % (name, mode)
         start = 0
@@ -195,8 +207,13 @@ def evaluate(
 
     significance = {}
     if baseline is not None:
-        if not any(row == baseline for row, _ in rows):
-            raise DataError("baseline %r is not one of the systems" % baseline)
+        names = [row for row, _ in rows]
+        if baseline not in names and "%s (oracle)" % baseline in names:
+            baseline = "%s (oracle)" % baseline  # A baseline that uses domains.
+        if baseline not in names:
+            raise DataError(
+                "baseline %r is not one of the systems (%s)" % (baseline, ", ".join(names))
+            )
         for domain in domains:
             others = {row: hypotheses[(row, domain)] for row, _ in rows if row != baseline}
             p_values = scoring.paired_bootstrap(

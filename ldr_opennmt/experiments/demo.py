@@ -25,6 +25,7 @@ import yaml
 
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import evaluate
+from ldr_opennmt.utils import DEFAULT_CACHE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -98,9 +99,7 @@ def main(argv=None):
     parser.add_argument("--data", default="data/default", help="corpus directory")
     parser.add_argument(
         "--cache",
-        default=os.environ.get(
-            "LDR_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ldr-opennmt")
-        ),
+        default=DEFAULT_CACHE,
     )
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"

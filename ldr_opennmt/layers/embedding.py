@@ -32,6 +32,11 @@ class DomainAwareWordEmbedder(opennmt.inputters.WordEmbedder, DomainSpecificLaye
 
     def initialize(self, data_config):
         super().initialize(data_config)
+        if self.embedding_file:
+            raise domains_lib.DomainError(
+                "%s: pretrained embeddings (%s) are not supported"
+                % (type(self).__name__, self.embedding_file)
+            )
         self.domains = domains_lib.validate_domain_names(
             data_config.get("domains"),
             source="the data configuration (required by %s)" % type(self).__name__,

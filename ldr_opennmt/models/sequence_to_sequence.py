@@ -17,6 +17,7 @@ import opennmt
 import tensorflow as tf
 import tensorflow_addons as tfa
 from opennmt import config as config_util
+from opennmt.utils import exporters
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.inputters import MultiDomainInputter
@@ -50,6 +51,45 @@ class MultiDomainModel:
     def initialize(self, data_config, params=None):
         super().initialize(data_config, params=params)
         _ = self.domain_training  # Fail early on an invalid mode.
+        if self.params.get("replace_unknown_target"):
+            raise domains_lib.DomainError(
+                "params: replace_unknown_target is not supported by multi-domain models"
+            )
+
+    def regularize_loss(self, loss, variables=None):
+        # Domain variables are not regularized: a penalty gradient would move the
+        # parameters of domains absent from the batch (see training/optimizer.py).
+        specific = {v.ref() for v in self.domain_variables()}
+        if variables is None:
+            variables = self.trainable_variables
+        return super().regularize_loss(
+            loss, variables=[v for v in variables if v.ref() not in specific]
+        )
+
+    def transfer_weights(self, new_model, new_optimizer=None, optimizer=None, ignore_weights=None):
+        if self.domain_variables():
+            # OpenNMT-tf remaps only the generic embedding table to the new vocabulary;
+            # the per-domain tables would be copied row-misaligned.
+            raise domains_lib.DomainError(
+                "update_vocab is not supported yet for models with domain-specific parameters"
+            )
+        return super().transfer_weights(
+            new_model,
+            new_optimizer=new_optimizer,
+            optimizer=optimizer,
+            ignore_weights=ignore_weights,
+        )
+
+    def export(self, export_dir, exporter=None):
+        # Only the SavedModel and checkpoint exporters keep the domain input: the
+        # CTranslate2 converter would silently export the generic embedding alone.
+        allowed = (exporters.SavedModelExporter, exporters.CheckpointExporter)
+        if exporter is not None and not isinstance(exporter, allowed) and self.domain_variables():
+            raise domains_lib.DomainError(
+                "%s cannot export a multi-domain model (it would drop the domain-specific "
+                "parameters); export a SavedModel instead" % type(exporter).__name__
+            )
+        return super().export(export_dir, exporter=exporter)
 
     def auto_config(self, num_replicas=1):
         config = super().auto_config(num_replicas=num_replicas)
