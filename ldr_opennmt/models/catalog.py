@@ -26,6 +26,19 @@ def _transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout
     )
 
 
+def _ldr_embedders(size, domain_region_size, num_reserved_regions, target_ldr):
+    """(source, target) embedders of an LDR system."""
+
+    def _embedder():
+        return LDREmbedder(
+            embedding_size=size,
+            domain_region_size=domain_region_size,
+            num_reserved_regions=num_reserved_regions,
+        )
+
+    return _embedder(), _embedder() if target_ldr else opennmt.inputters.WordEmbedder(size)
+
+
 def ldr_transformer(
     num_layers=6,
     num_units=512,
@@ -38,17 +51,8 @@ def ldr_transformer(
     domain_training=procedure.PROCEDURE1,
 ):
     """Transformer with LDR source embeddings (and optionally target embeddings)."""
-
-    def _embedder():
-        return LDREmbedder(
-            embedding_size=num_units,
-            domain_region_size=domain_region_size,
-            num_reserved_regions=num_reserved_regions,
-        )
-
     return MultiDomainTransformer(
-        _embedder(),
-        _embedder() if target_ldr else opennmt.inputters.WordEmbedder(num_units),
+        *_ldr_embedders(num_units, domain_region_size, num_reserved_regions, target_ldr),
         domain_training=domain_training,
         **_transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
     )
@@ -98,17 +102,8 @@ def ldr_rnn(
     domain_training=procedure.PROCEDURE1,
 ):
     """Attentional RNN with LDR source embeddings (and optionally target embeddings)."""
-
-    def _embedder():
-        return LDREmbedder(
-            embedding_size=embedding_size,
-            domain_region_size=domain_region_size,
-            num_reserved_regions=num_reserved_regions,
-        )
-
     return MultiDomainRNN(
-        _embedder(),
-        _embedder() if target_ldr else opennmt.inputters.WordEmbedder(embedding_size),
+        *_ldr_embedders(embedding_size, domain_region_size, num_reserved_regions, target_ldr),
         num_layers=num_layers,
         hidden_size=hidden_size,
         dropout=dropout,
