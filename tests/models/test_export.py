@@ -29,7 +29,9 @@ class ExportTest(tf.test.TestCase):
         )
         self.assertAllEqual(outputs["tokens"], expected["tokens"])
         self.assertAllClose(outputs["log_probs"], expected["log_probs"], atol=1e-5)
-        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, r"Unknown domain label .{0,2}legal"):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"Unknown domain label .{0,2}legal"
+        ):
             serve(
                 tokens=tf.constant([["cell"]]),
                 length=tf.constant([1], tf.int32),
