@@ -1,0 +1,1 @@
+"""Corpus builders: the default multi-domain corpus and OPUS loaders."""

@@ -1,0 +1,87 @@
+"""``ldr-data``: build multi-domain corpora.
+
+    ldr-data build default --out data/default
+    ldr-data build opus --out data/opus --corpus EMEA=EMEA.en-fr.zip --corpus ECB=https://...zip
+"""
+
+import argparse
+import collections
+import os
+import sys
+
+from ldr_opennmt.data import corpus
+from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.utils import DEFAULT_CACHE
+
+CORPORA = ("default", "opus")
+
+
+def _log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="ldr-data", description="Build multi-domain corpora.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="build a corpus directory")
+    build.add_argument("name", help="corpus name: %s" % ", ".join(CORPORA))
+    build.add_argument("--out", required=True, help="output directory")
+    build.add_argument(
+        "--cache",
+        default=DEFAULT_CACHE,
+        help="download cache (default: $LDR_CACHE or ~/.cache/ldr-opennmt)",
+    )
+    build.add_argument("--dev-size", type=int, default=None, help="dev sentences per domain")
+    build.add_argument("--test-size", type=int, default=None, help="test sentences per domain")
+    build.add_argument("--bpe-merges", type=int, default=None, help="BPE merges per language")
+    build.add_argument(
+        "--corpus",
+        action="append",
+        default=[],
+        metavar="DOMAIN=ZIP_OR_URL",
+        help="(opus) one OPUS Moses zip per domain, e.g. EMEA=EMEA.en-fr.zip",
+    )
+    build.add_argument("--source-lang", default="en", help="(opus) source file suffix")
+    build.add_argument("--target-lang", default="fr", help="(opus) target file suffix")
+    args = parser.parse_args(argv)
+    try:
+        if args.name not in CORPORA:
+            raise DataError("unknown corpus %r (known: %s)" % (args.name, ", ".join(CORPORA)))
+        options = {
+            key: value
+            for key, value in (
+                ("dev_size", args.dev_size),
+                ("test_size", args.test_size),
+                ("bpe_merges", args.bpe_merges),
+            )
+            if value is not None
+        }
+        if args.name == "default":
+            info = corpus.build_default(args.out, args.cache, log=_log, **options)
+        else:
+            zips = collections.OrderedDict()
+            for item in args.corpus:
+                domain, sep, location = item.partition("=")
+                if not sep or not domain or not location:
+                    raise DataError("--corpus expects DOMAIN=ZIP_OR_URL, got %r" % item)
+                zips[domain] = location
+            if not zips:
+                raise DataError("ldr-data build opus needs at least one --corpus DOMAIN=ZIP")
+            info = corpus.build_opus(
+                zips,
+                args.out,
+                args.cache,
+                source_lang=args.source_lang,
+                target_lang=args.target_lang,
+                log=_log,
+                **options,
+            )
+    except DataError as e:
+        print("ldr-data: error: %s" % e, file=sys.stderr)
+        return 2
+    print(corpus.corpus_table(info))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
