@@ -1,7 +1,7 @@
 """``ldr-data``: build multi-domain corpora.
 
-    ldr-data build default --out data/default
-    ldr-data build opus --out data/opus --corpus EMEA=EMEA.en-fr.zip --corpus ECB=https://...zip
+ldr-data build default --out data/default
+ldr-data build opus --out data/opus --corpus EMEA=EMEA.en-fr.zip --corpus ECB=https://...zip
 """
 
 import argparse

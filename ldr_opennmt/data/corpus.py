@@ -61,9 +61,7 @@ def split_pairs(pairs, dev_size, test_size, seed="ldr"):
             "only %d unique pairs: cannot hold dev %d + test %d + training data"
             % (len(pairs), dev_size, test_size)
         )
-    ordered = sorted(
-        pairs, key=lambda p: hashlib.sha1((seed + p[0]).encode("utf-8")).hexdigest()
-    )
+    ordered = sorted(pairs, key=lambda p: hashlib.sha1((seed + p[0]).encode("utf-8")).hexdigest())
     return {
         "test": ordered[:test_size],
         "dev": ordered[test_size : test_size + dev_size],
@@ -198,13 +196,22 @@ def build(
         for suffix in langs + ("domain",):
             with open(os.path.join(out, "%s.%s" % (split, suffix)), "w", encoding="utf-8") as dst:
                 for domain in domains:
-                    with open(os.path.join(out, "%s.%s.%s" % (split, domain, suffix)), encoding="utf-8") as src:
+                    with open(
+                        os.path.join(out, "%s.%s.%s" % (split, domain, suffix)), encoding="utf-8"
+                    ) as src:
                         shutil.copyfileobj(src, dst)
     for lang in langs:
         log("[data] building the %s vocabulary" % lang)
-        _build_vocab(os.path.join(out, "train.%s" % lang), os.path.join(out, "vocab.%s" % lang), vocab_size)
+        _build_vocab(
+            os.path.join(out, "train.%s" % lang), os.path.join(out, "vocab.%s" % lang), vocab_size
+        )
 
-    info = {"domains": domains, "source_lang": source_lang, "target_lang": target_lang, "stats": stats}
+    info = {
+        "domains": domains,
+        "source_lang": source_lang,
+        "target_lang": target_lang,
+        "stats": stats,
+    }
     with open(os.path.join(out, "corpus.json"), "w") as f:
         json.dump(info, f, indent=2)
     table = corpus_table(info)
@@ -275,7 +282,9 @@ def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, 
         log("[data] %s is already built" % out)
         return load_info(out)
     domain_pairs = collections.OrderedDict()
-    for domain, extract in tqdm(DEFAULT_DOMAINS.items(), desc="extracting", unit="domain", disable=None):
+    for domain, extract in tqdm(
+        DEFAULT_DOMAINS.items(), desc="extracting", unit="domain", disable=None
+    ):
         domain_pairs[domain] = extract(cache_dir, log)
         log("[data] %s: %d raw pairs" % (domain, len(domain_pairs[domain])))
     return build(

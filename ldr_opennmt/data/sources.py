@@ -87,8 +87,17 @@ def fetch_wheel(package, cache_dir, version=None, log=print):
             # never leaves a file that looks complete.
             result = subprocess.run(
                 [
-                    sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                    "--disable-pip-version-check", "-q", "-d", tmp, "%s==%s" % (package, version),
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "--disable-pip-version-check",
+                    "-q",
+                    "-d",
+                    tmp,
+                    "%s==%s" % (package, version),
                 ],
                 capture_output=True,
                 text=True,

@@ -137,7 +137,21 @@ def evaluate(
     os.makedirs(out_dir, exist_ok=True)
 
     sources, references, counts = [], {}, collections.OrderedDict()
+    for system in systems:
+        declared = system.config.get("data", {}).get("domains")
+        for domain in declared or []:
+            if domain not in domains:
+                raise DataError(
+                    "system %s declares domain %r but the corpus %s has no files for it "
+                    "(its domains: %s)" % (system.name, domain, corpus_dir, ", ".join(domains))
+                )
     for domain in domains:
+        for path in (
+            os.path.join(corpus_dir, "test.%s.%s" % (domain, src)),
+            os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)),
+        ):
+            if not os.path.exists(path):
+                raise DataError("test set of %s: %s: no such file" % (domain, path))
         lines = read_lines(os.path.join(corpus_dir, "test.%s.%s" % (domain, src)))[:max_sentences]
         refs = read_lines(os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)))[
             : len(lines)

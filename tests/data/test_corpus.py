@@ -21,7 +21,9 @@ class CorpusTest(tf.test.TestCase):
         b = corpus.split_pairs(list(reversed(pairs)), dev_size=10, test_size=15)
         self.assertEqual([len(a[s]) for s in ("train", "dev", "test")], [75, 10, 15])
         sources = [set(s for s, _ in a[split]) for split in ("train", "dev", "test")]
-        self.assertFalse(sources[0] & sources[1] or sources[0] & sources[2] or sources[1] & sources[2])
+        self.assertFalse(
+            sources[0] & sources[1] or sources[0] & sources[2] or sources[1] & sources[2]
+        )
         # The split depends on the source sentences, not on their order.
         for split in ("train", "dev", "test"):
             self.assertEqual(sorted(s for s, _ in a[split]), sorted(s for s, _ in b[split]))
@@ -32,7 +34,9 @@ class CorpusTest(tf.test.TestCase):
 
     def test_build(self):
         out = os.path.join(self.get_temp_dir(), "corpus")
-        info = corpus.build(_domain_pairs(), out, dev_size=4, test_size=5, bpe_merges=20, log=lambda _: None)
+        info = corpus.build(
+            _domain_pairs(), out, dev_size=4, test_size=5, bpe_merges=20, log=lambda _: None
+        )
         self.assertTrue(corpus.is_built(out))
         self.assertEqual(info["domains"], tiny.DOMAINS)
         for split, size in (("dev", 4), ("test", 5)):
@@ -60,7 +64,9 @@ class CorpusTest(tf.test.TestCase):
         pairs = _domain_pairs()
         pairs["software"] = []
         with self.assertRaisesRegex(DataError, "domain 'software' has an empty corpus"):
-            corpus.build(pairs, os.path.join(self.get_temp_dir(), "x"), 2, 2, 10, log=lambda _: None)
+            corpus.build(
+                pairs, os.path.join(self.get_temp_dir(), "x"), 2, 2, 10, log=lambda _: None
+            )
 
     def test_incomplete_build_is_not_loaded(self):
         with self.assertRaisesRegex(DataError, "no complete corpus"):
@@ -80,7 +86,18 @@ class CorpusTest(tf.test.TestCase):
                 archive.writestr("%s.en-fr.fr" % domain, "\n".join(p[1] for p in pairs) + "\n")
             zips += ["--corpus", "%s=%s" % (domain, path)]
         out = os.path.join(self.get_temp_dir(), "opus")
-        args = ["build", "opus", "--out", out, "--dev-size", "3", "--test-size", "3", "--bpe-merges", "10"]
+        args = [
+            "build",
+            "opus",
+            "--out",
+            out,
+            "--dev-size",
+            "3",
+            "--test-size",
+            "3",
+            "--bpe-merges",
+            "10",
+        ]
         self.assertEqual(cli.main(args + zips), 0)
         self.assertEqual(corpus.load_info(out)["domains"], tiny.DOMAINS)
         self.assertEqual(cli.main(["build", "opus", "--out", out + "2", "--corpus", "bad"]), 2)

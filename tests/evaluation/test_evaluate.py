@@ -129,6 +129,16 @@ class EvaluateTest(tf.test.TestCase):
         with self.assertRaisesRegex(DataError, "LDR.wrong.fr: 5 predictions for 18 references"):
             evaluate.evaluate(self.corpus, [evaluate.System("LDR", [self.ldr])], out)
 
+    def test_domain_without_files(self):
+        with open(self.ldr) as f:
+            config = yaml.safe_load(f)
+        config["data"]["domains"] = tiny.DOMAINS + ["legal"]
+        path = os.path.join(self.dir, "legal.yml")
+        with open(path, "w") as f:
+            yaml.safe_dump(config, f)
+        with self.assertRaisesRegex(DataError, "system L declares domain 'legal' but the corpus"):
+            evaluate.evaluate(self.corpus, [evaluate.System("L", [path])], self.dir)
+
     def test_missing_model(self):
         config = os.path.join(self.dir, "none.yml")
         with open(config, "w") as f:
