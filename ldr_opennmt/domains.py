@@ -187,20 +187,21 @@ def lookup_domain_ids(table, labels, domains):
     """
     labels = tf.strings.strip(labels)
     ids = table.lookup(labels)
-    flat_labels = tf.reshape(labels, [-1])
-    unknown = tf.equal(tf.reshape(ids, [-1]), UNKNOWN_ID)
-    first_unknown = tf.strings.reduce_join(tf.boolean_mask(flat_labels, unknown)[:1])
-    message = tf.strings.join(
-        [
-            "Unknown domain label '",
-            first_unknown,
-            "' (declared: %s, or %s)" % (", ".join(domains), GENERIC),
-        ]
-    )
-    check = tf.debugging.Assert(
-        tf.logical_not(tf.reduce_any(unknown)),
-        [message],
-        name="unknown_domain_label",
-    )
-    with tf.control_dependencies([check]):
-        return tf.identity(ids)
+    unknown = tf.equal(ids, UNKNOWN_ID)
+
+    def _fail():
+        # The message is only built when a label is unknown (not on every example).
+        flat_unknown = tf.boolean_mask(tf.reshape(labels, [-1]), tf.reshape(unknown, [-1]))
+        first_unknown = tf.strings.reduce_join(flat_unknown[:1])
+        message = tf.strings.join(
+            [
+                "Unknown domain label '",
+                first_unknown,
+                "' (declared: %s, or %s)" % (", ".join(domains), GENERIC),
+            ]
+        )
+        check = tf.debugging.Assert(False, [message], name="unknown_domain_label")
+        with tf.control_dependencies([check]):
+            return tf.identity(ids)
+
+    return tf.cond(tf.reduce_any(unknown), _fail, lambda: ids)

@@ -86,6 +86,19 @@ class OnmtMainTest(tf.test.TestCase):
             f.write("".join(line + "\n" for line in lines))
         return path
 
+    def _infer(self, source, labels, output):
+        return _onmt_main(
+            "--config",
+            self.config,
+            "--auto_config",
+            "infer",
+            "--features_file",
+            source,
+            labels,
+            "--predictions_file",
+            output,
+        )
+
     def test_train_runs_procedure1(self):
         self.assertEqual(self.train.returncode, 0, msg=self.train.stderr[-3000:])
         self.assertIn("Step = 60", self.train.stderr)
@@ -99,17 +112,7 @@ class OnmtMainTest(tf.test.TestCase):
         generic = self._bad_copy("test.generic", ["generic"] * n)
         for labels, name in ((self.paths["test_domain"], "oracle"), (generic, "generic")):
             output = os.path.join(self.dir, "pred.%s" % name)
-            result = _onmt_main(
-                "--config",
-                self.config,
-                "--auto_config",
-                "infer",
-                "--features_file",
-                self.paths["test_src"],
-                labels,
-                "--predictions_file",
-                output,
-            )
+            result = self._infer(self.paths["test_src"], labels, output)
             self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
             with open(output) as f:
                 lines = f.read().splitlines()
@@ -157,17 +160,7 @@ class OnmtMainTest(tf.test.TestCase):
         labels = self._bad_copy("test.bad", ["medical", "medical", "legal"])
         source = self._bad_copy("test3.src", ["the cell", "a host", "spirit"])
         output = os.path.join(self.dir, "pred.bad")
-        result = _onmt_main(
-            "--config",
-            self.config,
-            "--auto_config",
-            "infer",
-            "--features_file",
-            source,
-            labels,
-            "--predictions_file",
-            output,
-        )
+        result = self._infer(source, labels, output)
         self.assertEqual(result.returncode, 2)
         self.assertEqual(
             result.stderr.strip().splitlines()[-1],

@@ -165,8 +165,11 @@ def evaluate(
     for system in tqdm(systems, desc="translating", unit="system", disable=None):
         system_modes = modes if system.uses_domains else ("oracle",)
         for mode in system_modes:
-            outputs[(system.name, mode)] = os.path.join(
-                out_dir, "%s.%s.%s" % (system.name, mode, tgt)
+            # Models that ignore domains are translated once and named alone.
+            row = system.name if len(system_modes) == 1 else "%s (%s)" % (system.name, mode)
+            outputs[(system.name, mode)] = (
+                row,
+                os.path.join(out_dir, "%s.%s.%s" % (system.name, mode, tgt)),
             )
         # Translations are reused only if made by the same checkpoint on the same
         # test sentences; otherwise they are redone.
@@ -174,9 +177,9 @@ def evaluate(
         stamp = "%s\n%d sentences\n" % (system.checkpoint(), len(sources))
         if not os.path.exists(stamp_path) or read_lines(stamp_path) != stamp.splitlines():
             for mode in system_modes:
-                if os.path.exists(outputs[(system.name, mode)]):
-                    os.remove(outputs[(system.name, mode)])
-        missing = [m for m in system_modes if not os.path.exists(outputs[(system.name, m)])]
+                if os.path.exists(outputs[(system.name, mode)][1]):
+                    os.remove(outputs[(system.name, mode)][1])
+        missing = [m for m in system_modes if not os.path.exists(outputs[(system.name, m)][1])]
         if not missing:
             continue
         # One inference run per system (one model load and trace): the test set is
@@ -195,7 +198,7 @@ def evaluate(
         scoring.check_aligned(translations, sources * len(missing), run_output)
         for i, mode in enumerate(missing):
             write_lines_atomic(
-                outputs[(system.name, mode)],
+                outputs[(system.name, mode)][1],
                 translations[i * len(sources) : (i + 1) * len(sources)],
             )
         for path in (run_source, run_labels, run_output):
@@ -204,10 +207,9 @@ def evaluate(
 
     rows = []
     hypotheses = {}
-    for (name, mode), output in outputs.items():
+    for row, output in outputs.values():
         lines = read_lines(output)
         scoring.check_aligned(lines, sources, output)
-        row = name if len(modes) == 1 or not _uses(systems, name) else "%s (%s)" % (name, mode)
         start = 0
         scores = {}
         for domain in domains:
@@ -253,10 +255,6 @@ def evaluate(
         f.write(format_tables(results) + "\n")
     scoring.bar_chart(rows, domains, "bleu", os.path.join(out_dir, "bleu.png"), "BLEU per domain")
     return results
-
-
-def _uses(systems, name):
-    return any(s.name == name and s.uses_domains for s in systems)
 
 
 def format_tables(results):
