@@ -27,6 +27,7 @@ setup(
         "console_scripts": [
             "ldr-data=ldr_opennmt.data.cli:main",
             "ldr-eval=ldr_opennmt.evaluation.cli:main",
+            "ldr-main=ldr_opennmt.training.cli:main",
         ],
     },
     extras_require={

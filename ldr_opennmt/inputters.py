@@ -7,6 +7,10 @@ they are given as a pair, in the same way as OpenNMT-tf multi-source inputs::
     train_features_file: [train.src, train.domain]
     onmt-main ... infer --features_file test.src test.domain
 
+A label file can also be a :class:`DomainLabel`: every line of the aligned
+source has that label. The multi-domain Runner uses it for per-domain corpora
+(``data: train_corpora``), so users need no hand-made label files.
+
 The features produced by :class:`MultiDomainInputter` are the word features
 (``tokens``, ``ids``, ``length``) plus ``domain``, the int32 domain id of each
 sentence.
@@ -14,9 +18,32 @@ sentence.
 
 import opennmt
 import tensorflow as tf
+import yaml
 from opennmt.data import dataset as dataset_util
 
 from ldr_opennmt import domains as domains_lib
+
+
+class DomainLabel:
+    """Stands for a label file whose every line is the domain :obj:`name`."""
+
+    def __init__(self, name):
+        self.name = str(name)
+
+    def __eq__(self, other):
+        return isinstance(other, DomainLabel) and other.name == self.name
+
+    def __hash__(self):
+        return hash(("DomainLabel", self.name))
+
+    def __repr__(self):
+        return "DomainLabel(%r)" % self.name
+
+
+# OpenNMT-tf logs the configuration with yaml.dump: show "!domain medical".
+yaml.add_representer(
+    DomainLabel, lambda dumper, label: dumper.represent_scalar("!domain", label.name)
+)
 
 
 class DomainInputter(opennmt.inputters.Inputter):
@@ -48,11 +75,20 @@ class DomainInputter(opennmt.inputters.Inputter):
         """Checks every label of :obj:`label_file` (and its line count).
 
         Returns:
-          The domain id of each line.
+          The domain id of each line (a single id for a :class:`DomainLabel`).
 
         Raises:
           DomainError: with the file, line number and value of the first bad label.
         """
+        if isinstance(label_file, DomainLabel):
+            if self.domains is not None and label_file.name not in self.domains:
+                raise domains_lib.DomainError(
+                    "%s: unknown domain %r (declared: %s)"
+                    % (source_file or "corpus", label_file.name, ", ".join(self.domains))
+                )
+            if self.domains is None:
+                return [domains_lib.GENERIC_ID]
+            return [self.domains.index(label_file.name)]
         if not tf.io.gfile.exists(label_file):
             raise domains_lib.DomainError("%s: domain label file not found" % label_file)
         expected = None
@@ -65,6 +101,11 @@ class DomainInputter(opennmt.inputters.Inputter):
         )
 
     def make_dataset(self, data_file, training=None):
+        if isinstance(data_file, (list, tuple)):
+            return [self.make_dataset(f, training=training) for f in data_file]
+        if isinstance(data_file, DomainLabel):
+            # Zipped with the source, the endless constant stops with it.
+            return tf.data.Dataset.from_tensors(tf.constant(data_file.name)).repeat()
         return dataset_util.make_datasets(tf.data.TextLineDataset, data_file)
 
     def input_signature(self):
@@ -145,8 +186,9 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
         """
         if isinstance(data_file, (list, tuple)) and len(data_file) == 2:
             sources, labels = data_file
+            label_list = list(labels) if isinstance(labels, (list, tuple)) else [labels]
             if isinstance(sources, (list, tuple)) and any(
-                isinstance(f, (list, tuple)) for f in list(sources) + list(labels)
+                isinstance(f, (list, tuple)) for f in list(sources) + label_list
             ):
                 raise domains_lib.DomainError(
                     "several training files are given as [[src1, src2, ...], "
@@ -183,7 +225,7 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
             seen = set()
             for source_file, label_file in pairs:
                 seen.update(self.domain_inputter.validate_file(label_file, source_file=source_file))
-            if training and self.domains is not None:
+            if training and self.domains is not None and not isinstance(label_files, DomainLabel):
                 # Legitimate when fine-tuning on some domains, suspicious otherwise.
                 for i, domain in enumerate(self.domains):
                     if i not in seen:
@@ -256,3 +298,60 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
 
     def visualize(self, model_root, log_dir):
         self.word_inputter.visualize(model_root, log_dir)
+
+
+class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceToSequenceInputter):
+    """The (source, target) inputter of multi-domain models: adds domain batches.
+
+    With ``domain_batches: true`` in the data configuration and one training file
+    per domain, every training batch is made of a single domain's sentences, the
+    domain being drawn for each batch with the probabilities that OpenNMT-tf
+    derives from ``train_files_weights`` and the corpus sizes
+    (:func:`opennmt.data.normalize_weights`: weight x size, normalized). This is
+    Procedure 1, steps 2-3, of Pham et al. (2019); the multi-domain Runner sets
+    the weights to ``|C_i|^(alpha - 1)`` so that a batch comes from domain i with
+    probability ``|C_i|^alpha / sum_j |C_j|^alpha``.
+
+    Without ``domain_batches``, OpenNMT-tf's own example-level weighted sampling
+    is used (batches mix domains).
+    """
+
+    domain_batches = False
+
+    def initialize(self, data_config):
+        super().initialize(data_config)
+        self.domain_batches = bool(data_config.get("domain_batches", False))
+
+    def make_training_dataset(self, features_file, labels_file, batch_size, **kwargs):
+        if not self.domain_batches:
+            return super().make_training_dataset(features_file, labels_file, batch_size, **kwargs)
+        sources, labels = self.features_inputter._split_files(features_file)
+        if not isinstance(sources, (list, tuple)) or len(sources) < 2:
+            return super().make_training_dataset(features_file, labels_file, batch_size, **kwargs)
+        if kwargs.get("single_pass"):
+            raise ValueError("domain_batches cannot be combined with single_pass")
+        if kwargs.get("batch_autotune_mode"):
+            # Memory autotuning only needs batches of maximal length: one domain does.
+            return super().make_training_dataset(
+                [sources[0], labels[0]], labels_file[0], batch_size, **kwargs
+            )
+        weights = kwargs.pop("weights", None)
+        datasets = [
+            super(MultiDomainExamplesInputter, self).make_training_dataset(
+                [source, label], target, batch_size, **kwargs
+            )
+            for source, label, target in zip(sources, labels, labels_file)
+        ]
+        sizes = [self.features_inputter.word_inputter.get_dataset_size(s) for s in sources]
+        probabilities = dataset_util.normalize_weights(datasets, weights=weights, sizes=sizes)
+        tf.get_logger().info(
+            "Domain batches: a batch comes from %s",
+            ", ".join(
+                "%s (%d examples) with p=%.4f"
+                % (label.name if isinstance(label, DomainLabel) else label, size, p)
+                for label, size, p in zip(labels, sizes, probabilities)
+            ),
+        )
+        # Each domain pipeline repeats forever and prefetches; sampling happens on
+        # whole batches. The seed comes from the global one (onmt-main --seed).
+        return tf.data.Dataset.sample_from_datasets(datasets, weights=probabilities)

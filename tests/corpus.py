@@ -86,3 +86,16 @@ def data_config(paths, domains=DOMAINS):
         "train_features_file": [paths["train_src"], paths["train_domain"]],
         "train_labels_file": paths["train_tgt"],
     }
+
+
+def write_domain_corpora(directory, sizes, seed=0, split="train"):
+    """Writes one (source, target) file pair per domain; returns {domain: [src, tgt]}."""
+    os.makedirs(directory, exist_ok=True)
+    corpora = {}
+    for domain, size in sizes.items():
+        pairs = make_pairs(domain, size, seed)
+        paths = [os.path.join(directory, "%s.%s.%s" % (split, domain, s)) for s in ("src", "tgt")]
+        write_lines(paths[0], [source for source, _ in pairs])
+        write_lines(paths[1], [target for _, target in pairs])
+        corpora[domain] = paths
+    return corpora

@@ -3,7 +3,7 @@ import os
 import tensorflow as tf
 
 from ldr_opennmt import domains
-from ldr_opennmt.inputters import DomainInputter, MultiDomainInputter
+from ldr_opennmt.inputters import DomainInputter, DomainLabel, MultiDomainInputter
 from ldr_opennmt.layers import LDREmbedder
 from tests import corpus
 
@@ -87,6 +87,17 @@ class InputtersTest(tf.test.TestCase):
         labels = self._write("any.domain", ["whatever"] * 6)
         features = next(iter(inputter.make_inference_dataset([paths["test_src"], labels], 100)))
         self.assertAllEqual(features["domain"], [domains.GENERIC_ID] * 6)
+
+    def test_domain_label_stands_for_a_constant_label_file(self):
+        inputter, paths = self._inputter()
+        features = next(
+            iter(
+                inputter.make_inference_dataset([paths["test_src"], DomainLabel("religious")], 100)
+            )
+        )
+        self.assertAllEqual(features["domain"], [1] * 6)
+        with self.assertRaisesRegex(domains.DomainError, "unknown domain 'legal'"):
+            inputter.make_dataset([paths["test_src"], DomainLabel("legal")])
 
     def test_domain_inputter_requires_declaration(self):
         with self.assertRaisesRegex(domains.DomainError, "declares no domains"):

@@ -8,6 +8,7 @@ from ldr_opennmt.models.catalog import (
     mixed_rnn,
     mixed_transformer,
 )
+from ldr_opennmt.models.classifier import DomainClassifier, domain_classifier
 from ldr_opennmt.models.sequence_to_sequence import (
     MultiDomainModel,
     MultiDomainRNN,

@@ -20,7 +20,7 @@ from opennmt import config as config_util
 from opennmt.utils import exporters
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt.inputters import MultiDomainInputter
+from ldr_opennmt.inputters import MultiDomainExamplesInputter, MultiDomainInputter
 from ldr_opennmt.layers.context import DomainSpecificLayer, domain_scope
 from ldr_opennmt.training import optimizer as optimizer_lib
 from ldr_opennmt.training import procedure
@@ -31,6 +31,12 @@ class MultiDomainModel:
 
     #: Training mode used when ``params: domain_training`` is not set.
     default_domain_training = procedure.JOINT
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # SequenceToSequence hard-codes its examples inputter. The same object gets
+        # the class that adds domain batches (no new layer: checkpoints unchanged).
+        self.examples_inputter.__class__ = MultiDomainExamplesInputter
 
     @property
     def domains(self):

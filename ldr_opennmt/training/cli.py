@@ -1,0 +1,161 @@
+"""``ldr-main``: ``onmt-main`` with the multi-domain Runner, plus ``predict_domains``.
+
+Every flag and sub-command of ``onmt-main`` works unchanged (OpenNMT-tf's own
+parser and dispatch run, with :class:`ldr_opennmt.training.runner.Runner`):
+
+    ldr-main --model model_defs/ldr_transformer.py --config data.yml run.yml train --with_eval
+
+One sub-command is added, for a domain classifier
+(``model_defs/domain_classifier.py``): label text files with predicted domains
+and, given the true labels, report per-domain precision and recall::
+
+    ldr-main --config data.yml classifier.yml predict_domains \\
+        --features_file test.medical.en test.religious.en \\
+        --labels_file test.medical.domain test.religious.domain \\
+        --output_dir pred/ [--model_config mt.yml]
+
+It writes ``pred/test.medical.pred`` (one domain name per line; the input file
+name without its last extension, plus ``.pred``), ``pred/classification.md`` and
+``pred/classification.json``. With ``--model_config``, the translation model's
+domain list must equal the classifier's.
+"""
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+import tensorflow as tf
+from opennmt import config as config_util
+from opennmt.bin import main as onmt_main
+
+from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.evaluation import classification
+from ldr_opennmt.training import corpora as corpora_lib
+from ldr_opennmt.training.runner import Runner
+from ldr_opennmt.utils import read_lines, write_lines_atomic
+
+PREDICT_DOMAINS = "predict_domains"
+_ONMT_RUN_TYPES = (
+    "train",
+    "eval",
+    "infer",
+    "export",
+    "score",
+    "average_checkpoints",
+    "update_vocab",
+)
+
+
+def _run_type(argv):
+    for arg in argv:
+        if arg in _ONMT_RUN_TYPES or arg == PREDICT_DOMAINS:
+            return arg
+    return None
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if _run_type(argv) == PREDICT_DOMAINS:
+        return predict_domains_main(argv)
+    # OpenNMT-tf's main() builds its Runner by this module-level name.
+    onmt_main.Runner = Runner
+    sys.argv = [sys.argv[0]] + argv
+    return onmt_main.main()
+
+
+def _prediction_path(output_dir, features_file):
+    name = os.path.basename(features_file)
+    stem = os.path.splitext(name)[0] if "." in name else name
+    return os.path.join(output_dir, stem + ".pred")
+
+
+def predict_domains_main(argv):
+    parser = argparse.ArgumentParser(
+        prog="ldr-main ... %s" % PREDICT_DOMAINS,
+        description="Label text with a trained domain classifier.",
+    )
+    parser.add_argument("--config", required=True, nargs="+")
+    parser.add_argument("--model_dir")
+    parser.add_argument("--model", default="")
+    parser.add_argument("--auto_config", default=None, action="store_true")
+    parser.add_argument("--checkpoint_path")
+    parser.add_argument("--log_level", default="INFO")
+    parser.add_argument("--placeholder", action="store_true", help=argparse.SUPPRESS)
+    subparsers = parser.add_subparsers(dest="run_type", required=True)
+    sub = subparsers.add_parser(PREDICT_DOMAINS)
+    sub.add_argument("--features_file", nargs="+", required=True, help="source text files")
+    sub.add_argument("--labels_file", nargs="+", help="true domain label files, aligned")
+    sub.add_argument("--output_dir", required=True)
+    sub.add_argument(
+        "--model_config",
+        nargs="+",
+        help="configuration of the translation model the labels are for",
+    )
+    argv = list(argv)
+    argv.insert(argv.index(PREDICT_DOMAINS), "--placeholder")
+    args = parser.parse_args(argv)
+    onmt_main._initialize_logging(getattr(logging, args.log_level))
+
+    config = config_util.load_config(args.config)
+    if args.model_dir:
+        config["model_dir"] = args.model_dir
+    if "model_dir" not in config:
+        raise domains_lib.DomainError("no model_dir in the configuration or on the command line")
+    model = config_util.load_model(
+        config["model_dir"], model_file=args.model, serialize_model=False, as_builder=True
+    )
+    runner = Runner(model, config, auto_config=args.auto_config)
+    if not runner.is_classifier:
+        raise domains_lib.DomainError(
+            "%s needs a domain classifier (model_defs/domain_classifier.py), not %s"
+            % (PREDICT_DOMAINS, type(runner.model).__name__)
+        )
+    domains = corpora_lib.domain_names(runner._config["data"])
+    if args.model_config:
+        model_domains = corpora_lib.domain_names(config_util.load_config(args.model_config)["data"])
+        if model_domains != domains:
+            raise domains_lib.DomainError(
+                "the classifier's domains (%s) differ from those of %s (%s)"
+                % (", ".join(domains), " ".join(args.model_config), ", ".join(model_domains))
+            )
+    if args.labels_file and len(args.labels_file) != len(args.features_file):
+        raise domains_lib.DomainError(
+            "%d features files but %d labels files"
+            % (len(args.features_file), len(args.labels_file))
+        )
+    references = []
+    if args.labels_file:
+        for features_file, labels_file in zip(args.features_file, args.labels_file):
+            ids = domains_lib.read_label_file(
+                labels_file,
+                domains,
+                expected_lines=domains_lib.count_lines(features_file),
+                source_path=features_file,
+            )
+            references += [domains_lib.GENERIC if i < 0 else domains[i] for i in ids]
+    os.makedirs(args.output_dir, exist_ok=True)
+    predictions = []
+    for features_file in args.features_file:
+        if not tf.io.gfile.exists(features_file):
+            raise domains_lib.DomainError("%s: file not found" % features_file)
+        path = _prediction_path(args.output_dir, features_file)
+        partial = path + ".partial"
+        runner.infer(features_file, predictions_file=partial, checkpoint_path=args.checkpoint_path)
+        os.replace(partial, path)
+        predictions += read_lines(path)
+        print("%s -> %s" % (features_file, path), file=sys.stderr)
+    if references:
+        scores = classification.precision_recall(references, predictions, domains)
+        table = classification.markdown_table(scores)
+        write_lines_atomic(
+            os.path.join(args.output_dir, "classification.json"), [json.dumps(scores, indent=2)]
+        )
+        write_lines_atomic(os.path.join(args.output_dir, "classification.md"), [table])
+        print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

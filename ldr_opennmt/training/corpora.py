@@ -1,0 +1,156 @@
+"""Per-domain corpora in the data configuration.
+
+Users hold one corpus per domain (EMEA, ECB, Europarl, ...). The multi-domain
+Runner reads them from the ``data`` section::
+
+    data:
+      domains: [medical, religious, software]   # optional: defaults to the corpora order
+      train_corpora:
+        medical: [train.medical.en, train.medical.fr]
+        religious: [train.religious.en, train.religious.fr]
+        software: [train.software.en, train.software.fr]
+      eval_corpora:
+        medical: [dev.medical.en, dev.medical.fr]
+        ...
+
+and turns them into the file lists OpenNMT-tf's inputters read, with a
+:class:`~ldr_opennmt.inputters.DomainLabel` standing for each corpus' label
+file, so no label file has to be written by hand.
+"""
+
+import collections
+
+import tensorflow as tf
+
+from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.inputters import DomainLabel
+
+#: One domain's parallel corpus.
+Corpus = collections.namedtuple("Corpus", ("domain", "source", "target", "size"))
+
+
+def _corpus_files(key, name, spec):
+    if isinstance(spec, dict):
+        spec = [spec.get("source"), spec.get("target")]
+    if (
+        not isinstance(spec, (list, tuple))
+        or len(spec) != 2
+        or not all(isinstance(path, str) and path for path in spec)
+    ):
+        raise domains_lib.DomainError(
+            "data: %s: %s: expected [source_file, target_file], got %r" % (key, name, spec)
+        )
+    for path in spec:
+        if not tf.io.gfile.exists(path):
+            raise domains_lib.DomainError("data: %s: %s: file not found: %s" % (key, name, path))
+    return spec
+
+
+def read_corpora(data_config, key):
+    """Reads and checks the per-domain corpora ``data_config[key]``.
+
+    Args:
+      data_config: The ``data`` section of the configuration.
+      key: ``train_corpora`` or ``eval_corpora``.
+
+    Returns:
+      A list of :class:`Corpus` in the declared domain order, or ``None`` if the
+      key is not set.
+
+    Raises:
+      DomainError: on an undeclared domain, a missing or empty file, or source and
+        target files of different lengths (with the file and line).
+    """
+    corpora = data_config.get(key)
+    if corpora is None:
+        return None
+    if not isinstance(corpora, dict) or not corpora:
+        raise domains_lib.DomainError(
+            "data: %s must map each domain name to [source_file, target_file]" % key
+        )
+    declared = domains_lib.validate_domain_names(
+        data_config.get("domains") or list(corpora), source="data: domains"
+    )
+    result = []
+    for name, spec in corpora.items():
+        name = str(name)
+        if name not in declared:
+            raise domains_lib.DomainError(
+                "data: %s: domain %r is not declared in data: domains (%s)"
+                % (key, name, ", ".join(declared))
+            )
+        source, target = _corpus_files(key, name, spec)
+        size = domains_lib.count_lines(source)
+        if size == 0:
+            raise domains_lib.DomainError(
+                "%s: empty corpus for domain %r (data: %s)" % (source, name, key)
+            )
+        target_size = domains_lib.count_lines(target)
+        if target_size != size:
+            raise domains_lib.DomainError(
+                "%s:%d: %s target line (%d lines, but %s has %d)"
+                % (
+                    target,
+                    min(size, target_size) + 1,
+                    "missing" if target_size < size else "extra",
+                    target_size,
+                    source,
+                    size,
+                )
+            )
+        result.append(Corpus(name, source, target, size))
+    result.sort(key=lambda corpus: declared.index(corpus.domain))
+    return result
+
+
+def domain_names(data_config):
+    """The declared domains, defaulting to the order of the train (or eval) corpora."""
+    names = data_config.get("domains")
+    if names is None:
+        for key in ("train_corpora", "eval_corpora"):
+            if data_config.get(key):
+                names = list(data_config[key])
+                break
+    return domains_lib.validate_domain_names(names, source="data: domains")
+
+
+def sampling_weights(corpora, alpha):
+    """OpenNMT-tf ``train_files_weights`` giving P(domain i) = |C_i|^alpha / sum_j |C_j|^alpha.
+
+    OpenNMT-tf multiplies each weight by the corpus size before normalizing
+    (:func:`opennmt.data.normalize_weights`), hence ``|C_i|^(alpha - 1)``.
+
+    Raises:
+      DomainError: if alpha is negative or not a number.
+    """
+    try:
+        alpha = float(alpha)
+    except (TypeError, ValueError):
+        raise domains_lib.DomainError(
+            "train: domain_sampling_alpha must be a number, got %r" % (alpha,)
+        )
+    if alpha < 0:
+        raise domains_lib.DomainError("train: domain_sampling_alpha must be >= 0, got %s" % alpha)
+    return [float(corpus.size) ** (alpha - 1) for corpus in corpora]
+
+
+def example_files(corpora, classifier=False):
+    """Returns the (features_file, labels_file) lists OpenNMT-tf reads for corpora.
+
+    Args:
+      corpora: A list of :class:`Corpus`.
+      classifier: For a domain classifier, the features are the sources and the
+        labels the domain names; otherwise the features are ``[sources, labels]``
+        and the labels the targets.
+    """
+    labels = [DomainLabel(corpus.domain) for corpus in corpora]
+    sources = [corpus.source for corpus in corpora]
+    if classifier:
+        features, targets = sources, labels
+    else:
+        features, targets = [sources, labels], [corpus.target for corpus in corpora]
+    if len(corpora) == 1:
+        # A single corpus is given as plain files, not a weighted list.
+        features = [f[0] for f in features] if not classifier else features[0]
+        targets = targets[0]
+    return features, targets

@@ -1,0 +1,189 @@
+"""The multi-domain Runner: what stock ``onmt-main`` training cannot express.
+
+:class:`Runner` is an ``opennmt.Runner`` (same methods, same configuration,
+same checkpoints: a model trained by one is continued, evaluated and exported
+by the other) that adds:
+
+* per-domain corpora (``data: train_corpora`` / ``eval_corpora``, see
+  :mod:`ldr_opennmt.training.corpora`) without label files;
+* Procedure 1's domain sampling: each batch comes from one domain, drawn with
+  probability ``|C_i|^alpha / sum_j |C_j|^alpha`` (``train:
+  domain_sampling_alpha``, default 1; ``domain_batches: false`` mixes domains
+  inside batches with the same proportions);
+* evaluation per domain (:class:`~ldr_opennmt.training.evaluator.MultiDomainEvaluator`);
+* fine-tuning baselines (``finetune: {base, domain, steps}``): continue a trained
+  model on one domain's corpus in a new model directory, the base model untouched.
+"""
+
+import contextlib
+import json
+import os
+import types
+
+import opennmt
+import tensorflow as tf
+from opennmt import runner as runner_module
+from opennmt.utils import checkpoint as checkpoint_util
+
+from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.training import corpora as corpora_lib
+from ldr_opennmt.training.evaluator import MultiDomainEvaluator
+from ldr_opennmt.utils import write_lines_atomic
+
+FINETUNE_STATE = "finetune.json"
+
+
+@contextlib.contextmanager
+def _per_domain_evaluation():
+    # opennmt.Runner.train/evaluate build their evaluator with
+    # ``evaluation.Evaluator.from_config`` and offer no hook to change its class;
+    # the module reference is swapped for the duration of the call only.
+    original = runner_module.evaluation
+    runner_module.evaluation = types.SimpleNamespace(Evaluator=MultiDomainEvaluator)
+    try:
+        yield
+    finally:
+        runner_module.evaluation = original
+
+
+class Runner(opennmt.Runner):
+    """``opennmt.Runner`` with per-domain corpora, domain sampling and fine-tuning."""
+
+    def __init__(self, model, config, **kwargs):
+        super().__init__(model, config, **kwargs)
+        self._corpora = None
+        self._expand_corpora()
+
+    @property
+    def is_classifier(self):
+        return getattr(self._model, "is_domain_classifier", False)
+
+    @property
+    def corpora(self):
+        """The training corpora (a list of :class:`~ldr_opennmt.training.corpora.Corpus`)."""
+        return self._corpora
+
+    def _expand_corpora(self):
+        data = self._config["data"]
+        train = self._config.setdefault("train", {})
+        finetune = self._config.get("finetune")
+        if not data.get("train_corpora") and not data.get("eval_corpora"):
+            if finetune:
+                raise domains_lib.DomainError(
+                    "finetune needs per-domain corpora (data: train_corpora)"
+                )
+            return
+        data["domains"] = corpora_lib.domain_names(data)
+        corpora = corpora_lib.read_corpora(data, "train_corpora")
+        if corpora is None:
+            return
+        for key in ("train_features_file", "train_labels_file"):
+            if data.get(key) is not None:
+                raise domains_lib.DomainError(
+                    "data: give either train_corpora or %s, not both" % key
+                )
+        if finetune:
+            corpora = [self._finetune_corpus(finetune, corpora)]
+        self._corpora = corpora
+        features, labels = corpora_lib.example_files(corpora, classifier=self.is_classifier)
+        data["train_features_file"] = features
+        data["train_labels_file"] = labels
+        alpha = train.get("domain_sampling_alpha", 1.0)
+        weights = corpora_lib.sampling_weights(corpora, alpha)
+        if len(corpora) > 1:
+            data["train_files_weights"] = weights
+            data["domain_batches"] = bool(train.get("domain_batches", True))
+        probabilities = domains_lib.sampling_probabilities([c.size for c in corpora], float(alpha))
+        tf.get_logger().info(
+            "Training corpora (alpha=%s): %s",
+            alpha,
+            ", ".join(
+                "%s %d sentences p=%.4f" % (c.domain, c.size, p)
+                for c, p in zip(corpora, probabilities)
+            ),
+        )
+
+    def _finetune_corpus(self, finetune, corpora):
+        domain = finetune.get("domain")
+        names = [c.domain for c in corpora]
+        if domain not in self._config["data"]["domains"]:
+            raise domains_lib.DomainError(
+                "finetune: domain %r is not declared (declared: %s)"
+                % (domain, ", ".join(self._config["data"]["domains"]))
+            )
+        if domain not in names:
+            raise domains_lib.DomainError(
+                "finetune: domain %r has no corpus in data: train_corpora" % domain
+            )
+        return corpora[names.index(domain)]
+
+    def _prepare_finetune(self, finetune):
+        """Returns (checkpoint_path, continue_from_checkpoint) and sets max_step."""
+        base = finetune.get("base")
+        steps = finetune.get("steps")
+        if not base:
+            raise domains_lib.DomainError("finetune: base (the trained model directory) is missing")
+        if not isinstance(steps, int) or steps <= 0:
+            raise domains_lib.DomainError(
+                "finetune: steps must be a positive integer, got %r" % (steps,)
+            )
+        model_dir = self.model_dir
+        base_dir = base if tf.io.gfile.isdir(base) else os.path.dirname(base)
+        if os.path.realpath(base_dir) == os.path.realpath(model_dir):
+            raise domains_lib.DomainError(
+                "finetune: model_dir %s is the base model's directory; fine-tuning writes "
+                "to a new model_dir so that the base model stays intact" % model_dir
+            )
+        state_path = os.path.join(model_dir, FINETUNE_STATE)
+        if tf.train.latest_checkpoint(model_dir) is not None and os.path.exists(state_path):
+            # An interrupted fine-tuning: resume from its own last checkpoint.
+            with open(state_path) as f:
+                state = json.load(f)
+            checkpoint_path, continue_training = None, False
+        else:
+            checkpoint_path = tf.train.latest_checkpoint(base) if tf.io.gfile.isdir(base) else base
+            if checkpoint_path is None or not tf.io.gfile.exists(checkpoint_path + ".index"):
+                raise domains_lib.DomainError("finetune: base: no checkpoint found in %s" % base)
+            state = {
+                "base_checkpoint": checkpoint_path,
+                "base_step": checkpoint_util.get_step_from_checkpoint_prefix(checkpoint_path),
+                "domain": finetune["domain"],
+                "steps": steps,
+            }
+            tf.io.gfile.makedirs(model_dir)
+            write_lines_atomic(state_path, [json.dumps(state, indent=2)])
+            continue_training = True
+        max_step = state["base_step"] + steps
+        self._config["train"]["max_step"] = max_step
+        tf.get_logger().info(
+            "Fine-tuning %s (step %d) on %s for %d steps (until step %d) in %s",
+            state["base_checkpoint"],
+            state["base_step"],
+            state["domain"],
+            steps,
+            max_step,
+            model_dir,
+        )
+        return checkpoint_path, continue_training
+
+    def train(self, *args, **kwargs):
+        finetune = self._config.get("finetune")
+        if finetune:
+            if kwargs.get("checkpoint_path"):
+                raise domains_lib.DomainError(
+                    "finetune: base sets the checkpoint; do not pass --checkpoint_path"
+                )
+            checkpoint_path, continue_training = self._prepare_finetune(finetune)
+            latest = tf.train.latest_checkpoint(self.model_dir)
+            max_step = self._config["train"]["max_step"]
+            if latest and checkpoint_util.get_step_from_checkpoint_prefix(latest) >= max_step:
+                tf.get_logger().info("Fine-tuning already finished: %s", latest)
+                return self.model_dir
+            kwargs["checkpoint_path"] = checkpoint_path
+            kwargs["continue_from_checkpoint"] = continue_training
+        with _per_domain_evaluation():
+            return super().train(*args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        with _per_domain_evaluation():
+            return super().evaluate(*args, **kwargs)

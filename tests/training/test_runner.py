@@ -1,0 +1,214 @@
+"""The multi-domain Runner: per-domain corpora and evaluation, fine-tuning, ldr-main."""
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+import yaml
+
+from ldr_opennmt import domains, models
+from ldr_opennmt.training.runner import Runner
+from tests import corpus, helpers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SIZES = {"medical": 30, "religious": 60, "software": 20}
+
+
+def _ldr():
+    return models.ldr_transformer(domain_region_size=2, **helpers.TINY)
+
+
+def _config(directory, model_dir, **train):
+    paths = corpus.write_corpus(os.path.join(directory, "data"), count=20)
+    config = {
+        "model_dir": model_dir,
+        "data": {
+            "source_vocabulary": paths["src_vocab"],
+            "target_vocabulary": paths["tgt_vocab"],
+            "train_corpora": corpus.write_domain_corpora(os.path.join(directory, "data"), SIZES),
+            "eval_corpora": corpus.write_domain_corpora(
+                os.path.join(directory, "data"), {d: 4 for d in SIZES}, seed=1, split="dev"
+            ),
+        },
+        "params": {
+            "optimizer": "Adam",
+            "learning_rate": 0.01,
+            "beam_width": 1,
+            "maximum_decoding_length": 8,
+            "domain_training": "procedure1",
+        },
+        "train": dict(
+            {
+                "batch_size": 8,
+                "max_step": 6,
+                "save_checkpoints_steps": 3,
+                "sample_buffer_size": 100,
+                "domain_sampling_alpha": 0.5,
+            },
+            **train,
+        ),
+        "eval": {"steps": 3, "scorers": "bleu", "batch_size": 8},
+    }
+    return config
+
+
+def _digest(directory):
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                digest.update(name.encode() + f.read())
+    return digest.hexdigest()
+
+
+class RunnerTest(tf.test.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ldr_runner_%d" % os.getpid())
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.config = _config(cls.dir, os.path.join(cls.dir, "base"))
+        cls.runner = Runner(_ldr, cls.config, seed=3)
+        cls.runner.train(with_eval=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_training_data_from_corpora(self):
+        data = self.runner._config["data"]
+        self.assertEqual(data["domains"], list(SIZES))
+        self.assertTrue(data["domain_batches"])
+        # |C_i|^(alpha - 1): OpenNMT-tf multiplies by the sizes.
+        self.assertAllClose(data["train_files_weights"], [s**-0.5 for s in SIZES.values()])
+        self.assertEqual(tf.train.latest_checkpoint(self.config["model_dir"])[-6:], "ckpt-6")
+
+    def test_per_domain_evaluation(self):
+        eval_dir = os.path.join(self.config["model_dir"], "eval")
+        for step in (3, 6):
+            for domain in SIZES:
+                path = os.path.join(eval_dir, "predictions.%s.txt.%d" % (domain, step))
+                self.assertEqual(corpus_lines(path), 4)
+        metrics = self.runner.evaluate()
+        for domain in SIZES:
+            for name in ("loss", "perplexity", "bleu"):
+                self.assertIn("%s/%s" % (domain, name), metrics)
+        self.assertAllClose(metrics["bleu"], np.mean([metrics[d + "/bleu"] for d in SIZES]))
+        losses = [metrics[d + "/loss"] for d in SIZES]
+        self.assertBetween(metrics["loss"], min(losses), max(losses))
+        # TensorBoard summaries and the history also hold the per-domain values.
+        history = self.runner._config["model_dir"]
+        self.assertTrue(any(n.startswith("events") for n in os.listdir(eval_dir)), history)
+
+    def test_finetune_keeps_the_base_model(self):
+        base_dir = self.config["model_dir"]
+        before = _digest(base_dir)
+        config = copy.deepcopy(self.config)
+        config["model_dir"] = os.path.join(self.dir, "ft_software")
+        config["finetune"] = {"base": base_dir, "domain": "software", "steps": 4}
+        config["train"]["save_checkpoints_steps"] = 2
+        Runner(_ldr, config, seed=3).train()
+        self.assertEqual(_digest(base_dir), before)
+        fine_tuned = tf.train.latest_checkpoint(config["model_dir"])
+        self.assertTrue(fine_tuned.endswith("ckpt-10"), fine_tuned)
+        with open(os.path.join(config["model_dir"], "finetune.json")) as f:
+            self.assertEqual(json.load(f)["base_step"], 6)
+        base = tf.train.load_checkpoint(base_dir)
+        tuned = tf.train.load_checkpoint(config["model_dir"])
+        prefix = "model/examples_inputter/features_inputter/word_inputter/"
+        suffix = "/.ATTRIBUTES/VARIABLE_VALUE"
+        # Only the software data was seen: the other domains' regions are untouched.
+        for name, moved in (
+            ("domain_0_embedding", False),
+            ("domain_1_embedding", False),
+            ("domain_2_embedding", True),
+            ("embedding", True),
+        ):
+            key = prefix + name + suffix
+            self.assertEqual(
+                not np.array_equal(base.get_tensor(key), tuned.get_tensor(key)), moved, name
+            )
+        # Rerunning resumes the fine-tuning from its own checkpoint: nothing left to do.
+        Runner(_ldr, config, seed=3).train()
+        self.assertEqual(tf.train.latest_checkpoint(config["model_dir"]), fine_tuned)
+        self.assertEqual(_digest(base_dir), before)
+
+    def test_finetune_bad_input(self):
+        config = copy.deepcopy(self.config)
+        config["model_dir"] = os.path.join(self.dir, "ft_bad")
+        config["finetune"] = {"base": self.config["model_dir"], "domain": "legal", "steps": 4}
+        with self.assertRaisesRegex(
+            domains.DomainError, r"finetune: domain 'legal' is not declared \(declared: medical"
+        ):
+            Runner(_ldr, config)
+        config["finetune"]["domain"] = "medical"
+        config["model_dir"] = self.config["model_dir"]
+        with self.assertRaisesRegex(domains.DomainError, "base model stays intact"):
+            Runner(_ldr, config).train()
+        config["model_dir"] = os.path.join(self.dir, "ft_bad")
+        config["finetune"]["base"] = os.path.join(self.dir, "nothing")
+        os.makedirs(config["finetune"]["base"], exist_ok=True)
+        with self.assertRaisesRegex(domains.DomainError, "finetune: base: no checkpoint found"):
+            Runner(_ldr, config).train()
+
+    def test_corpora_and_file_lists_are_exclusive(self):
+        config = copy.deepcopy(self.config)
+        config["data"]["train_features_file"] = ["a", "b"]
+        with self.assertRaisesRegex(domains.DomainError, "either train_corpora or"):
+            Runner(_ldr, config)
+
+
+def corpus_lines(path):
+    with open(path) as f:
+        return len(f.read().splitlines())
+
+
+class LdrMainTest(tf.test.TestCase):
+    """The console script: onmt-main's command line with the multi-domain Runner."""
+
+    def _run(self, config, *args):
+        directory = self.get_temp_dir()
+        path = os.path.join(directory, "config.yml")
+        with open(path, "w") as f:
+            yaml.safe_dump(config, f)
+        command = [os.path.join(os.path.dirname(sys.executable), "ldr-main")]
+        command += ["--model", "model_defs/small/ldr_transformer.py", "--config", path, *args]
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
+        return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+
+    def test_train_with_eval_reports_each_domain(self):
+        directory = self.get_temp_dir()
+        config = _config(directory, os.path.join(directory, "run"), max_step=3)
+        result = self._run(config, "train", "--with_eval")
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        for domain in SIZES:
+            self.assertIn(
+                "Evaluation result for domain %s at step 3: loss =" % domain, result.stderr
+            )
+        self.assertIn(
+            "Domain batches: a batch comes from medical (30 examples) with p=", result.stderr
+        )
+        # Stock onmt-main continues the same model directory (same checkpoint layout).
+        self.assertTrue(os.path.exists(os.path.join(directory, "run", "ckpt-3.index")))
+
+    def test_negative_alpha_is_one_line(self):
+        directory = self.get_temp_dir()
+        config = _config(directory, os.path.join(directory, "bad"), domain_sampling_alpha=-1)
+        result = self._run(config, "train")
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(
+            result.stderr.strip().splitlines()[-1],
+            "ldr-opennmt: error: train: domain_sampling_alpha must be >= 0, got -1.0",
+        )
+        self.assertFalse(os.path.exists(os.path.join(directory, "bad", "checkpoint")))
+
+
+if __name__ == "__main__":
+    tf.test.main()
