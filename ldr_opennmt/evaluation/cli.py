@@ -30,17 +30,32 @@ def main(argv=None):
         choices=evaluate.MODES,
         help="label modes for systems that use domains",
     )
+    parser.add_argument(
+        "--system-modes",
+        action="append",
+        default=[],
+        metavar="NAME=MODE[,MODE...]",
+        help="label modes for one system (overrides --modes), e.g. FT_medical=oracle",
+    )
     parser.add_argument("--pred-dir", help="predicted labels (test.{domain}.pred) for mode pred")
     parser.add_argument("--max-sentences", type=int, help="first N test sentences per domain")
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
     args = parser.parse_args(argv)
     try:
+        system_modes = {}
+        for item in args.system_modes:
+            name, sep, modes = item.partition("=")
+            if not sep or not name or not modes:
+                raise DataError("--system-modes expects NAME=MODE[,MODE...], got %r" % item)
+            system_modes[name] = modes.split(",")
         systems = []
         for item in args.system:
             name, sep, configs = item.partition("=")
             if not sep or not name or not configs:
                 raise DataError("--system expects NAME=CONFIG, got %r" % item)
-            systems.append(evaluate.System(name, configs.split(",")))
+            systems.append(evaluate.System(name, configs.split(","), system_modes.pop(name, None)))
+        if system_modes:
+            raise DataError("--system-modes names no --system: %s" % ", ".join(system_modes))
         results = evaluate.evaluate(
             args.corpus,
             systems,

@@ -55,9 +55,25 @@ def labels_for(mode, domain, domains, count, pred_dir=None):
 class System:
     """A trained system given by its OpenNMT-tf run configuration(s)."""
 
-    def __init__(self, name, config_paths):
+    def __init__(self, name, config_paths, modes=None):
+        """Initializes the system.
+
+        Args:
+          name: The row name.
+          config_paths: Its run configuration files (with ``model_dir``).
+          modes: Label modes to evaluate it with, overriding those of
+            :func:`evaluate` (e.g. ``["oracle"]`` for a fine-tuned baseline).
+        """
         self.name = name
         self.config_paths = list(config_paths)
+        if modes is not None:
+            unknown = [m for m in modes if m not in MODES]
+            if unknown or not modes:
+                raise DataError(
+                    "system %s: unknown label modes %s (known: %s)"
+                    % (name, unknown or modes, ", ".join(MODES))
+                )
+        self.modes = tuple(modes) if modes is not None else None
         config = {}
         for path in self.config_paths:
             if not os.path.exists(path):
@@ -79,7 +95,10 @@ class System:
     @property
     def runner(self):
         if self._runner is None:
-            self._runner = opennmt.Runner(self.model, self.config, auto_config=True)
+            # The multi-domain Runner reads per-domain corpora and fine-tuning configs.
+            from ldr_opennmt.training.runner import Runner
+
+            self._runner = Runner(self.model, self.config, auto_config=True)
         return self._runner
 
     @property
@@ -163,7 +182,10 @@ def evaluate(
 
     outputs = collections.OrderedDict()
     for system in tqdm(systems, desc="translating", unit="system", disable=None):
-        system_modes = modes if system.uses_domains else ("oracle",)
+        if not system.uses_domains:
+            system_modes = ("oracle",)
+        else:
+            system_modes = system.modes or tuple(modes)
         for mode in system_modes:
             # Models that ignore domains are translated once and named alone.
             row = system.name if len(system_modes) == 1 else "%s (%s)" % (system.name, mode)

@@ -3,10 +3,14 @@
     python -m ldr_opennmt.experiments.demo [--quick]
 
 1. builds the default corpus (``ldr-data build default``);
-2. trains Mixed, DC and LDR (small Transformers from ``model_defs/small/``) with
-   stock ``onmt-main``;
-3. evaluates them per domain with oracle, generic and wrong labels (``ldr-eval``);
-4. writes ``report.md`` (corpus table, results, chart, configs, commands).
+2. trains Mixed, DC, LDR and LDR^0.5 (small Transformers from ``model_defs/small/``)
+   with ``ldr-main`` on per-domain corpora (``data_configs/default_corpora.yml``);
+3. fine-tunes Mixed on each domain (the FT_* baselines) and trains a domain
+   classifier that labels the test sets (LDR_pred);
+4. evaluates every system per domain (``ldr-eval``): oracle, generic and wrong
+   labels for DC and LDR, predicted labels for LDR;
+5. writes ``report.md`` (corpus table, classifier precision/recall, results,
+   chart, configs, commands).
 
 Every step resumes: a built corpus is reused, a finished training is skipped and
 an interrupted one continues from its last checkpoint, finished translations are
@@ -14,6 +18,7 @@ reused.
 """
 
 import argparse
+import json
 import os
 import shlex
 import shutil
@@ -24,36 +29,60 @@ import time
 import yaml
 
 from ldr_opennmt.data import corpus as corpus_lib
-from ldr_opennmt.evaluation import evaluate
+from ldr_opennmt.evaluation import classification, evaluate
 from ldr_opennmt.utils import DEFAULT_CACHE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA_CONFIG = "data_configs/default_corpora.yml"
+CLASSIFIER_DEF = "model_defs/small/domain_classifier.py"
 
 SYSTEMS = [
-    # (row name, model definition, extra params)
-    ("Mixed", "model_defs/small/mixed_transformer.py", {}),
-    ("DC", "model_defs/small/dc_transformer.py", {}),
-    ("LDR", "model_defs/small/ldr_transformer.py", {"domain_training": "procedure1"}),
+    # (row name, directory name, model definition, params, train options, eval label modes)
+    ("Mixed", "mixed", "model_defs/small/mixed_transformer.py", {}, {}, None),
+    ("DC", "dc", "model_defs/small/dc_transformer.py", {}, {}, ("oracle", "generic", "wrong")),
+    (
+        "LDR",
+        "ldr",
+        "model_defs/small/ldr_transformer.py",
+        {"domain_training": "procedure1"},
+        {},
+        ("oracle", "generic", "wrong", "pred"),
+    ),
+    (
+        "LDR^0.5",
+        "ldr_alpha0.5",
+        "model_defs/small/ldr_transformer.py",
+        {"domain_training": "procedure1"},
+        {"domain_sampling_alpha": 0.5},
+        ("oracle",),
+    ),
 ]
+#: The fine-tuning baselines continue this system on one domain each.
+FINETUNE_BASE = "Mixed"
 
 BUDGETS = {
-    # Chosen so that the full demo takes at most 30 minutes and --quick at most 5
-    # on a 2-core CPU (measured: small LDR Procedure 1 ~3.3 steps/s, Mixed ~4.5).
+    # Measured on a 2-core CPU: small LDR Procedure 1 ~3.3 steps/s, Mixed ~5, plus
+    # ~20 s of start-up and tracing per command. The full budget is what fits in
+    # about 30 minutes with four systems, three fine-tunings and the classifier.
     # Short-trained models repeat themselves: the decoding length is capped so that
     # beam search does not run to OpenNMT-tf's default of 250 tokens.
     "full": {
-        "steps": 1500,
+        "steps": 1000,
         "warmup": 400,
-        "eval_sentences": 300,
+        "finetune_steps": 200,
+        "classifier_steps": 400,
+        "eval_sentences": 200,
         "log_steps": 100,
-        "max_decoding_length": 120,
+        "max_decoding_length": 100,
     },
     "quick": {
-        "steps": 120,
-        "warmup": 60,
-        "eval_sentences": 30,
+        "steps": 60,
+        "warmup": 30,
+        "finetune_steps": 10,
+        "classifier_steps": 30,
+        "eval_sentences": 20,
         "log_steps": 20,
-        "max_decoding_length": 40,
+        "max_decoding_length": 30,
     },
 }
 
@@ -88,9 +117,9 @@ def _run_streaming(args, log_path, keep=("Step =", "Restored", "Saved checkpoint
         )
 
 
-def _train_config(name, params, budget, runs_dir):
+def _train_config(slug, params, train, budget, runs_dir):
     return {
-        "model_dir": os.path.join(runs_dir, name.lower()),
+        "model_dir": os.path.join(runs_dir, slug),
         "params": dict(
             {
                 "learning_rate": 1.0,
@@ -99,12 +128,84 @@ def _train_config(name, params, budget, runs_dir):
             },
             **params,
         ),
+        "train": dict(
+            {
+                "max_step": budget["steps"],
+                "save_summary_steps": budget["log_steps"],
+                "save_checkpoints_steps": max(budget["steps"] // 4, 1),
+            },
+            **train,
+        ),
+    }
+
+
+def _finetune_config(domain, base_config, budget, runs_dir):
+    config = {
+        "model_dir": os.path.join(runs_dir, "ft_%s" % domain),
+        "finetune": {
+            "base": base_config["model_dir"],
+            "domain": domain,
+            "steps": budget["finetune_steps"],
+        },
+        "params": base_config["params"],
         "train": {
-            "max_step": budget["steps"],
-            "save_summary_steps": budget["log_steps"],
-            "save_checkpoints_steps": max(budget["steps"] // 4, 1),
+            "save_summary_steps": max(budget["finetune_steps"] // 4, 1),
+            "save_checkpoints_steps": budget["finetune_steps"],
         },
     }
+    return config
+
+
+def _classifier_config(budget, runs_dir):
+    return {
+        "model_dir": os.path.join(runs_dir, "classifier"),
+        "params": {"optimizer": "Adam", "learning_rate": 0.002},
+        "train": {
+            "batch_type": "examples",
+            "batch_size": 64,
+            "max_step": budget["classifier_steps"],
+            "sample_buffer_size": 50000,
+            "save_summary_steps": budget["log_steps"],
+            "save_checkpoints_steps": budget["classifier_steps"],
+        },
+        "infer": {"batch_size": 64},
+    }
+
+
+def _write_config(config, path):
+    with open(path, "w") as f:
+        yaml.safe_dump(config, f, sort_keys=False)
+    return path
+
+
+class _Demo:
+    """Runs the steps, recording commands and timings for the report."""
+
+    def __init__(self, out, logs_dir):
+        self.out = out
+        self.logs_dir = logs_dir
+        self.commands = []
+        self.timings = []
+        self.ldr_main = os.path.join(os.path.dirname(sys.executable), "ldr-main")
+
+    def train(self, title, slug, model_def, config_paths, final_step, progress):
+        command = ["ldr-main", "--model", model_def, "--config", *config_paths]
+        command += ["--auto_config", "train"]
+        self.commands.append(("Train %s" % title, command))
+        model_dir = {}
+        for path in config_paths:
+            with open(path) as f:
+                model_dir.update(yaml.safe_load(f) or {})
+        final = os.path.join(model_dir["model_dir"], "ckpt-%d.index" % final_step)
+        t0 = time.time()
+        if os.path.exists(final):
+            _log("[demo] %s %s: already trained (%s)" % (progress, title, final))
+        else:
+            _log("[demo] %s %s" % (progress, title))
+            _run_streaming(
+                [self.ldr_main] + command[1:], os.path.join(self.logs_dir, "%s.train.log" % slug)
+            )
+        self.timings.append(("train %s" % title, time.time() - t0))
 
 
 def main(argv=None):
@@ -112,10 +213,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="smaller budgets (about 5 minutes)")
     parser.add_argument("--out", help="results directory (default results/demo[-quick])")
     parser.add_argument("--data", default="data/default", help="corpus directory")
-    parser.add_argument(
-        "--cache",
-        default=DEFAULT_CACHE,
-    )
+    parser.add_argument("--cache", default=DEFAULT_CACHE)
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
     budget = BUDGETS[mode]
@@ -126,107 +224,156 @@ def main(argv=None):
     for directory in (out, configs_dir, logs_dir):
         os.makedirs(os.path.join(ROOT, directory), exist_ok=True)
     os.chdir(ROOT)
-    commands = []
-    timings = []
+    demo = _Demo(out, logs_dir)
     start = time.time()
 
-    _log("[demo] 1/4 corpus: %s" % args.data)
+    _log("[demo] 1/5 corpus: %s" % args.data)
     t0 = time.time()
-    data_command = [
-        "ldr-data",
-        "build",
-        "default",
-        "--out",
-        args.data,
-        "--cache",
-        args.cache,
-    ]
-    commands.append(("Build the corpus", data_command))
+    demo.commands.append(
+        (
+            "Build the corpus",
+            ["ldr-data", "build", "default", "--out", args.data, "--cache", args.cache],
+        )
+    )
     info = corpus_lib.build_default(args.data, args.cache, log=_log)
-    timings.append(("corpus", time.time() - t0))
+    demo.timings.append(("corpus", time.time() - t0))
+    if args.data != "data/default":
+        raise SystemExit(
+            "the demo's data configuration reads data/default; use --data data/default"
+        )
+    data_config = _write_config(_load_yaml(DATA_CONFIG), os.path.join(configs_dir, "data.yml"))
 
-    data_config = "data_configs/default.yml"
-    system_configs = []
-    onmt_main = os.path.join(os.path.dirname(sys.executable), "onmt-main")
-    for index, (name, model_def, params) in enumerate(SYSTEMS):
-        config = _train_config(name, params, budget, runs_dir)
-        config_path = os.path.join(configs_dir, "%s.yml" % name.lower())
-        with open(config_path, "w") as f:
-            yaml.safe_dump(config, f, sort_keys=False)
-        shutil.copy(data_config, os.path.join(configs_dir, "data.yml"))
-        train_command = [
-            "onmt-main",
-            "--model",
+    systems = []
+    configs = {}
+    for index, (name, slug, model_def, params, train, modes) in enumerate(SYSTEMS):
+        config = _train_config(slug, params, train, budget, runs_dir)
+        path = _write_config(config, os.path.join(configs_dir, "%s.yml" % slug))
+        configs[name] = config
+        demo.train(
+            name,
+            slug,
             model_def,
-            "--config",
-            data_config,
-            config_path,
-            "--auto_config",
-            "train",
-        ]
-        commands.append(("Train %s" % name, train_command))
-        system_configs.append((name, [data_config, config_path]))
-        final = os.path.join(config["model_dir"], "ckpt-%d.index" % budget["steps"])
-        t0 = time.time()
-        if os.path.exists(final):
-            _log("[demo] 2/4 train %s: already trained (%s)" % (name, final))
-        else:
-            _log(
-                "[demo] 2/4 train %s (%d/%d): %d steps"
-                % (name, index + 1, len(SYSTEMS), budget["steps"])
-            )
-            _run_streaming(
-                [onmt_main] + train_command[1:],
-                os.path.join(logs_dir, "%s.train.log" % name.lower()),
-            )
-        timings.append(("train %s" % name, time.time() - t0))
+            [data_config, path],
+            budget["steps"],
+            "2/5 train (%d/%d)" % (index + 1, len(SYSTEMS)),
+        )
+        systems.append(evaluate.System(name, [data_config, path], modes))
 
-    _log("[demo] 3/4 evaluate (%d test sentences per domain)" % budget["eval_sentences"])
+    base_def = [s[2] for s in SYSTEMS if s[0] == FINETUNE_BASE][0]
+    for domain in info["domains"]:
+        config = _finetune_config(domain, configs[FINETUNE_BASE], budget, runs_dir)
+        path = _write_config(config, os.path.join(configs_dir, "ft_%s.yml" % domain))
+        demo.train(
+            "FT_%s" % domain,
+            "ft_%s" % domain,
+            base_def,
+            [data_config, path],
+            budget["steps"] + budget["finetune_steps"],
+            "3/5 fine-tune %s on %s (%d steps)" % (FINETUNE_BASE, domain, budget["finetune_steps"]),
+        )
+        systems.append(evaluate.System("FT_%s" % domain, [data_config, path], ("oracle",)))
+
+    classifier_config = _write_config(
+        _classifier_config(budget, runs_dir), os.path.join(configs_dir, "classifier.yml")
+    )
+    demo.train(
+        "the domain classifier",
+        "classifier",
+        CLASSIFIER_DEF,
+        [data_config, classifier_config],
+        budget["classifier_steps"],
+        "3/5 train",
+    )
+    pred_dir = os.path.join(out, "pred")
+    src, domains = info["source_lang"], info["domains"]
+    predict_command = ["ldr-main", "--config", data_config, classifier_config, "predict_domains"]
+    predict_command += ["--features_file"]
+    predict_command += [os.path.join(args.data, "test.%s.%s" % (d, src)) for d in domains]
+    predict_command += ["--labels_file"]
+    predict_command += [os.path.join(args.data, "test.%s.domain" % d) for d in domains]
+    predict_command += ["--output_dir", pred_dir, "--model_config", data_config]
+    demo.commands.append(("Predict the test sets' domains", predict_command))
+    t0 = time.time()
+    scores_path = os.path.join(pred_dir, "classification.json")
+    if os.path.exists(scores_path) and os.path.getmtime(scores_path) > os.path.getmtime(
+        os.path.join(runs_dir, "classifier", "checkpoint")
+    ):
+        _log("[demo] 3/5 predicted labels: already made (%s)" % pred_dir)
+    else:
+        _log("[demo] 3/5 predict the domains of the test sets")
+        _run_streaming(
+            [demo.ldr_main] + predict_command[1:], os.path.join(logs_dir, "predict_domains.log")
+        )
+    with open(scores_path) as f:
+        classifier_scores = json.load(f)
+    demo.timings.append(("predict domains", time.time() - t0))
+
+    _log("[demo] 4/5 evaluate (%d test sentences per domain)" % budget["eval_sentences"])
     t0 = time.time()
     eval_dir = os.path.join(out, "eval")
     eval_command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir, "--baseline", "Mixed"]
-    for name, paths in system_configs:
-        eval_command += ["--system", "%s=%s" % (name, ",".join(paths))]
-    eval_command += ["--max-sentences", str(budget["eval_sentences"])]
-    commands.append(("Evaluate", eval_command))
-    systems = [evaluate.System(name, paths) for name, paths in system_configs]
+    for system in systems:
+        eval_command += ["--system", "%s=%s" % (system.name, ",".join(system.config_paths))]
+        if system.modes:
+            eval_command += ["--system-modes", "%s=%s" % (system.name, ",".join(system.modes))]
+    eval_command += ["--pred-dir", pred_dir, "--max-sentences", str(budget["eval_sentences"])]
+    demo.commands.append(("Evaluate", eval_command))
     results = evaluate.evaluate(
         args.data,
         systems,
         eval_dir,
-        modes=("oracle", "generic", "wrong"),
         baseline="Mixed",
         max_sentences=budget["eval_sentences"],
+        pred_dir=pred_dir,
     )
-    timings.append(("evaluate", time.time() - t0))
+    demo.timings.append(("evaluate", time.time() - t0))
     shutil.copy(os.path.join(eval_dir, "bleu.png"), os.path.join(out, "bleu.png"))
 
     total = time.time() - start
-    report = _report(mode, info, results, commands, timings, total, configs_dir, budget)
+    report = _report(mode, info, results, classifier_scores, demo, total, configs_dir, budget)
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(report)
+    print(classification.markdown_table(classifier_scores))
     print(evaluate.format_tables(results))
-    _log("[demo] 4/4 report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60))
+    _log("[demo] 5/5 report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60))
     return 0
 
 
-def _report(mode, info, results, commands, timings, total, configs_dir, budget):
+def _load_yaml(path):
+    with open(os.path.join(ROOT, path)) as f:
+        return yaml.safe_load(f)
+
+
+def _report(mode, info, results, classifier_scores, demo, total, configs_dir, budget):
     lines = [
         "# Multi-domain demo (%s)" % mode,
         "",
         "English->French, three domains built from PyPI packages by `ldr-data build default`.",
-        "Small Transformers (2 layers, 64 units) from `model_defs/small/`, %d training steps each"
-        " (batches of 2048 tokens); evaluation on the first %d test sentences of each domain,"
-        " beam 4." % (budget["steps"], budget["eval_sentences"]),
+        "Small Transformers (2 layers, 64 units) from `model_defs/small/`, trained by `ldr-main`"
+        " on per-domain corpora for %d steps each (batches of 2048 tokens, each from one domain"
+        " drawn with P(i) ~ |C_i|^alpha; alpha = 1, and 0.5 for LDR^0.5). FT_<domain>: Mixed"
+        " fine-tuned %d more steps on that domain only. LDR (pred): LDR with the labels of a"
+        " domain classifier (bidirectional LSTM, %d steps). Evaluation on the first %d test"
+        " sentences of each domain, beam 4."
+        % (
+            budget["steps"],
+            budget["finetune_steps"],
+            budget["classifier_steps"],
+            budget["eval_sentences"],
+        ),
         "",
         "## Corpus",
         "",
         corpus_lib.corpus_table(info),
         "",
+        "## Domain classifier (full test sets)",
+        "",
+        classification.markdown_table(classifier_scores),
+        "",
         "## Results",
         "",
-        "Rows: Mixed (labels ignored), DC and LDR with oracle, generic and wrong labels"
-        " (wrong = the next domain in the list).",
+        "Rows: Mixed (labels ignored); DC and LDR with oracle, generic, wrong (the next domain"
+        " in the list) and predicted labels; LDR^0.5 and the FT_* baselines with oracle labels.",
         "",
         evaluate.format_tables(results),
         "",
@@ -237,7 +384,7 @@ def _report(mode, info, results, commands, timings, total, configs_dir, budget):
         "| step | minutes |",
         "|---|---:|",
     ]
-    lines += ["| %s | %.1f |" % (name, seconds / 60) for name, seconds in timings]
+    lines += ["| %s | %.1f |" % (name, seconds / 60) for name, seconds in demo.timings]
     lines += ["| total | %.1f |" % (total / 60), "", "## Configurations", ""]
     for name in sorted(os.listdir(configs_dir)):
         with open(os.path.join(configs_dir, name)) as f:
@@ -255,7 +402,7 @@ def _report(mode, info, results, commands, timings, total, configs_dir, budget):
         "From the repository root, after `source run/setup_env.sh`:",
         "",
     ]
-    for title, command in commands:
+    for title, command in demo.commands:
         lines += ["- %s:" % title, "", "  ```", "  " + _command_line(command), "  ```"]
     return "\n".join(lines) + "\n"
 

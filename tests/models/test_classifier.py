@@ -1,0 +1,148 @@
+"""The domain classifier: trained on per-domain corpora, it labels text for LDR_pred."""
+
+import os
+import random
+import shutil
+
+import tensorflow as tf
+import yaml
+
+from ldr_opennmt import domains, models
+from ldr_opennmt.training import cli
+from ldr_opennmt.training.runner import Runner
+from tests import corpus
+
+SIZES = {"medical": 60, "religious": 60, "software": 60}
+# Source words typical of each domain (the synthetic translation corpus shares its
+# source vocabulary across domains, so the classifier gets its own sentences).
+CUES = {
+    "medical": ["patient", "dose", "tumour"],
+    "religious": ["lord", "prophet", "temple"],
+    "software": ["click", "file", "server"],
+}
+
+
+def _write_classifier_data(directory, split, count, seed):
+    rng = random.Random(seed)
+    shared = ["the", "a", "big", "small", "is", "here", "cell", "host"]
+    files = {}
+    for domain in SIZES:
+        lines = []
+        for _ in range(count):
+            words = [rng.choice(shared) for _ in range(rng.randint(1, 4))]
+            words.insert(rng.randint(0, len(words)), rng.choice(CUES[domain]))
+            lines.append(" ".join(words))
+        source = os.path.join(directory, "%s.%s.src" % (split, domain))
+        corpus.write_lines(source, lines)
+        corpus.write_lines(
+            os.path.join(directory, "%s.%s.domain" % (split, domain)), [domain] * count
+        )
+        # The target side is not read by the classifier; the Runner checks it is aligned.
+        corpus.write_lines(os.path.join(directory, "%s.%s.tgt" % (split, domain)), lines)
+        files[domain] = [source, os.path.join(directory, "%s.%s.tgt" % (split, domain))]
+    vocab = os.path.join(directory, "src.vocab")
+    words = sorted(set(shared) | {w for cues in CUES.values() for w in cues})
+    corpus.write_lines(vocab, ["<blank>", "<s>", "</s>"] + words)
+    return files, vocab
+
+
+class DomainClassifierTest(tf.test.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ldr_clf_%d" % os.getpid())
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        data_dir = os.path.join(cls.dir, "data")
+        os.makedirs(data_dir)
+        cls.paths = corpus.write_corpus(data_dir, count=10)
+        train, vocab = _write_classifier_data(data_dir, "train", 60, seed=0)
+        cls.test, _ = _write_classifier_data(data_dir, "test", 10, seed=1)
+        cls.config = {
+            "model_dir": os.path.join(cls.dir, "classifier"),
+            "data": {"source_vocabulary": vocab, "train_corpora": train},
+            "params": {"optimizer": "Adam", "learning_rate": 0.02},
+            "train": {
+                "batch_size": 32,
+                "max_step": 80,
+                "save_checkpoints_steps": 80,
+                "sample_buffer_size": 1000,
+            },
+            "infer": {"batch_size": 16},
+        }
+        cls.config_path = os.path.join(cls.dir, "classifier.yml")
+        with open(cls.config_path, "w") as f:
+            yaml.safe_dump(cls.config, f)
+        Runner(lambda: models.domain_classifier(16, 16, dropout=0.0), cls.config, seed=1).train()
+        with open(os.path.join(cls.config["model_dir"], "model_description.py"), "w") as f:
+            f.write(
+                "from ldr_opennmt import models\n\n\ndef model():\n"
+                "    return models.domain_classifier(16, 16, dropout=0.0)\n"
+            )
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def _predict(self, *extra):
+        out = os.path.join(self.dir, "pred")
+        features = [self.test[d][0] for d in SIZES]
+        labels = [os.path.join(self.dir, "data", "test.%s.domain" % d) for d in SIZES]
+        argv = ["--config", self.config_path, "predict_domains", "--output_dir", out]
+        argv += ["--features_file", *features, "--labels_file", *labels, *extra]
+        cli.main(argv)
+        return out
+
+    def test_learns_the_domains_and_writes_label_files(self):
+        out = self._predict()
+        # The synthetic domains differ by vocabulary: the classifier separates them.
+        predicted = []
+        for domain in SIZES:
+            path = os.path.join(out, "test.%s.pred" % domain)
+            with open(path) as f:
+                lines = f.read().splitlines()
+            self.assertLen(lines, 10)
+            self.assertContainsSubset(set(lines), set(SIZES))
+            predicted += lines
+        with open(os.path.join(out, "classification.json")) as f:
+            scores = yaml.safe_load(f)
+        references = [d for d in SIZES for _ in range(10)]
+        accuracy = sum(r == p for r, p in zip(references, predicted)) / len(references)
+        self.assertAllClose(scores["accuracy"], accuracy)
+        self.assertGreaterEqual(accuracy, 0.8)
+        self.assertTrue(os.path.exists(os.path.join(out, "classification.md")))
+        # The label files are what the translation models read.
+        ids = domains.read_label_file(
+            os.path.join(out, "test.medical.pred"), list(SIZES), expected_lines=10
+        )
+        self.assertLen(ids, 10)
+
+    def test_domain_list_must_match_the_translation_model(self):
+        other = os.path.join(self.dir, "mt.yml")
+        with open(other, "w") as f:
+            yaml.safe_dump({"data": {"domains": ["medical", "religious", "legal"]}}, f)
+        with self.assertRaisesRegex(
+            domains.DomainError,
+            r"the classifier's domains \(medical, religious, software\) differ from those of "
+            r".*mt.yml \(medical, religious, legal\)",
+        ):
+            self._predict("--model_config", other)
+
+    def test_only_for_classifiers(self):
+        config = dict(self.config, model_dir=os.path.join(self.dir, "mt"))
+        config["data"] = dict(
+            config["data"],
+            source_vocabulary=self.paths["src_vocab"],
+            target_vocabulary=self.paths["tgt_vocab"],
+        )
+        path = os.path.join(self.dir, "mt_run.yml")
+        with open(path, "w") as f:
+            yaml.safe_dump(config, f)
+        with self.assertRaisesRegex(domains.DomainError, "needs a domain classifier"):
+            cli.main(
+                ["--config", path, "--model", "model_defs/small/ldr_transformer.py"]
+                + ["predict_domains", "--features_file", "x", "--output_dir", self.dir]
+            )
+
+
+if __name__ == "__main__":
+    tf.test.main()
