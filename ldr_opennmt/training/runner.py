@@ -103,6 +103,20 @@ class Runner(opennmt.Runner):
             ),
         )
 
+    def _finalize_config(self, *args, **kwargs):
+        config = super()._finalize_config(*args, **kwargs)
+        data, train = config["data"], config["train"]
+        if (
+            self._corpora
+            and data.get("train_files_weights")
+            and not data.get("domain_batches")
+            and train.get("sample_buffer_size", 0) < 0
+        ):
+            # OpenNMT-tf refuses a negative ("whole dataset") buffer for weighted
+            # datasets; the size of all corpora together is the same full shuffle.
+            train["sample_buffer_size"] = sum(corpus.size for corpus in self._corpora)
+        return config
+
     def _finetune_corpus(self, finetune, corpora):
         domain = finetune.get("domain")
         names = [c.domain for c in corpora]

@@ -129,6 +129,27 @@ class EvaluateTest(tf.test.TestCase):
         with self.assertRaisesRegex(DataError, "LDR.wrong.fr: 5 predictions for 18 references"):
             evaluate.evaluate(self.corpus, [evaluate.System("LDR", [self.ldr])], out)
 
+    def test_predicted_labels_and_per_system_modes(self):
+        out = os.path.join(self.dir, "eval_pred")
+        pred_dir = os.path.join(self.dir, "pred")
+        os.makedirs(pred_dir, exist_ok=True)
+        info = corpus_lib.load_info(self.corpus)
+        for domain in info["domains"]:
+            # A classifier that knows nothing: every sentence predicted generic.
+            with open(os.path.join(pred_dir, "test.%s.pred" % domain), "w") as f:
+                f.write("generic\n" * 100)
+        argv = ["--corpus", self.corpus, "--out", out, "--system", "LDR=%s" % self.ldr]
+        argv += ["--system-modes", "LDR=generic,pred", "--pred-dir", pred_dir]
+        self.assertEqual(cli.main(argv), 0)
+        with open(os.path.join(out, "table.md")) as f:
+            rows = [line.split("|")[1].strip() for line in f if line.startswith("| ")]
+        self.assertEqual(rows[:3], ["system", "LDR (generic)", "LDR (pred)"])
+        with open(os.path.join(out, "LDR.pred.fr")) as f, open(
+            os.path.join(out, "LDR.generic.fr")
+        ) as g:
+            self.assertEqual(f.read(), g.read())
+        self.assertEqual(cli.main(argv + ["--system-modes", "X=oracle"]), 2)
+
     def test_domain_without_files(self):
         with open(self.ldr) as f:
             config = yaml.safe_load(f)

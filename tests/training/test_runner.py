@@ -158,6 +158,15 @@ class RunnerTest(tf.test.TestCase):
         with self.assertRaisesRegex(domains.DomainError, "finetune: base: no checkpoint found"):
             Runner(_ldr, config).train()
 
+    def test_mixed_batches_get_a_full_shuffle_buffer(self):
+        config = copy.deepcopy(self.config)
+        config["train"].update(domain_batches=False, sample_buffer_size=-1)
+        runner = Runner(_ldr, config)
+        self.assertNotIn("domain_batches", [k for k, v in runner._config["data"].items() if v])
+        # OpenNMT-tf refuses -1 for weighted datasets: all corpora together instead.
+        finalized = runner._finalize_config(training=True)
+        self.assertEqual(finalized["train"]["sample_buffer_size"], sum(SIZES.values()))
+
     def test_corpora_and_file_lists_are_exclusive(self):
         config = copy.deepcopy(self.config)
         config["data"]["train_features_file"] = ["a", "b"]
@@ -195,8 +204,29 @@ class LdrMainTest(tf.test.TestCase):
         self.assertIn(
             "Domain batches: a batch comes from medical (30 examples) with p=", result.stderr
         )
-        # Stock onmt-main continues the same model directory (same checkpoint layout).
         self.assertTrue(os.path.exists(os.path.join(directory, "run", "ckpt-3.index")))
+        # Stock onmt-main uses the same model directory (same checkpoint layout).
+        stock = dict(config)
+        stock["data"] = {
+            "domains": list(SIZES),
+            "source_vocabulary": config["data"]["source_vocabulary"],
+            "target_vocabulary": config["data"]["target_vocabulary"],
+        }
+        path = os.path.join(directory, "stock.yml")
+        with open(path, "w") as f:
+            yaml.safe_dump(stock, f)
+        data = os.path.join(directory, "data")
+        result = subprocess.run(
+            [os.path.join(os.path.dirname(sys.executable), "onmt-main"), "--config", path]
+            + ["infer", "--features_file", data + "/test.src", data + "/test.domain"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore"),
+        )
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        self.assertIn("Restored checkpoint", result.stderr)
+        self.assertLen(result.stdout.splitlines(), corpus_lines(data + "/test.src"))
 
     def test_negative_alpha_is_one_line(self):
         directory = self.get_temp_dir()
