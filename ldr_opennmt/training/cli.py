@@ -112,9 +112,11 @@ def predict_domains_main(argv):
             "%s needs a domain classifier (model_defs/domain_classifier.py), not %s"
             % (PREDICT_DOMAINS, type(runner.model).__name__)
         )
-    domains = corpora_lib.domain_names(runner._config["data"])
+    domains = runner.domains
     if args.model_config:
-        model_domains = corpora_lib.domain_names(config_util.load_config(args.model_config)["data"])
+        model_domains = corpora_lib.domain_names(
+            config_util.load_config(args.model_config).get("data", {})
+        )
         if model_domains != domains:
             raise domains_lib.DomainError(
                 "the classifier's domains (%s) differ from those of %s (%s)"

@@ -59,6 +59,11 @@ class Runner(opennmt.Runner):
         return getattr(self._model, "is_domain_classifier", False)
 
     @property
+    def domains(self):
+        """The declared domains (from ``data: domains`` or the corpora order)."""
+        return corpora_lib.domain_names(self._config["data"])
+
+    @property
     def corpora(self):
         """The training corpora (a list of :class:`~ldr_opennmt.training.corpora.Corpus`)."""
         return self._corpora
