@@ -28,6 +28,7 @@ setup(
             "ldr-data=ldr_opennmt.data.cli:main",
             "ldr-eval=ldr_opennmt.evaluation.cli:main",
             "ldr-main=ldr_opennmt.training.cli:main",
+            "ldr-analyze=ldr_opennmt.analysis.cli:main",
         ],
     },
     extras_require={

@@ -93,5 +93,24 @@ class LDREmbedder(DomainAwareWordEmbedder):
         outputs = tf.nn.bias_add(outputs, self.fusion_bias)
         return common.dropout(outputs, self.dropout, training=training)
 
+    def fused_table(self, domain_id):
+        """The fused embedding of every vocabulary unit in one domain, ``[V, D]``.
+
+        For a fixed domain the layer is a linear function of the word:
+        ``e_k(v) = M_g e_g(v) + M_k e_k(v) + b`` (eq. 2), so its output is this
+        table's row ``v`` (without dropout).
+
+        Args:
+          domain_id: A domain id, or ``GENERIC_ID`` (-1) for the generic region alone.
+        """
+        table = tf.matmul(self.embedding, self.fusion_kernel) + self.fusion_bias
+        if domain_id >= 0:
+            if domain_id >= self.num_regions:
+                raise ValueError(
+                    "domain id %d, but this layer has %d regions" % (domain_id, self.num_regions)
+                )
+            table += tf.matmul(self.domain_embeddings[domain_id], self.domain_kernels[domain_id])
+        return table
+
     def map_v1_weights(self, weights):
         raise NotImplementedError("LDR embedders have no OpenNMT-tf V1 counterpart")

@@ -36,6 +36,14 @@ class LDREmbedderTest(tf.test.TestCase):
         self.assertEqual(embedder.embedding.shape, [6, 480])  # 5 tokens + 1 OOV bucket
         self.assertEqual(sorted(embedder.domain_weights()), [0, 1, 2, 3])
 
+    @parameterized.expand([(-1,), (0,), (2,)])
+    def test_fused_table_equals_the_layer_output(self, domain_id):
+        embedder = _make_embedder(self)
+        ids = tf.constant([[0, 1, 2, 3, 4, 5]])
+        with domain_scope(tf.constant([domain_id])):
+            outputs = embedder({"ids": ids})
+        self.assertAllClose(embedder.fused_table(domain_id), outputs[0], atol=1e-5)
+
     def test_too_many_regions(self):
         with self.assertRaisesRegex(ValueError, "cannot hold 3 domain regions"):
             _make_embedder(self, embedding_size=6, region=2)

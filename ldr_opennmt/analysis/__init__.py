@@ -1,0 +1,1 @@
+"""Analyses of trained multi-domain models."""
