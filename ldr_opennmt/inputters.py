@@ -39,6 +39,26 @@ class DomainLabel:
     def __repr__(self):
         return "DomainLabel(%r)" % self.name
 
+    def domain_id(self, domains, where="corpus"):
+        """The id of the label among the declared :obj:`domains`.
+
+        Without declared domains (a model that ignores them), the generic id.
+
+        Raises:
+          DomainError: if the name is not declared.
+        """
+        if domains is None:
+            return domains_lib.GENERIC_ID
+        if self.name not in domains:
+            raise domains_lib.DomainError(
+                "%s: unknown domain %r (declared: %s)" % (where, self.name, ", ".join(domains))
+            )
+        return domains.index(self.name)
+
+    def dataset(self):
+        """An endless dataset of the label: zipped with a source, it stops with it."""
+        return tf.data.Dataset.from_tensors(tf.constant(self.name)).repeat()
+
 
 # OpenNMT-tf logs the configuration with yaml.dump: show "!domain medical".
 yaml.add_representer(
@@ -81,14 +101,7 @@ class DomainInputter(opennmt.inputters.Inputter):
           DomainError: with the file, line number and value of the first bad label.
         """
         if isinstance(label_file, DomainLabel):
-            if self.domains is not None and label_file.name not in self.domains:
-                raise domains_lib.DomainError(
-                    "%s: unknown domain %r (declared: %s)"
-                    % (source_file or "corpus", label_file.name, ", ".join(self.domains))
-                )
-            if self.domains is None:
-                return [domains_lib.GENERIC_ID]
-            return [self.domains.index(label_file.name)]
+            return [label_file.domain_id(self.domains, where=source_file or "corpus")]
         if not tf.io.gfile.exists(label_file):
             raise domains_lib.DomainError("%s: domain label file not found" % label_file)
         expected = None
@@ -104,8 +117,7 @@ class DomainInputter(opennmt.inputters.Inputter):
         if isinstance(data_file, (list, tuple)):
             return [self.make_dataset(f, training=training) for f in data_file]
         if isinstance(data_file, DomainLabel):
-            # Zipped with the source, the endless constant stops with it.
-            return tf.data.Dataset.from_tensors(tf.constant(data_file.name)).repeat()
+            return data_file.dataset()
         return dataset_util.make_datasets(tf.data.TextLineDataset, data_file)
 
     def input_signature(self):

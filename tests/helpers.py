@@ -1,6 +1,7 @@
 """Tiny models and data shared by the tests."""
 
 import os
+import shutil
 
 import numpy as np
 import opennmt
@@ -99,3 +100,20 @@ def snapshot(variables):
 
 def make_trainer(model, optimizer):
     return opennmt.training.Trainer(model, optimizer)
+
+
+class SharedDirTestCase(tf.test.TestCase):
+    """A test case whose tests share ``cls.dir``, made empty before and removed after."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.dir = os.path.join(
+            os.environ.get("TMPDIR", "/tmp"), "ldr_%s_%d" % (cls.__name__, os.getpid())
+        )
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        super().tearDownClass()

@@ -1,14 +1,13 @@
 """End to end with stock ``onmt-main``: train, resume, infer, and bad input."""
 
 import os
-import shutil
 import subprocess
 import sys
 
 import tensorflow as tf
 import yaml
 
-from tests import corpus
+from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONMT_MAIN = os.path.join(os.path.dirname(sys.executable), "onmt-main")
@@ -53,14 +52,10 @@ def _checkpoints(model_dir):
     return [name for name in os.listdir(model_dir) if name.startswith("ckpt-")]
 
 
-class OnmtMainTest(tf.test.TestCase):
+class OnmtMainTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.dir = os.path.join(
-            os.environ.get("TMPDIR", "/tmp"), "ldr_onmt_main_test_%d" % os.getpid()
-        )
-        shutil.rmtree(cls.dir, ignore_errors=True)
         cls.paths = corpus.write_corpus(os.path.join(cls.dir, "data"), count=40)
         cls.model_dir = os.path.join(cls.dir, "ldr")
         cls.config = _write_config(
@@ -74,11 +69,6 @@ class OnmtMainTest(tf.test.TestCase):
             "--auto_config",
             "train",
         )
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
-        super().tearDownClass()
 
     def _bad_copy(self, name, lines):
         path = os.path.join(self.dir, name)

@@ -15,35 +15,28 @@ import sys
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.analysis import polysemy
-from ldr_opennmt.utils import write_lines_atomic
+from ldr_opennmt.utils import read_lines, write_lines_atomic
 
 
 def _load(config_paths, checkpoint_path):
-    """(runner, model, LDR embedder) with the checkpoint's weights."""
+    """(runner, model, LDR embedder, checkpoint path) with the checkpoint's weights."""
     import tensorflow as tf
-    from opennmt import config as config_util
 
+    from ldr_opennmt.evaluation.evaluate import System
     from ldr_opennmt.layers import LDREmbedder
-    from ldr_opennmt.training.runner import Runner
 
-    config = config_util.load_config(config_paths)
-    model_dir = config.get("model_dir")
-    description = os.path.join(model_dir or "", "model_description.py")
-    if not model_dir or not os.path.exists(description):
-        raise domains_lib.DomainError("no trained model in %s (model_dir)" % model_dir)
-    model = config_util.load_model_from_file(description)
-    runner = Runner(model, config)
+    system = System("polysemy", config_paths)
+    model, runner = system.model, system.runner
     embedder = getattr(model.features_inputter, "word_inputter", None)
     if not isinstance(embedder, LDREmbedder):
         raise domains_lib.DomainError(
             "the model in %s has no LDR regions (source embedder: %s); the polysemy analysis "
-            "needs an LDR model" % (model_dir, type(embedder or model.features_inputter).__name__)
+            "needs an LDR model"
+            % (system.model_dir, type(embedder or model.features_inputter).__name__)
         )
     model.initialize(runner._config["data"], params=runner._config.get("params", {}))
     model.create_variables()
-    path = checkpoint_path or tf.train.latest_checkpoint(model_dir)
-    if path is None:
-        raise domains_lib.DomainError("no checkpoint in %s" % model_dir)
+    path = checkpoint_path or system.checkpoint()
     tf.train.Checkpoint(model=model).restore(path).expect_partial()
     return runner, model, embedder, path
 
@@ -89,7 +82,7 @@ def _count_units(runner, domains):
 def polysemy_main(args):
     runner, model, embedder, checkpoint = _load(args.config, args.checkpoint_path)
     domains = runner.domains
-    vocabulary = [line.rstrip("\n") for line in open(embedder.vocabulary_file, encoding="utf-8")]
+    vocabulary = read_lines(embedder.vocabulary_file)
     size = int(embedder.embedding.shape[0])
     vocabulary = (vocabulary + ["<unk>"] * size)[:size]  # OOV buckets are never counted.
     tables = {name: embedder.fused_table(i).numpy() for i, name in enumerate(domains)}

@@ -26,6 +26,7 @@ from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.data.errors import DataError
 from ldr_opennmt.domains import GENERIC
 from ldr_opennmt.evaluation import scoring
+from ldr_opennmt.training.runner import Runner
 from ldr_opennmt.utils import read_lines, write_lines, write_lines_atomic
 
 MODES = ("oracle", "generic", "wrong", "pred")
@@ -96,8 +97,6 @@ class System:
     def runner(self):
         if self._runner is None:
             # The multi-domain Runner reads per-domain corpora and fine-tuning configs.
-            from ldr_opennmt.training.runner import Runner
-
             self._runner = Runner(self.model, self.config, auto_config=True)
         return self._runner
 

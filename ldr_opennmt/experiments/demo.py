@@ -202,15 +202,11 @@ class _Demo:
         self.timings = []
         self.ldr_main = os.path.join(os.path.dirname(sys.executable), "ldr-main")
 
-    def train(self, title, slug, model_def, config_paths, final_step, progress):
+    def train(self, title, slug, model_def, config_paths, model_dir, final_step, progress):
         command = ["ldr-main", "--model", model_def, "--config", *config_paths]
         command += ["--auto_config", "train"]
         self.commands.append(("Train %s" % title, command))
-        model_dir = {}
-        for path in config_paths:
-            with open(path) as f:
-                model_dir.update(yaml.safe_load(f) or {})
-        final = os.path.join(model_dir["model_dir"], "ckpt-%d.index" % final_step)
+        final = os.path.join(model_dir, "ckpt-%d.index" % final_step)
         t0 = time.time()
         if os.path.exists(final):
             _log("[demo] %s %s: already trained (%s)" % (progress, title, final))
@@ -241,6 +237,10 @@ def main(argv=None):
     demo = _Demo(out, logs_dir)
     start = time.time()
 
+    if args.data != "data/default":
+        raise SystemExit(
+            "the demo's data configuration reads data/default; use --data data/default"
+        )
     _log("[demo] 1/5 corpus: %s" % args.data)
     t0 = time.time()
     demo.commands.append(
@@ -251,10 +251,6 @@ def main(argv=None):
     )
     info = corpus_lib.build_default(args.data, args.cache, log=_log)
     demo.timings.append(("corpus", time.time() - t0))
-    if args.data != "data/default":
-        raise SystemExit(
-            "the demo's data configuration reads data/default; use --data data/default"
-        )
     data_config = _write_config(_load_yaml(DATA_CONFIG), os.path.join(configs_dir, "data.yml"))
 
     systems = []
@@ -268,6 +264,7 @@ def main(argv=None):
             slug,
             model_def,
             [data_config, path],
+            config["model_dir"],
             budget["steps"],
             "2/5 train (%d/%d)" % (index + 1, len(SYSTEMS)),
         )
@@ -282,19 +279,20 @@ def main(argv=None):
             "ft_%s" % domain,
             base_def,
             [data_config, path],
+            config["model_dir"],
             budget["steps"] + budget["finetune_steps"],
             "3/5 fine-tune %s on %s (%d steps)" % (FINETUNE_BASE, domain, budget["finetune_steps"]),
         )
         systems.append(evaluate.System("FT_%s" % domain, [data_config, path], ("oracle",)))
 
-    classifier_config = _write_config(
-        _classifier_config(budget, runs_dir), os.path.join(configs_dir, "classifier.yml")
-    )
+    classifier = _classifier_config(budget, runs_dir)
+    classifier_config = _write_config(classifier, os.path.join(configs_dir, "classifier.yml"))
     demo.train(
         "the domain classifier",
         "classifier",
         CLASSIFIER_DEF,
         [data_config, classifier_config],
+        classifier["model_dir"],
         budget["classifier_steps"],
         "3/5 train",
     )
@@ -310,7 +308,7 @@ def main(argv=None):
     t0 = time.time()
     scores_path = os.path.join(pred_dir, "classification.json")
     if os.path.exists(scores_path) and os.path.getmtime(scores_path) > os.path.getmtime(
-        os.path.join(runs_dir, "classifier", "checkpoint")
+        os.path.join(classifier["model_dir"], "checkpoint")
     ):
         _log("[demo] 3/5 predicted labels: already made (%s)" % pred_dir)
     else:

@@ -16,6 +16,7 @@ from opennmt.models.sequence_classifier import ClassInputter
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.inputters import DomainLabel
+from ldr_opennmt.models.sequence_to_sequence import bidirectional_lstm_encoder
 
 
 class DomainClassInputter(ClassInputter):
@@ -45,11 +46,8 @@ class DomainClassInputter(ClassInputter):
         if isinstance(data_file, (list, tuple)):
             return [self.make_dataset(f, training=training) for f in data_file]
         if isinstance(data_file, DomainLabel):
-            if data_file.name not in self.domains:
-                raise domains_lib.DomainError(
-                    "unknown domain %r (declared: %s)" % (data_file.name, ", ".join(self.domains))
-                )
-            return tf.data.Dataset.from_tensors(tf.constant(data_file.name)).repeat()
+            data_file.domain_id(self.domains, where="domain classifier labels")
+            return data_file.dataset()
         # Every label must be a declared domain (a classifier cannot learn "generic").
         for line, domain_id in enumerate(domains_lib.read_label_file(data_file, self.domains), 1):
             if domain_id == domains_lib.GENERIC_ID:
@@ -92,19 +90,9 @@ class DomainClassifier(opennmt.models.SequenceClassifier):
           num_layers: Number of encoder layers.
           dropout: Dropout probability.
         """
-        if hidden_size % 2:
-            raise ValueError("hidden_size must be even (bidirectional encoder)")
         super().__init__(
             opennmt.inputters.WordEmbedder(embedding_size=embedding_size),
-            opennmt.encoders.RNNEncoder(
-                num_layers=num_layers,
-                num_units=hidden_size // 2,
-                bidirectional=True,
-                residual_connections=False,
-                dropout=dropout,
-                reducer=opennmt.layers.ConcatReducer(),
-                cell_class=tf.keras.layers.LSTMCell,
-            ),
+            bidirectional_lstm_encoder(num_layers, hidden_size, dropout),
         )
         # Same object graph as SequenceClassifier, with domain names as classes.
         self.examples_inputter.labels_inputter.__class__ = DomainClassInputter

@@ -26,6 +26,21 @@ from ldr_opennmt.training import optimizer as optimizer_lib
 from ldr_opennmt.training import procedure
 
 
+def bidirectional_lstm_encoder(num_layers, hidden_size, dropout):
+    """Bidirectional LSTM encoder: ``hidden_size / 2`` cells per direction, concatenated."""
+    if hidden_size % 2:
+        raise ValueError("hidden_size must be even (bidirectional encoder)")
+    return opennmt.encoders.RNNEncoder(
+        num_layers=num_layers,
+        num_units=hidden_size // 2,
+        bidirectional=True,
+        residual_connections=False,
+        dropout=dropout,
+        reducer=opennmt.layers.ConcatReducer(),
+        cell_class=tf.keras.layers.LSTMCell,
+    )
+
+
 class MultiDomainModel:
     """Mixin adding domain routing and multi-domain training to a seq2seq model."""
 
@@ -229,17 +244,7 @@ class MultiDomainRNN(MultiDomainModel, opennmt.models.SequenceToSequence):
           domain_training: Default training mode (``params: domain_training``
             overrides it).
         """
-        if hidden_size % 2:
-            raise ValueError("hidden_size must be even (bidirectional encoder)")
-        encoder = opennmt.encoders.RNNEncoder(
-            num_layers=num_layers,
-            num_units=hidden_size // 2,
-            bidirectional=True,
-            residual_connections=False,
-            dropout=dropout,
-            reducer=opennmt.layers.ConcatReducer(),
-            cell_class=tf.keras.layers.LSTMCell,
-        )
+        encoder = bidirectional_lstm_encoder(num_layers, hidden_size, dropout)
         decoder = opennmt.decoders.AttentionalRNNDecoder(
             num_layers=num_layers,
             num_units=hidden_size,

@@ -114,11 +114,15 @@ def domain_names(data_config):
     return domains_lib.validate_domain_names(names, source="data: domains")
 
 
-def sampling_weights(corpora, alpha):
-    """OpenNMT-tf ``train_files_weights`` giving P(domain i) = |C_i|^alpha / sum_j |C_j|^alpha.
+def sampling(corpora, alpha):
+    """The domain distribution and the OpenNMT-tf ``train_files_weights`` giving it.
 
-    OpenNMT-tf multiplies each weight by the corpus size before normalizing
-    (:func:`opennmt.data.normalize_weights`), hence ``|C_i|^(alpha - 1)``.
+    P(domain i) = |C_i|^alpha / sum_j |C_j|^alpha. OpenNMT-tf multiplies each
+    weight by the corpus size before normalizing
+    (:func:`opennmt.data.normalize_weights`), hence the weights ``|C_i|^(alpha - 1)``.
+
+    Returns:
+      (probabilities, weights), one per corpus.
 
     Raises:
       DomainError: if alpha is negative or not a number.
@@ -131,7 +135,9 @@ def sampling_weights(corpora, alpha):
         )
     if alpha < 0:
         raise domains_lib.DomainError("train: domain_sampling_alpha must be >= 0, got %s" % alpha)
-    return [float(corpus.size) ** (alpha - 1) for corpus in corpora]
+    sizes = [corpus.size for corpus in corpora]
+    probabilities = domains_lib.sampling_probabilities(sizes, alpha)
+    return probabilities, [float(size) ** (alpha - 1) for size in sizes]
 
 
 def example_files(corpora, classifier=False):

@@ -49,10 +49,11 @@ class MultiDomainEvaluator(evaluation.Evaluator):
         if not isinstance(features_file, _DomainEvalSets):
             raise TypeError("MultiDomainEvaluator is built by from_config")
         sets = features_file
-        _, first_features, first_labels = sets[0]
+        first_domain, first_features, first_labels = sets[0]
+        # The parent builds the first domain's dataset (and the evaluation function).
         super().__init__(model, first_features, first_labels, batch_size, **kwargs)
-        self._domain_sets = []
-        for domain, features, labels in sets:
+        self._domain_sets = [(first_domain, first_labels, self._dataset)]
+        for domain, features, labels in sets[1:]:
             dataset = model.examples_inputter.make_evaluation_dataset(
                 features,
                 labels,

@@ -94,11 +94,10 @@ class Runner(opennmt.Runner):
         data["train_features_file"] = features
         data["train_labels_file"] = labels
         alpha = train.get("domain_sampling_alpha", 1.0)
-        weights = corpora_lib.sampling_weights(corpora, alpha)
+        probabilities, weights = corpora_lib.sampling(corpora, alpha)
         if len(corpora) > 1:
             data["train_files_weights"] = weights
             data["domain_batches"] = bool(train.get("domain_batches", True))
-        probabilities = domains_lib.sampling_probabilities([c.size for c in corpora], float(alpha))
         tf.get_logger().info(
             "Training corpora (alpha=%s): %s",
             alpha,
@@ -137,7 +136,7 @@ class Runner(opennmt.Runner):
         return corpora[names.index(domain)]
 
     def _prepare_finetune(self, finetune):
-        """Returns (checkpoint_path, continue_from_checkpoint) and sets max_step."""
+        """Sets max_step; returns the ``train`` arguments, or ``None`` if already done."""
         base = finetune.get("base")
         steps = finetune.get("steps")
         if not base:
@@ -147,20 +146,22 @@ class Runner(opennmt.Runner):
                 "finetune: steps must be a positive integer, got %r" % (steps,)
             )
         model_dir = self.model_dir
-        base_dir = base if tf.io.gfile.isdir(base) else os.path.dirname(base)
+        base_is_dir = tf.io.gfile.isdir(base)
+        base_dir = base if base_is_dir else os.path.dirname(base)
         if os.path.realpath(base_dir) == os.path.realpath(model_dir):
             raise domains_lib.DomainError(
                 "finetune: model_dir %s is the base model's directory; fine-tuning writes "
                 "to a new model_dir so that the base model stays intact" % model_dir
             )
         state_path = os.path.join(model_dir, FINETUNE_STATE)
-        if tf.train.latest_checkpoint(model_dir) is not None and os.path.exists(state_path):
+        latest = tf.train.latest_checkpoint(model_dir)
+        if latest is not None and os.path.exists(state_path):
             # An interrupted fine-tuning: resume from its own last checkpoint.
             with open(state_path) as f:
                 state = json.load(f)
             checkpoint_path, continue_training = None, False
         else:
-            checkpoint_path = tf.train.latest_checkpoint(base) if tf.io.gfile.isdir(base) else base
+            checkpoint_path = tf.train.latest_checkpoint(base) if base_is_dir else base
             if checkpoint_path is None or not tf.io.gfile.exists(checkpoint_path + ".index"):
                 raise domains_lib.DomainError("finetune: base: no checkpoint found in %s" % base)
             state = {
@@ -174,6 +175,12 @@ class Runner(opennmt.Runner):
             continue_training = True
         max_step = state["base_step"] + steps
         self._config["train"]["max_step"] = max_step
+        if (
+            latest is not None
+            and checkpoint_util.get_step_from_checkpoint_prefix(latest) >= max_step
+        ):
+            tf.get_logger().info("Fine-tuning already finished: %s", latest)
+            return None
         tf.get_logger().info(
             "Fine-tuning %s (step %d) on %s for %d steps (until step %d) in %s",
             state["base_checkpoint"],
@@ -183,7 +190,7 @@ class Runner(opennmt.Runner):
             max_step,
             model_dir,
         )
-        return checkpoint_path, continue_training
+        return {"checkpoint_path": checkpoint_path, "continue_from_checkpoint": continue_training}
 
     def train(self, *args, **kwargs):
         finetune = self._config.get("finetune")
@@ -192,14 +199,10 @@ class Runner(opennmt.Runner):
                 raise domains_lib.DomainError(
                     "finetune: base sets the checkpoint; do not pass --checkpoint_path"
                 )
-            checkpoint_path, continue_training = self._prepare_finetune(finetune)
-            latest = tf.train.latest_checkpoint(self.model_dir)
-            max_step = self._config["train"]["max_step"]
-            if latest and checkpoint_util.get_step_from_checkpoint_prefix(latest) >= max_step:
-                tf.get_logger().info("Fine-tuning already finished: %s", latest)
+            restore = self._prepare_finetune(finetune)
+            if restore is None:
                 return self.model_dir
-            kwargs["checkpoint_path"] = checkpoint_path
-            kwargs["continue_from_checkpoint"] = continue_training
+            kwargs.update(restore)
         with _per_domain_evaluation():
             return super().train(*args, **kwargs)
 

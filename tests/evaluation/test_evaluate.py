@@ -2,7 +2,6 @@
 
 import collections
 import os
-import shutil
 import subprocess
 import sys
 
@@ -13,6 +12,7 @@ from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.data.errors import DataError
 from ldr_opennmt.evaluation import cli, evaluate
 from tests import corpus as tiny
+from tests import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -62,12 +62,10 @@ def _train(directory, name, model_def, corpus_dir):
     return path
 
 
-class EvaluateTest(tf.test.TestCase):
+class EvaluateTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ldr_eval_test_%d" % os.getpid())
-        shutil.rmtree(cls.dir, ignore_errors=True)
         pairs = collections.OrderedDict((d, tiny.make_pairs(d, 50, seed=2)) for d in tiny.DOMAINS)
         cls.corpus = os.path.join(cls.dir, "corpus")
         corpus_lib.build(
@@ -75,11 +73,6 @@ class EvaluateTest(tf.test.TestCase):
         )
         cls.mixed = _train(cls.dir, "mixed", "model_defs/small/mixed_transformer.py", cls.corpus)
         cls.ldr = _train(cls.dir, "ldr", "model_defs/small/ldr_transformer.py", cls.corpus)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
-        super().tearDownClass()
 
     def test_labels_for(self):
         domains = ["a", "b", "c"]

@@ -2,7 +2,6 @@
 
 import os
 import random
-import shutil
 
 import tensorflow as tf
 import yaml
@@ -10,7 +9,7 @@ import yaml
 from ldr_opennmt import domains, models
 from ldr_opennmt.training import cli
 from ldr_opennmt.training.runner import Runner
-from tests import corpus
+from tests import corpus, helpers
 
 SIZES = {"medical": 60, "religious": 60, "software": 60}
 # Source words typical of each domain (the synthetic translation corpus shares its
@@ -46,12 +45,10 @@ def _write_classifier_data(directory, split, count, seed):
     return files, vocab
 
 
-class DomainClassifierTest(tf.test.TestCase):
+class DomainClassifierTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ldr_clf_%d" % os.getpid())
-        shutil.rmtree(cls.dir, ignore_errors=True)
         data_dir = os.path.join(cls.dir, "data")
         os.makedirs(data_dir)
         cls.paths = corpus.write_corpus(data_dir, count=10)
@@ -78,10 +75,6 @@ class DomainClassifierTest(tf.test.TestCase):
                 "from ldr_opennmt import models\n\n\ndef model():\n"
                 "    return models.domain_classifier(16, 16, dropout=0.0)\n"
             )
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
 
     def _predict(self, *extra):
         out = os.path.join(self.dir, "pred")

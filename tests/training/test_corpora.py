@@ -61,7 +61,7 @@ class CorporaTest(tf.test.TestCase):
             features,
             labels,
             4,
-            weights=corpora.sampling_weights(result, alpha),
+            weights=corpora.sampling(result, alpha)[1],
             shuffle_buffer_size=100,
         )
         batches = 4000
@@ -77,7 +77,7 @@ class CorporaTest(tf.test.TestCase):
 
     def test_bad_input(self):
         with self.assertRaisesRegex(domains.DomainError, "domain_sampling_alpha must be >= 0"):
-            corpora.sampling_weights(corpora.read_corpora(self._data(), "train_corpora"), -0.5)
+            corpora.sampling(corpora.read_corpora(self._data(), "train_corpora"), -0.5)
         data = self._data()
         open(data["train_corpora"]["software"][0], "w").close()
         with self.assertRaisesRegex(

@@ -4,7 +4,6 @@ import copy
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -68,19 +67,13 @@ def _digest(directory):
     return digest.hexdigest()
 
 
-class RunnerTest(tf.test.TestCase):
+class RunnerTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ldr_runner_%d" % os.getpid())
-        shutil.rmtree(cls.dir, ignore_errors=True)
         cls.config = _config(cls.dir, os.path.join(cls.dir, "base"))
         cls.runner = Runner(_ldr, cls.config, seed=3)
         cls.runner.train(with_eval=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
 
     def test_training_data_from_corpora(self):
         data = self.runner._config["data"]
@@ -95,7 +88,7 @@ class RunnerTest(tf.test.TestCase):
         for step in (3, 6):
             for domain in SIZES:
                 path = os.path.join(eval_dir, "predictions.%s.txt.%d" % (domain, step))
-                self.assertEqual(corpus_lines(path), 4)
+                self.assertEqual(domains.count_lines(path), 4)
         metrics = self.runner.evaluate()
         for domain in SIZES:
             for name in ("loss", "perplexity", "bleu"):
@@ -103,9 +96,8 @@ class RunnerTest(tf.test.TestCase):
         self.assertAllClose(metrics["bleu"], np.mean([metrics[d + "/bleu"] for d in SIZES]))
         losses = [metrics[d + "/loss"] for d in SIZES]
         self.assertBetween(metrics["loss"], min(losses), max(losses))
-        # TensorBoard summaries and the history also hold the per-domain values.
-        history = self.runner._config["model_dir"]
-        self.assertTrue(any(n.startswith("events") for n in os.listdir(eval_dir)), history)
+        # The per-domain values also go to TensorBoard summaries.
+        self.assertTrue(any(n.startswith("events") for n in os.listdir(eval_dir)), eval_dir)
 
     def test_finetune_keeps_the_base_model(self):
         base_dir = self.config["model_dir"]
@@ -174,11 +166,6 @@ class RunnerTest(tf.test.TestCase):
             Runner(_ldr, config)
 
 
-def corpus_lines(path):
-    with open(path) as f:
-        return len(f.read().splitlines())
-
-
 class LdrMainTest(tf.test.TestCase):
     """The console script: onmt-main's command line with the multi-domain Runner."""
 
@@ -226,7 +213,7 @@ class LdrMainTest(tf.test.TestCase):
         )
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertIn("Restored checkpoint", result.stderr)
-        self.assertLen(result.stdout.splitlines(), corpus_lines(data + "/test.src"))
+        self.assertLen(result.stdout.splitlines(), domains.count_lines(data + "/test.src"))
 
     def test_negative_alpha_is_one_line(self):
         directory = self.get_temp_dir()
