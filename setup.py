@@ -22,6 +22,8 @@ setup(
         "matplotlib==3.10.9",
         "polib==1.2.0",
         "tqdm==4.70.1",
+        # opennmt-tf 2.32 accepts ctranslate2 3.x (folded fast inference, ldr-export).
+        "ctranslate2==3.24.0",
     ],
     entry_points={
         "console_scripts": [
@@ -29,6 +31,8 @@ setup(
             "ldr-eval=ldr_opennmt.evaluation.cli:main",
             "ldr-main=ldr_opennmt.training.cli:main",
             "ldr-analyze=ldr_opennmt.analysis.cli:main",
+            "ldr-export=ldr_opennmt.serving.cli:main",
+            "ldr-translate=ldr_opennmt.serving.client:main",
         ],
     },
     extras_require={

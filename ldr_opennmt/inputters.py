@@ -22,6 +22,10 @@ import yaml
 from opennmt.data import dataset as dataset_util
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.layers.embedding import DomainAwareWordEmbedder
+
+#: Where a multi-domain model goes for CTranslate2 (see ``ldr_opennmt.serving``).
+CTRANSLATE2_HINT = "use `ldr-export ctranslate2` (one folded CTranslate2 model per domain)"
 
 
 class DomainLabel:
@@ -177,10 +181,49 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
     tokens_to_ids = property(lambda self: self.word_inputter.tokens_to_ids)
     ids_to_tokens = property(lambda self: self.word_inputter.ids_to_tokens)
     tokenizer = property(lambda self: self.word_inputter.tokenizer)
-    embedding = property(lambda self: self.word_inputter.embedding)
     mark_start = property(lambda self: self.word_inputter.mark_start)
     mark_end = property(lambda self: self.word_inputter.mark_end)
     num_oov_buckets = property(lambda self: self.word_inputter.num_oov_buckets)
+
+    @property
+    def embedding(self):
+        """The embedding table of a plain word inputter (OpenNMT-tf's ``update_vocab``).
+
+        Raises:
+          DomainError: if the word inputter is domain-aware: its output is not the
+            rows of one table (its generic table alone would be a wrong model).
+        """
+        if isinstance(self.word_inputter, DomainAwareWordEmbedder):
+            raise domains_lib.DomainError(
+                "the source embedding of %s is not a single table: it depends on the domain "
+                "(for CTranslate2, %s)" % (type(self.word_inputter).__name__, CTRANSLATE2_HINT)
+            )
+        return self.word_inputter.embedding
+
+    @property
+    def reducer(self):
+        """Blocks CTranslate2's OpenNMT-tf converter, the only reader of this attribute.
+
+        OpenNMT-tf never reads it here (this class overrides every method that does).
+        The converter takes the two sub-inputters for two source embeddings and asks
+        how to merge them: the word inputter's table would be exported without the
+        domain-specific parameters (LDR regions, DC domain vectors), and the domain
+        labels dropped, i.e. a wrong model without error.
+
+        Raises:
+          DomainError: always, naming ``ldr-export ctranslate2``.
+        """
+        raise domains_lib.DomainError(
+            "CTranslate2's OpenNMT-tf converter cannot convert a multi-domain model (source: "
+            "%s + domain labels; the domain input and any domain-specific parameter would be "
+            "dropped): %s" % (type(self.word_inputter).__name__, CTRANSLATE2_HINT)
+        )
+
+    @reducer.setter
+    def reducer(self, reducer):
+        # Set by MultiInputter.__init__; the output is the word inputter's alone.
+        if reducer is not None:
+            raise ValueError("MultiDomainInputter takes no reducer")
 
     @property
     def domains(self):

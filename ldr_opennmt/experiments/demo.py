@@ -20,38 +20,28 @@ reused.
 import argparse
 import json
 import os
-import shlex
 import shutil
-import subprocess
 import sys
 import time
 
-import yaml
-
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import classification, evaluate
+from ldr_opennmt.experiments import common
+from ldr_opennmt.experiments.common import ROOT
 from ldr_opennmt.utils import DEFAULT_CACHE
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_CONFIG = "data_configs/default_corpora.yml"
 CLASSIFIER_DEF = "model_defs/small/domain_classifier.py"
 
-# Batches mix domains (domain_batches: false) with P(domain) ~ |C_i|^alpha. With
-# one domain per batch (Procedure 1's sampling, the default of
-# data_configs/default_corpora.yml) these 64-unit models trained markedly worse at
-# this budget: Mixed reached a loss of 5.11 at step 1000 instead of 4.42 and
-# translated every medical sentence alike (BLEU avg 0.2 instead of 8.0 at 1500
-# steps). The option stays one line away for experiments at the paper's scale.
-_MIXED_BATCHES = {"domain_batches": False}
 SYSTEMS = [
     # (row name, directory name, model definition, params, train options, eval label modes)
-    ("Mixed", "mixed", "model_defs/small/mixed_transformer.py", {}, _MIXED_BATCHES, None),
+    ("Mixed", "mixed", "model_defs/small/mixed_transformer.py", {}, common.MIXED_BATCHES, None),
     (
         "DC",
         "dc",
         "model_defs/small/dc_transformer.py",
         {},
-        _MIXED_BATCHES,
+        common.MIXED_BATCHES,
         ("oracle", "generic", "wrong"),
     ),
     (
@@ -59,7 +49,7 @@ SYSTEMS = [
         "ldr",
         "model_defs/small/ldr_transformer.py",
         {"domain_training": "procedure1"},
-        _MIXED_BATCHES,
+        common.MIXED_BATCHES,
         ("oracle", "generic", "wrong", "pred"),
     ),
     (
@@ -67,7 +57,7 @@ SYSTEMS = [
         "ldr_alpha0.5",
         "model_defs/small/ldr_transformer.py",
         {"domain_training": "procedure1"},
-        dict(_MIXED_BATCHES, domain_sampling_alpha=0.5),
+        dict(common.MIXED_BATCHES, domain_sampling_alpha=0.5),
         ("oracle",),
     ),
 ]
@@ -99,58 +89,6 @@ BUDGETS = {
         "max_decoding_length": 30,
     },
 }
-
-
-def _log(message):
-    print(message, file=sys.stderr, flush=True)
-
-
-def _command_line(args):
-    return " ".join(shlex.quote(a) for a in args)
-
-
-def _run_streaming(args, log_path, keep=("Step =", "Restored", "Saved checkpoint", "error")):
-    """Runs a command, writing its whole output to a log and echoing progress lines."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
-    with open(log_path, "a", buffering=1) as log:  # Line-buffered: tail -f works.
-        log.write("$ %s\n" % _command_line(args))
-        process = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        last = []
-        for line in process.stdout:
-            log.write(line)
-            last = (last + [line.rstrip()])[-5:]
-            if any(k in line for k in keep):
-                _log("    " + line.rstrip().split("] ", 1)[-1])
-        process.wait()
-    if process.returncode != 0:
-        raise RuntimeError(
-            "command failed (%d): %s\n%s\nfull log: %s"
-            % (process.returncode, _command_line(args), "\n".join(last), log_path)
-        )
-
-
-def _train_config(slug, params, train, budget, runs_dir):
-    return {
-        "model_dir": os.path.join(runs_dir, slug),
-        "params": dict(
-            {
-                "learning_rate": 1.0,
-                "decay_params": {"model_dim": 64, "warmup_steps": budget["warmup"]},
-                "maximum_decoding_length": budget["max_decoding_length"],
-            },
-            **params,
-        ),
-        "train": dict(
-            {
-                "max_step": budget["steps"],
-                "save_summary_steps": budget["log_steps"],
-                "save_checkpoints_steps": max(budget["steps"] // 4, 1),
-            },
-            **train,
-        ),
-    }
 
 
 def _finetune_config(domain, base_config, budget, runs_dir):
@@ -186,38 +124,6 @@ def _classifier_config(budget, runs_dir):
     }
 
 
-def _write_config(config, path):
-    with open(path, "w") as f:
-        yaml.safe_dump(config, f, sort_keys=False)
-    return path
-
-
-class _Demo:
-    """Runs the steps, recording commands and timings for the report."""
-
-    def __init__(self, out, logs_dir):
-        self.out = out
-        self.logs_dir = logs_dir
-        self.commands = []
-        self.timings = []
-        self.ldr_main = os.path.join(os.path.dirname(sys.executable), "ldr-main")
-
-    def train(self, title, slug, model_def, config_paths, model_dir, final_step, progress):
-        command = ["ldr-main", "--model", model_def, "--config", *config_paths]
-        command += ["--auto_config", "train"]
-        self.commands.append(("Train %s" % title, command))
-        final = os.path.join(model_dir, "ckpt-%d.index" % final_step)
-        t0 = time.time()
-        if os.path.exists(final):
-            _log("[demo] %s %s: already trained (%s)" % (progress, title, final))
-        else:
-            _log("[demo] %s %s" % (progress, title))
-            _run_streaming(
-                [self.ldr_main] + command[1:], os.path.join(self.logs_dir, "%s.train.log" % slug)
-            )
-        self.timings.append(("train %s" % title, time.time() - t0))
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Run the multi-domain demo experiment.")
     parser.add_argument("--quick", action="store_true", help="smaller budgets (about 5 minutes)")
@@ -234,14 +140,14 @@ def main(argv=None):
     for directory in (out, configs_dir, logs_dir):
         os.makedirs(os.path.join(ROOT, directory), exist_ok=True)
     os.chdir(ROOT)
-    demo = _Demo(out, logs_dir)
+    demo = common.Steps(out, logs_dir)
     start = time.time()
 
     if args.data != "data/default":
         raise SystemExit(
             "the demo's data configuration reads data/default; use --data data/default"
         )
-    _log("[demo] 1/5 corpus: %s" % args.data)
+    common.log("[demo] 1/5 corpus: %s" % args.data)
     t0 = time.time()
     demo.commands.append(
         (
@@ -249,15 +155,17 @@ def main(argv=None):
             ["ldr-data", "build", "default", "--out", args.data, "--cache", args.cache],
         )
     )
-    info = corpus_lib.build_default(args.data, args.cache, log=_log)
+    info = corpus_lib.build_default(args.data, args.cache, log=common.log)
     demo.timings.append(("corpus", time.time() - t0))
-    data_config = _write_config(_load_yaml(DATA_CONFIG), os.path.join(configs_dir, "data.yml"))
+    data_config = common.write_config(
+        common.load_yaml(DATA_CONFIG), os.path.join(configs_dir, "data.yml")
+    )
 
     systems = []
     configs = {}
     for index, (name, slug, model_def, params, train, modes) in enumerate(SYSTEMS):
-        config = _train_config(slug, params, train, budget, runs_dir)
-        path = _write_config(config, os.path.join(configs_dir, "%s.yml" % slug))
+        config = common.train_config(slug, params, train, budget, runs_dir)
+        path = common.write_config(config, os.path.join(configs_dir, "%s.yml" % slug))
         configs[name] = config
         demo.train(
             name,
@@ -273,7 +181,7 @@ def main(argv=None):
     base_def = [s[2] for s in SYSTEMS if s[0] == FINETUNE_BASE][0]
     for domain in info["domains"]:
         config = _finetune_config(domain, configs[FINETUNE_BASE], budget, runs_dir)
-        path = _write_config(config, os.path.join(configs_dir, "ft_%s.yml" % domain))
+        path = common.write_config(config, os.path.join(configs_dir, "ft_%s.yml" % domain))
         demo.train(
             "FT_%s" % domain,
             "ft_%s" % domain,
@@ -286,7 +194,7 @@ def main(argv=None):
         systems.append(evaluate.System("FT_%s" % domain, [data_config, path], ("oracle",)))
 
     classifier = _classifier_config(budget, runs_dir)
-    classifier_config = _write_config(classifier, os.path.join(configs_dir, "classifier.yml"))
+    classifier_config = common.write_config(classifier, os.path.join(configs_dir, "classifier.yml"))
     demo.train(
         "the domain classifier",
         "classifier",
@@ -310,17 +218,17 @@ def main(argv=None):
     if os.path.exists(scores_path) and os.path.getmtime(scores_path) > os.path.getmtime(
         os.path.join(classifier["model_dir"], "checkpoint")
     ):
-        _log("[demo] 3/5 predicted labels: already made (%s)" % pred_dir)
+        common.log("[demo] 3/5 predicted labels: already made (%s)" % pred_dir)
     else:
-        _log("[demo] 3/5 predict the domains of the test sets")
-        _run_streaming(
+        common.log("[demo] 3/5 predict the domains of the test sets")
+        common.run_streaming(
             [demo.ldr_main] + predict_command[1:], os.path.join(logs_dir, "predict_domains.log")
         )
     with open(scores_path) as f:
         classifier_scores = json.load(f)
     demo.timings.append(("predict domains", time.time() - t0))
 
-    _log("[demo] 4/5 evaluate (%d test sentences per domain)" % budget["eval_sentences"])
+    common.log("[demo] 4/5 evaluate (%d test sentences per domain)" % budget["eval_sentences"])
     t0 = time.time()
     eval_dir = os.path.join(out, "eval")
     eval_command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir, "--baseline", "Mixed"]
@@ -347,13 +255,10 @@ def main(argv=None):
         f.write(report)
     print(classification.markdown_table(classifier_scores))
     print(evaluate.format_tables(results))
-    _log("[demo] 5/5 report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60))
+    common.log(
+        "[demo] 5/5 report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60)
+    )
     return 0
-
-
-def _load_yaml(path):
-    with open(os.path.join(ROOT, path)) as f:
-        return yaml.safe_load(f)
 
 
 def _report(mode, info, results, classifier_scores, demo, total, configs_dir, budget):
@@ -416,7 +321,7 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "",
     ]
     for title, command in demo.commands:
-        lines += ["- %s:" % title, "", "  ```", "  " + _command_line(command), "  ```"]
+        lines += ["- %s:" % title, "", "  ```", "  " + common.command_line(command), "  ```"]
     return "\n".join(lines) + "\n"
 
 

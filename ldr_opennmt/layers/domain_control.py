@@ -47,8 +47,14 @@ class DomainControlEmbedder(DomainAwareWordEmbedder):
 
     def build(self, input_shape):
         self.embedding = self.add_weight("embedding", [self.vocabulary_size, self.embedding_size])
+        # A reserved domain vector starts at zero, the generic vector.
         self.domain_vectors = [
-            self.add_domain_weight(k, "vector", [self.domain_embedding_size])
+            self.add_domain_weight(
+                k,
+                "vector",
+                [self.domain_embedding_size],
+                initializer="zeros" if self.is_reserved(k) else None,
+            )
             for k in range(self.num_regions)
         ]
         self.built = True

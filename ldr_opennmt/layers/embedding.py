@@ -41,4 +41,25 @@ class DomainAwareWordEmbedder(opennmt.inputters.WordEmbedder, DomainSpecificLaye
             data_config.get("domains"),
             source="the data configuration (required by %s)" % type(self).__name__,
         )
-        self.num_regions = len(self.domains) + self.num_reserved_regions
+        regions = data_config.get("domain_regions")
+        if regions is None:
+            self.num_regions = len(self.domains) + self.num_reserved_regions
+        else:
+            # Set by the multi-domain Runner from a trained checkpoint: domains added
+            # to the configuration take the checkpoint's reserved regions.
+            if len(self.domains) > regions:
+                raise domains_lib.DomainError(
+                    "%d domains declared (%s) but the model has %d domain regions"
+                    % (len(self.domains), ", ".join(self.domains), regions)
+                )
+            self.num_regions = regions
+
+    def is_reserved(self, region):
+        """Whether region ``region`` belongs to no declared domain (kept for later).
+
+        Reserved regions are created so that the layer's output for their id equals
+        the generic output (see :meth:`add_domain_weight`'s initializers in
+        subclasses): a domain added later starts from the generic representation,
+        and evaluating it before training on it falls back to generic.
+        """
+        return region >= len(self.domains)

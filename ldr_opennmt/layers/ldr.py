@@ -72,7 +72,16 @@ class LDREmbedder(DomainAwareWordEmbedder):
             self.domain_embeddings.append(
                 self.add_domain_weight(k, "embedding", [self.vocabulary_size, cells])
             )
-            self.domain_kernels.append(self.add_domain_weight(k, "fusion_kernel", [cells, size]))
+            # A reserved region's fusion block starts at zero: its output is the generic
+            # one until a domain trains it (its embedding still gets gradients).
+            self.domain_kernels.append(
+                self.add_domain_weight(
+                    k,
+                    "fusion_kernel",
+                    [cells, size],
+                    initializer="zeros" if self.is_reserved(k) else None,
+                )
+            )
         self.built = True
 
     def call(self, features, training=None):

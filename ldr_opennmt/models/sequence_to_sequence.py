@@ -22,6 +22,7 @@ from opennmt.utils import exporters
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.inputters import MultiDomainExamplesInputter, MultiDomainInputter
 from ldr_opennmt.layers.context import DomainSpecificLayer, domain_scope
+from ldr_opennmt.serving import assets as assets_lib
 from ldr_opennmt.training import optimizer as optimizer_lib
 from ldr_opennmt.training import procedure
 
@@ -39,6 +40,21 @@ def bidirectional_lstm_encoder(num_layers, hidden_size, dropout):
         reducer=opennmt.layers.ConcatReducer(),
         cell_class=tf.keras.layers.LSTMCell,
     )
+
+
+def _assert_same_batch_size(features):
+    """Returns the serving features, failing in graph unless all have the same batch size."""
+    names = sorted(features)
+    sizes = [tf.shape(features[name])[0] for name in names]
+    parts = ["Batch size mismatch (one domain label per sentence): "]
+    for i, (name, size) in enumerate(zip(names, sizes)):
+        parts += [", " if i else "", tf.strings.as_string(size), " in ", name]
+    message = tf.strings.join(parts)
+    check = tf.debugging.Assert(
+        tf.reduce_all(tf.equal(tf.stack(sizes), sizes[0])), [message], name="batch_size"
+    )
+    with tf.control_dependencies([check]):
+        return {name: tf.identity(value) for name, value in features.items()}
 
 
 class MultiDomainModel:
@@ -103,12 +119,13 @@ class MultiDomainModel:
 
     def export(self, export_dir, exporter=None):
         # Only the SavedModel and checkpoint exporters keep the domain input: the
-        # CTranslate2 converter would silently export the generic embedding alone.
+        # CTranslate2 converter would export the generic embedding alone.
         allowed = (exporters.SavedModelExporter, exporters.CheckpointExporter)
         if exporter is not None and not isinstance(exporter, allowed) and self.domain_variables():
             raise domains_lib.DomainError(
                 "%s cannot export a multi-domain model (it would drop the domain-specific "
-                "parameters); export a SavedModel instead" % type(exporter).__name__
+                "parameters): export a SavedModel, or for CTranslate2 use `ldr-export "
+                "ctranslate2` (one folded CTranslate2 model per domain)" % type(exporter).__name__
             )
         return super().export(export_dir, exporter=exporter)
 
@@ -117,6 +134,21 @@ class MultiDomainModel:
         return config_util.merge_config(
             config, {"params": {"domain_training": self.default_domain_training}}
         )
+
+    def serve_function(self):
+        # OpenNMT-tf's serving function, behind a check that tokens, length and
+        # domain have one entry per sentence (a single label would be broadcast).
+        serve = super().serve_function()
+
+        @tf.function(input_signature=serve.input_signature)
+        def _run(features):
+            return serve.python_function(_assert_same_batch_size(features))
+
+        return _run
+
+    def export_assets(self, asset_dir):
+        # Tokenizer configurations and their files, plus the declared domain list.
+        return assets_lib.export_assets(self, asset_dir)
 
     def domain_weights(self):
         """Returns a dict mapping each domain region to its variables (all layers)."""
@@ -261,6 +293,19 @@ class MultiDomainRNN(MultiDomainModel, opennmt.models.SequenceToSequence):
             decoder,
         )
         self.default_domain_training = domain_training
+
+    def set_jit_compile(self, enable):
+        if enable:
+            # Measured with TensorFlow 2.13 on CPU: XLA rejects the OptionalFromValue op
+            # that the gradient of the tf.cond inside the decoder's teacher-forcing loop
+            # needs. A stock opennmt SequenceToSequence with AttentionalRNNDecoder fails
+            # identically; refuse up front instead of failing in the first step.
+            raise domains_lib.DomainError(
+                "--jit_compile is not supported by RNN models: XLA cannot compile the "
+                "training loop of OpenNMT-tf 2.32's AttentionalRNNDecoder (stock OpenNMT-tf "
+                "RNNs fail the same way); train without --jit_compile or use a Transformer"
+            )
+        super().set_jit_compile(enable)
 
     def auto_config(self, num_replicas=1):
         config = super().auto_config(num_replicas=num_replicas)

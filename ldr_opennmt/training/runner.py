@@ -12,7 +12,11 @@ by the other) that adds:
   inside batches with the same proportions);
 * evaluation per domain (:class:`~ldr_opennmt.training.evaluator.MultiDomainEvaluator`);
 * fine-tuning baselines (``finetune: {base, domain, steps}``): continue a trained
-  model on one domain's corpus in a new model directory, the base model untouched.
+  model on one domain's corpus (or, without ``domain``, on all corpora) in a new
+  model directory, the base model untouched;
+* new domains on a trained model (:mod:`ldr_opennmt.training.domain_record`): the
+  declared domains are checked against those the checkpoint was trained with, and
+  domains appended to the list take the checkpoint's reserved regions.
 """
 
 import contextlib
@@ -27,6 +31,7 @@ from opennmt.utils import checkpoint as checkpoint_util
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.training import corpora as corpora_lib
+from ldr_opennmt.training import domain_record
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator
 from ldr_opennmt.utils import write_lines_atomic
 
@@ -53,6 +58,7 @@ class Runner(opennmt.Runner):
         super().__init__(model, config, **kwargs)
         self._corpora = None
         self._expand_corpora()
+        self._match_trained_domains()
 
     @property
     def is_classifier(self):
@@ -87,7 +93,7 @@ class Runner(opennmt.Runner):
                 raise domains_lib.DomainError(
                     "data: give either train_corpora or %s, not both" % key
                 )
-        if finetune:
+        if finetune and finetune.get("domain") is not None:
             corpora = [self._finetune_corpus(finetune, corpora)]
         self._corpora = corpora
         features, labels = corpora_lib.example_files(corpora, classifier=self.is_classifier)
@@ -106,6 +112,54 @@ class Runner(opennmt.Runner):
                 for c, p in zip(corpora, probabilities)
             ),
         )
+
+    def _trained_checkpoint(self):
+        """The checkpoint this run starts from: the latest of ``model_dir``, else the
+        fine-tuning base's (``None`` for a new model)."""
+        latest = tf.train.latest_checkpoint(self.model_dir)
+        if latest is not None:
+            return latest
+        base = (self._config.get("finetune") or {}).get("base")
+        if base:
+            return tf.train.latest_checkpoint(base) if tf.io.gfile.isdir(base) else base
+        return None
+
+    def _match_trained_domains(self):
+        """Checks the declared domains against the trained model's; new domains take
+        reserved regions (``data: domain_regions`` is set from the checkpoint)."""
+        data = self._config["data"]
+        declared = data.get("domains")
+        checkpoint = self._trained_checkpoint()
+        if declared is None or checkpoint is None:
+            return
+        if not tf.io.gfile.exists(checkpoint + ".index"):
+            return  # Reported by OpenNMT-tf or by the fine-tuning checks.
+        declared = domains_lib.validate_domain_names(declared, source="the data configuration")
+        checkpoint_dir = os.path.dirname(checkpoint)
+        recorded = domain_record.read_record(checkpoint_dir)
+        regions = domain_record.checkpoint_regions(checkpoint)
+        if not regions:
+            return  # A model without domain parameters (Mixed): labels are ignored.
+        new = domain_record.check_domains(declared, recorded, regions, checkpoint_dir)
+        data["domain_regions"] = regions
+        if recorded is None:
+            tf.get_logger().warning(
+                "%s has no %s (trained by stock onmt-main?): the domain order cannot be "
+                "checked; declared domains take regions 0-%d of %d",
+                checkpoint_dir,
+                domain_record.RECORD,
+                len(declared) - 1,
+                regions,
+            )
+        elif new:
+            tf.get_logger().info(
+                "New domains %s take reserved regions %s of %d (they start as generic); "
+                "%s keep their ids",
+                ", ".join(new),
+                ", ".join(str(declared.index(name)) for name in new),
+                regions,
+                ", ".join(recorded),
+            )
 
     def _finalize_config(self, *args, **kwargs):
         config = super()._finalize_config(*args, **kwargs)
@@ -167,7 +221,7 @@ class Runner(opennmt.Runner):
             state = {
                 "base_checkpoint": checkpoint_path,
                 "base_step": checkpoint_util.get_step_from_checkpoint_prefix(checkpoint_path),
-                "domain": finetune["domain"],
+                "domain": finetune.get("domain"),
                 "steps": steps,
             }
             tf.io.gfile.makedirs(model_dir)
@@ -182,10 +236,11 @@ class Runner(opennmt.Runner):
             tf.get_logger().info("Fine-tuning already finished: %s", latest)
             return None
         tf.get_logger().info(
-            "Fine-tuning %s (step %d) on %s for %d steps (until step %d) in %s",
+            "%s %s (step %d) on %s for %d steps (until step %d) in %s",
+            "Fine-tuning" if state["domain"] else "Continuing",
             state["base_checkpoint"],
             state["base_step"],
-            state["domain"],
+            state["domain"] or "all corpora (%s)" % ", ".join(self.domains),
             steps,
             max_step,
             model_dir,
@@ -203,6 +258,10 @@ class Runner(opennmt.Runner):
             if restore is None:
                 return self.model_dir
             kwargs.update(restore)
+        declared = self._config["data"].get("domains")
+        if declared is not None:
+            # What the checkpoints are trained with: later runs must keep these ids.
+            domain_record.write_record(self.model_dir, declared)
         with _per_domain_evaluation():
             return super().train(*args, **kwargs)
 

@@ -11,31 +11,50 @@ SENTENCES = ["the big cell", "a host is here", "spirit"]
 LABELS = ["religious", "generic", "software"]
 
 
+def _serving_inputs(sentences, labels):
+    tokens = [s.split() for s in sentences]
+    length = max(len(t) for t in tokens)
+    return dict(
+        tokens=tf.constant([t + [""] * (length - len(t)) for t in tokens]),
+        length=tf.constant([len(t) for t in tokens], tf.int32),
+        domain=tf.constant(labels),
+    )
+
+
 class ExportTest(tf.test.TestCase):
-    @parameterized.expand([("ldr_transformer",), ("dc_rnn",)])
+    @parameterized.expand([(family,) for family in helpers.FAMILIES])
     def test_saved_model_takes_domain_names(self, family):
         model, _ = helpers.build_model(self, family, params={"beam_width": 2})
         expected = model.infer(helpers.source_features(model, SENTENCES, LABELS))
         export_dir = os.path.join(self.get_temp_dir(), "export")
         model.export(export_dir)
+        with open(os.path.join(export_dir, "assets.extra", "domains.txt")) as f:
+            self.assertEqual(f.read().splitlines(), model.domains or [])
 
         serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-        tokens = [s.split() for s in SENTENCES]
-        length = max(len(t) for t in tokens)
-        outputs = serve(
-            tokens=tf.constant([t + [""] * (length - len(t)) for t in tokens]),
-            length=tf.constant([len(t) for t in tokens], tf.int32),
-            domain=tf.constant(LABELS),
-        )
+        outputs = serve(**_serving_inputs(SENTENCES, LABELS))
         self.assertAllEqual(outputs["tokens"], expected["tokens"])
+        self.assertAllEqual(outputs["length"], expected["length"])
         self.assertAllClose(outputs["log_probs"], expected["log_probs"], atol=1e-5)
-        with self.assertRaisesRegex(
-            tf.errors.InvalidArgumentError, r"Unknown domain label .{0,2}legal"
-        ):
+        if model.domains is not None:
+            with self.assertRaisesRegex(
+                tf.errors.InvalidArgumentError, r"Unknown domain label .{0,2}legal"
+            ):
+                serve(**_serving_inputs(["cell"], ["legal"]))
+        # One label for three sentences is not broadcast, two are not truncated.
+        for labels in (["medical"], ["medical", "generic"], ["medical"] * 4):
+            inputs = _serving_inputs(SENTENCES, labels)
+            with self.assertRaisesRegex(
+                tf.errors.InvalidArgumentError,
+                r"Batch size mismatch \(one domain label per sentence\): "
+                r"%d in domain, 3 in length, 3 in tokens" % len(labels),
+            ):
+                serve(**inputs)
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "2 in length, 3 in tokens"):
             serve(
-                tokens=tf.constant([["cell"]]),
-                length=tf.constant([1], tf.int32),
-                domain=tf.constant(["legal"]),
+                tokens=tf.constant([["cell"]] * 3),
+                length=tf.constant([1, 1], tf.int32),
+                domain=tf.constant(["medical"] * 3),
             )
 
     def test_ctranslate2_export_is_refused(self):

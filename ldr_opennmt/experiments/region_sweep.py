@@ -1,0 +1,203 @@
+"""LDR with domain regions of several sizes on the same data and budget (the LDR
+paper's Table 5, section 4.2).
+
+    python -m ldr_opennmt.experiments.region_sweep [--cells 4 8 16] [--quick]
+    python -m ldr_opennmt.experiments.region_sweep --size paper --cells 4 8 16 32 64 \\
+        --config data_configs/opus_en_fr.yml --data data/opus_en_fr --steps 200000
+
+Each size is an LDR Transformer whose domain regions have that many cells; the
+generic region takes the rest of the embedding. ``--size small`` is the CPU model
+of ``model_defs/small/`` (64 units: with three domains, regions up to 16 cells
+fit); ``--size paper`` is the paper's 512-unit model (up to 64 cells for six
+domains). Every system is trained by ``ldr-main`` with Procedure 1 and evaluated
+per domain with oracle labels; ``report.md`` has the BLEU table (one row per
+size) and ``bleu_by_cells.png``.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+from ldr_opennmt.data import corpus as corpus_lib
+from ldr_opennmt.evaluation import evaluate
+from ldr_opennmt.experiments import common
+from ldr_opennmt.experiments.common import ROOT
+from ldr_opennmt.training import corpora as corpora_lib
+from ldr_opennmt.utils import DEFAULT_CACHE
+
+SIZES = {
+    "small": dict(num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256),
+    "paper": dict(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048),
+}
+BUDGETS = {
+    # Small LDR Procedure 1 runs about 3.3 steps/s on 2 CPU cores.
+    "full": {
+        "steps": 600,
+        "warmup": 300,
+        "eval_sentences": 200,
+        "log_steps": 100,
+        "max_decoding_length": 100,
+    },
+    "quick": {
+        "steps": 30,
+        "warmup": 15,
+        "eval_sentences": 10,
+        "log_steps": 10,
+        "max_decoding_length": 20,
+    },
+}
+
+
+def check_sizes(cells, num_units, num_domains):
+    """Raises SystemExit unless every region size leaves a generic region."""
+    too_big = [c for c in cells if c <= 0 or num_units - num_domains * c <= 0]
+    if too_big:
+        raise SystemExit(
+            "regions of %s cells do not fit: %d domains x cells must stay below the embedding "
+            "size %d (use --size paper for larger regions)"
+            % (", ".join(map(str, too_big)), num_domains, num_units)
+        )
+
+
+def model_definition(size, cells):
+    """The text of a model definition file for one sweep point."""
+    arguments = ", ".join("%s=%d" % item for item in sorted(SIZES[size].items()))
+    return (
+        '"""LDR Transformer (%s size) with %d-cell domain regions (region-size sweep)."""\n\n'
+        "from ldr_opennmt import models\n\n\n"
+        "def model():\n"
+        "    return models.ldr_transformer(%s, domain_region_size=%d)\n"
+        % (size, cells, arguments, cells)
+    )
+
+
+def line_chart(results, cells, path):
+    """BLEU per domain (and average) against the region size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    domains = results["domains"]
+    rows = dict(results["rows"])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for domain in domains + ["average"]:
+        if domain == "average":
+            ys = [sum(rows[_row(c)][d]["bleu"] for d in domains) / len(domains) for c in cells]
+        else:
+            ys = [rows[_row(c)][domain]["bleu"] for c in cells]
+        ax.plot(cells, ys, marker="o", label=domain, linestyle="--" if domain == "average" else "-")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(cells)
+    ax.set_xticklabels([str(c) for c in cells])
+    ax.set_xlabel("cells per domain region")
+    ax.set_ylabel("BLEU")
+    ax.set_title("LDR: BLEU by region size")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _row(cells):
+    return "LDR %d cells" % cells
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Train LDR with several region sizes.")
+    parser.add_argument("--cells", type=int, nargs="+", default=[4, 8, 16])
+    parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
+    parser.add_argument("--steps", type=int, help="training steps (overrides the budget)")
+    parser.add_argument("--config", default="data_configs/default_corpora.yml")
+    parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
+    parser.add_argument("--out", help="results directory (default results/region_sweep[-quick])")
+    parser.add_argument("--cache", default=DEFAULT_CACHE)
+    args = parser.parse_args(argv)
+    mode = "quick" if args.quick else "full"
+    budget = dict(BUDGETS[mode])
+    if args.steps:
+        budget["steps"] = args.steps
+    cells = sorted(set(args.cells))
+    out = args.out or ("results/region_sweep-quick" if args.quick else "results/region_sweep")
+    os.chdir(ROOT)
+    data = common.load_yaml(args.config)["data"]
+    check_sizes(cells, SIZES[args.size]["num_units"], len(corpora_lib.domain_names(data)))
+    runs_dir, configs_dir, logs_dir = (os.path.join(out, d) for d in ("runs", "configs", "logs"))
+    defs_dir = os.path.join(out, "model_defs")
+    for directory in (out, configs_dir, logs_dir, defs_dir):
+        os.makedirs(directory, exist_ok=True)
+    steps = common.Steps(out, logs_dir, name="region-sweep")
+    start = time.time()
+    if args.data == "data/default":
+        corpus_lib.build_default(args.data, args.cache, log=common.log)
+    else:
+        corpus_lib.load_info(args.data)  # Fails clearly on a corpus not built.
+
+    systems = []
+    for index, size in enumerate(cells):
+        slug = "ldr_cells%d" % size
+        model_def = os.path.join(defs_dir, slug + ".py")
+        with open(model_def, "w") as f:
+            f.write(model_definition(args.size, size))
+        config = common.train_config(
+            slug, {"domain_training": "procedure1"}, common.MIXED_BATCHES, budget, runs_dir
+        )
+        config["params"]["decay_params"]["model_dim"] = SIZES[args.size]["num_units"]
+        path = common.write_config(config, os.path.join(configs_dir, slug + ".yml"))
+        steps.train(
+            "LDR with %d-cell regions" % size,
+            slug,
+            model_def,
+            [args.config, path],
+            config["model_dir"],
+            budget["steps"],
+            "train (%d/%d)" % (index + 1, len(cells)),
+        )
+        systems.append(evaluate.System(_row(size), [args.config, path], ("oracle",)))
+
+    common.log("[region-sweep] evaluate (%d test sentences per domain)" % budget["eval_sentences"])
+    t0 = time.time()
+    results = evaluate.evaluate(
+        args.data, systems, os.path.join(out, "eval"), max_sentences=budget["eval_sentences"]
+    )
+    steps.timings.append(("evaluate", time.time() - t0))
+    line_chart(results, cells, os.path.join(out, "bleu_by_cells.png"))
+    total = time.time() - start
+    tables = evaluate.format_tables(results)
+    lines = [
+        "# LDR region-size sweep (%s, %s size)" % (mode, args.size),
+        "",
+        "LDR Transformers (%s) trained with Procedure 1 for %d steps each on %s, regions of %s"
+        " cells per domain (the generic region takes the rest); oracle labels, first %d test"
+        " sentences per domain, beam 4."
+        % (
+            ", ".join("%s=%d" % item for item in sorted(SIZES[args.size].items())),
+            budget["steps"],
+            args.config,
+            ", ".join(map(str, cells)),
+            budget["eval_sentences"],
+        ),
+        "",
+        tables,
+        "",
+        "![BLEU by region size](bleu_by_cells.png)",
+        "",
+        "| step | minutes |",
+        "|---|---:|",
+    ]
+    lines += ["| %s | %.1f |" % (name, seconds / 60) for name, seconds in steps.timings]
+    lines += ["| total | %.1f |" % (total / 60), "", "Commands:", ""]
+    lines += ["- %s: `%s`" % (title, common.command_line(c)) for title, c in steps.commands]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(tables)
+    common.log(
+        "[region-sweep] report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

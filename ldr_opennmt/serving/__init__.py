@@ -1,0 +1,1 @@
+"""Serving: SavedModel client and CTranslate2 folding."""

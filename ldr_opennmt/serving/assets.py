@@ -1,0 +1,145 @@
+"""The extra assets of a SavedModel export: tokenizers and the domain list.
+
+OpenNMT-tf's exporters write the files returned by ``Model.export_assets`` to
+``<export_dir>/assets.extra/``. For a multi-domain model (see
+:meth:`ldr_opennmt.models.MultiDomainModel.export_assets`) they are::
+
+    assets.extra/
+      domains.txt                   the declared domains, one per line, in id order
+                                    (empty for a model that declares none: labels ignored)
+      source_tokenizer_config.yml   with source_tokenization: the pyonmttok options,
+      target_tokenizer_config.yml   with target_tokenization, file paths as basenames
+      bpe.en, bpe.fr, ...           the files those configurations name (BPE models, ...)
+
+Two tokenizer files with the same basename but different contents (e.g.
+``en/bpe.model`` and ``fr/bpe.model``) would overwrite each other in OpenNMT-tf's
+flat layout; the target one is then renamed ``target_<basename>`` and its
+configuration updated.
+
+This module has both sides: writing the assets (at export) and reading them
+(:mod:`ldr_opennmt.serving.client`).
+"""
+
+import filecmp
+import os
+
+import pyonmttok
+import yaml
+
+ASSETS_EXTRA = "assets.extra"
+DOMAINS = "domains.txt"
+TOKENIZER_CONFIGS = {
+    "source": "source_tokenizer_config.yml",
+    "target": "target_tokenizer_config.yml",
+}
+
+
+class AssetError(ValueError):
+    """A missing or invalid serving asset (a one-line error)."""
+
+
+def export_assets(model, asset_dir):
+    """Writes the extra assets of a multi-domain model.
+
+    Args:
+      model: A :class:`ldr_opennmt.models.MultiDomainModel`.
+      asset_dir: The directory where assets can be written.
+
+    Returns:
+      A dictionary mapping asset file names to their paths.
+    """
+    assets = {}
+    sides = (("source", model.features_inputter), ("target", model.labels_inputter))
+    for side, inputter in sides:
+        side_assets = inputter.export_assets(asset_dir)
+        for name, path in list(side_assets.items()):
+            if name in assets and not _same_file(assets[name], path):
+                renamed = "%s_%s" % (side, name)
+                _rename_in_config(side_assets.get(TOKENIZER_CONFIGS[side]), name, renamed)
+                side_assets[renamed] = side_assets.pop(name)
+        assets.update(side_assets)
+    domains_path = os.path.join(asset_dir, DOMAINS)
+    with open(domains_path, "w", encoding="utf-8") as domains_file:
+        domains_file.write("".join(name + "\n" for name in model.domains or []))
+    assets[DOMAINS] = domains_path
+    return assets
+
+
+def _same_file(path_a, path_b):
+    return os.path.abspath(path_a) == os.path.abspath(path_b) or filecmp.cmp(
+        path_a, path_b, shallow=False
+    )
+
+
+def _rename_in_config(config_path, name, renamed):
+    if config_path is None:
+        return
+    with open(config_path, encoding="utf-8") as config_file:
+        config = yaml.safe_load(config_file)
+    config = {key: renamed if value == name else value for key, value in config.items()}
+    with open(config_path, "w", encoding="utf-8") as config_file:
+        yaml.safe_dump(config, config_file, default_flow_style=False)
+
+
+def assets_dir(export_dir):
+    """The ``assets.extra`` directory of an export."""
+    return os.path.join(export_dir, ASSETS_EXTRA)
+
+
+def read_domains(export_dir):
+    """Reads the domain list recorded in an export.
+
+    Returns:
+      ``(recorded, domains)``: whether the export has a domain list (exports made
+      before it was recorded have none), and the declared domain names or ``None``
+      when the model declares none (any label is then accepted and ignored).
+    """
+    path = os.path.join(assets_dir(export_dir), DOMAINS)
+    if not os.path.isfile(path):
+        return False, None
+    with open(path, encoding="utf-8") as domains_file:
+        names = [line.strip() for line in domains_file if line.strip()]
+    return True, names or None
+
+
+def load_tokenizer(export_dir, side):
+    """Builds the pyonmttok tokenizer exported for one side of the model.
+
+    The options are those of OpenNMT-tf's ``OpenNMTTokenizer`` at training time;
+    file options (``bpe_model_path``, ``sp_model_path``, ``vocabulary_path``...)
+    are resolved in ``assets.extra``.
+
+    Args:
+      export_dir: The SavedModel directory.
+      side: ``"source"`` or ``"target"``.
+
+    Returns:
+      A ``pyonmttok.Tokenizer``, or ``None`` if the export has no tokenizer for
+      this side (the model was exported without ``<side>_tokenization``).
+
+    Raises:
+      AssetError: if a file named by the configuration is missing or the
+        configuration is invalid.
+    """
+    directory = assets_dir(export_dir)
+    config_name = TOKENIZER_CONFIGS[side]
+    config_path = os.path.join(directory, config_name)
+    if not os.path.isfile(config_path):
+        return None
+    with open(config_path, encoding="utf-8") as config_file:
+        config = yaml.safe_load(config_file) or {}
+    if not isinstance(config, dict):
+        raise AssetError("%s: expected a mapping of tokenization options" % config_path)
+    for key, value in config.items():
+        if isinstance(value, str) and key.endswith("_path"):
+            path = value if os.path.isabs(value) else os.path.join(directory, value)
+            if not os.path.isfile(path):
+                raise AssetError(
+                    "%s: missing tokenizer asset (%s: %s in %s)" % (path, key, value, config_name)
+                )
+            config[key] = path
+    config.setdefault("mode", "conservative")  # OpenNMT-tf's default.
+    try:
+        return pyonmttok.Tokenizer(**config)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise AssetError("%s: invalid tokenization options: %s" % (config_path, e)) from e

@@ -1,0 +1,313 @@
+"""``ldr-translate``: translates raw text with an exported multi-domain SavedModel.
+
+::
+
+    ldr-translate --export export/ldr --domain medical < in.txt > out.txt
+    ldr-translate --export export/ldr --domain_file in.domain --input in.txt --output out.txt
+
+The export is the directory written by ``onmt-main ... export`` (or ``ldr-main``).
+Each input line is tokenized with the source tokenizer exported with the model
+(``assets.extra/``: the pyonmttok options and BPE model of ``source_tokenization``,
+see :mod:`ldr_opennmt.serving.assets`), translated by the ``serving_default``
+signature in batches, and detokenized with the target tokenizer: the same text as
+``onmt-main infer`` with that configuration. With ``--tokenized``, input and output
+are space-separated tokens and no tokenizer is used.
+
+Everything is checked before anything is translated: the domain labels against
+the domain list recorded in the export, the line counts, empty input lines and the
+tokenizer assets. An error is one line (``ldr-translate: error: ...``, exit status
+2); an output file is written to a temporary file and renamed at the end, so a
+failed run leaves no output file.
+"""
+
+import argparse
+import codecs
+import os
+import re
+import sys
+
+import tensorflow as tf
+from opennmt import constants
+from tqdm import tqdm
+
+from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.serving import assets as assets_lib
+
+PROG = "ldr-translate"
+STDIN = "<stdin>"
+
+
+class ClientError(ValueError):
+    """A one-line error of the client."""
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Translates text with an exported multi-domain SavedModel.",
+    )
+    parser.add_argument("--export", required=True, help="The SavedModel directory.")
+    domain = parser.add_mutually_exclusive_group(required=True)
+    domain.add_argument("--domain", help="The domain of every line (a declared name or generic).")
+    domain.add_argument(
+        "--domain_file", help="One domain label per input line (a declared name or generic)."
+    )
+    parser.add_argument("--input", help="The input file (default: standard input).")
+    parser.add_argument("--output", help="The output file (default: standard output).")
+    parser.add_argument("--batch_size", type=int, default=32, help="Sentences per batch.")
+    parser.add_argument(
+        "--tokenized",
+        action="store_true",
+        help="The input is tokenized (tokens separated by spaces) and so is the output: "
+        "no tokenizer asset is used.",
+    )
+    parser.add_argument(
+        "--keep_empty",
+        action="store_true",
+        help="Write an empty line for an empty input line instead of failing.",
+    )
+    args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error("--batch_size must be >= 1, got %d" % args.batch_size)
+    return args
+
+
+def _read_text_lines(path):
+    """The lines of a UTF-8 file (or stdin), split on ``\\n`` only, as a TextLineDataset."""
+    if path is None:
+        data = sys.stdin.buffer.read()
+    else:
+        if not os.path.isfile(path):
+            raise ClientError("%s: input file not found" % path)
+        with open(path, "rb") as f:
+            data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ClientError("%s: not UTF-8 text (%s)" % (path or STDIN, e)) from e
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _check_export(export_dir):
+    if not os.path.isdir(export_dir):
+        raise ClientError("%s: export directory not found" % export_dir)
+    if not os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
+        raise ClientError(
+            "%s: not a SavedModel directory (no saved_model.pb; export one with "
+            "onmt-main --config ... export --output_dir %s)" % (export_dir, export_dir)
+        )
+
+
+def _read_labels(args, input_name, num_lines, domains):
+    """One domain label per input line, validated against the declared domains."""
+    if args.domain is not None:
+        label = args.domain.strip()
+        if domains is not None and label not in domains and label != domains_lib.GENERIC:
+            raise ClientError(
+                "--domain: unknown domain label %r (declared: %s, or %s)"
+                % (label, ", ".join(domains), domains_lib.GENERIC)
+            )
+        return [label] * num_lines
+    if not os.path.isfile(args.domain_file):
+        raise ClientError("%s: domain label file not found" % args.domain_file)
+    domains_lib.read_label_file(
+        args.domain_file, domains, expected_lines=num_lines, source_path=input_name
+    )
+    return [label.strip() for label in _read_text_lines(args.domain_file)]
+
+
+def _check_empty_lines(lines, input_name, keep_empty):
+    for line_number, line in enumerate(lines, start=1):
+        if not line.strip() and not keep_empty:
+            raise ClientError(
+                "%s:%d: empty input line (pass --keep_empty to write an empty translation)"
+                % (input_name, line_number)
+            )
+
+
+def _load_tokenizers(export_dir, tokenized):
+    """(source, target) tokenizers, or ``None`` where tokens are joined by spaces."""
+    if tokenized:
+        return None, None
+    source = assets_lib.load_tokenizer(export_dir, "source")
+    if source is None:
+        raise ClientError(
+            "%s: missing tokenizer asset: the export has no source tokenizer (export a model "
+            "whose configuration has source_tokenization, or pass --tokenized with tokenized "
+            "input)"
+            % os.path.join(
+                assets_lib.assets_dir(export_dir), assets_lib.TOKENIZER_CONFIGS["source"]
+            )
+        )
+    # Without target_tokenization, onmt-main infer also joins the tokens with spaces.
+    return source, assets_lib.load_tokenizer(export_dir, "target")
+
+
+def _tokenize(tokenizer, line):
+    if tokenizer is None:
+        return line.split()
+    tokens, _ = tokenizer.tokenize(line, training=False)
+    return tokens
+
+
+def _detokenize(tokenizer, tokens):
+    if tokenizer is None:
+        return " ".join(tokens)
+    return tokenizer.detokenize(tokens)
+
+
+def _assertion_message(error):
+    """The message of a failed in-graph assertion (or the error's last line)."""
+    match = re.search(r"assertion failed: \[(.*)\]", error.message)
+    if match:
+        # TensorFlow prints the string data C-escaped.
+        return codecs.escape_decode(match.group(1))[0].decode("utf-8", "replace")
+    lines = [line for line in error.message.splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
+def _unknown_label_error(error, labels, label_source):
+    """Names the file and line of an unknown label the model refused."""
+    message = _assertion_message(error)
+    match = re.match(r"Unknown domain label '(.*)' \((.*)\)$", message)
+    if match and match.group(1) in labels:
+        line = labels.index(match.group(1)) + 1
+        where = label_source if label_source == "--domain" else "%s:%d" % (label_source, line)
+        return ClientError(
+            "%s: unknown domain label %r (%s)" % (where, match.group(1), match.group(2))
+        )
+    return ClientError(message)
+
+
+class Translator:
+    """Runs the ``serving_default`` signature of an export on token batches."""
+
+    def __init__(self, export_dir):
+        imported = tf.saved_model.load(export_dir)
+        if "serving_default" not in imported.signatures:
+            raise ClientError("%s: the SavedModel has no serving_default signature" % export_dir)
+        self._imported = imported  # Keeps the variables alive.
+        self._signature = imported.signatures["serving_default"]
+
+    def __call__(self, tokens, labels):
+        """Translates a batch of token lists with their domain labels.
+
+        Returns:
+          The best hypothesis of each sentence, as a list of tokens.
+        """
+        length = max(len(sentence) for sentence in tokens)
+        outputs = self._signature(
+            tokens=tf.constant(
+                [s + [constants.PADDING_TOKEN] * (length - len(s)) for s in tokens], tf.string
+            ),
+            length=tf.constant([len(s) for s in tokens], tf.int32),
+            domain=tf.constant(labels, tf.string),
+        )
+        hypotheses = outputs["tokens"].numpy()[:, 0]
+        lengths = outputs["length"].numpy()[:, 0]
+        return [
+            [token.decode("utf-8") for token in hypothesis[:hypothesis_length]]
+            for hypothesis, hypothesis_length in zip(hypotheses, lengths)
+        ]
+
+
+def translate(translator, sentences, labels, batch_size, progress=None):
+    """Translates token lists in batches of similar lengths, in input order.
+
+    Args:
+      translator: A callable ``(token lists, labels) -> token lists``.
+      sentences: The token list of each sentence (empty lists are skipped and
+        translated as empty lists).
+      labels: The domain label of each sentence.
+      batch_size: The number of sentences per batch.
+      progress: An optional ``tqdm`` progress bar, advanced by sentence.
+
+    Returns:
+      The translated token list of each sentence.
+    """
+    results = [[] for _ in sentences]
+    order = sorted((i for i, s in enumerate(sentences) if s), key=lambda i: len(sentences[i]))
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
+        outputs = translator([sentences[i] for i in batch], [labels[i] for i in batch])
+        for i, output in zip(batch, outputs):
+            results[i] = output
+        if progress is not None:
+            progress.update(len(batch))
+    return results
+
+
+def _write_output(path, lines):
+    """Writes to a temporary file next to :obj:`path`, then renames it."""
+    if path is None:
+        sys.stdout.buffer.write("".join(line + "\n" for line in lines).encode("utf-8"))
+        sys.stdout.flush()
+        return
+    partial = "%s.partial.%d" % (path, os.getpid())
+    try:
+        with open(partial, "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in lines)
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def run(args):
+    """Translates as :obj:`args` says (see :func:`main`).
+
+    Raises:
+      ClientError, AssetError, DomainError: on bad input, before any output.
+    """
+    _check_export(args.export)
+    if args.output is not None:
+        directory = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(directory):
+            raise ClientError("--output: directory %s not found" % directory)
+    input_name = args.input or STDIN
+    lines = _read_text_lines(args.input)
+    recorded, domains = assets_lib.read_domains(args.export)
+    labels = _read_labels(args, input_name, len(lines), domains)
+    _check_empty_lines(lines, input_name, args.keep_empty)
+    source_tokenizer, target_tokenizer = _load_tokenizers(args.export, args.tokenized)
+    sentences = [_tokenize(source_tokenizer, line) for line in lines]
+    translator = Translator(args.export)
+    with tqdm(
+        total=sum(1 for s in sentences if s),
+        desc="translating",
+        unit="sent",
+        file=sys.stderr,
+        disable=None if args.input else True,
+    ) as progress:
+        try:
+            outputs = translate(translator, sentences, labels, args.batch_size, progress)
+        except tf.errors.InvalidArgumentError as e:
+            # Labels are checked up front when the export records its domains;
+            # older exports leave it to the model.
+            if recorded:
+                raise
+            raise _unknown_label_error(
+                e, labels, "--domain" if args.domain is not None else args.domain_file
+            ) from e
+    _write_output(
+        args.output,
+        [_detokenize(target_tokenizer, tokens) if tokens else "" for tokens in outputs],
+    )
+
+
+def main(argv=None):
+    """The ``ldr-translate`` entry point."""
+    args = _parse_args(argv)
+    try:
+        run(args)
+    except (ClientError, assets_lib.AssetError, domains_lib.DomainError) as e:
+        sys.stderr.write("%s: error: %s\n" % (PROG, e))
+        sys.stderr.flush()
+        raise SystemExit(2)
+
+
+if __name__ == "__main__":
+    main()

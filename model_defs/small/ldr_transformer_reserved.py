@@ -1,0 +1,14 @@
+"""Small LDR Transformer with two reserved domain regions (domains can be added later)."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.ldr_transformer(
+        num_layers=2,
+        num_units=64,
+        num_heads=4,
+        ffn_inner_dim=256,
+        domain_region_size=4,
+        num_reserved_regions=2,
+    )

@@ -1,0 +1,185 @@
+"""``ldr-export ctranslate2`` on a checkpoint, and CTranslate2's own converter refused."""
+
+import os
+import subprocess
+import sys
+import types
+
+import ctranslate2
+import opennmt
+import tensorflow as tf
+import yaml
+
+from ldr_opennmt.domains import DomainError
+from ldr_opennmt.serving import cli, ct2_export
+from tests import helpers
+
+SOURCES = ["the big cell", "a host is here", "spirit", "cell host spirit now"]
+MAX_LENGTH = 10
+DEFINITION = """from ldr_opennmt import models
+
+
+def model():
+    return models.%s(%s)
+"""
+
+
+def _ldr():
+    return helpers.FAMILIES["ldr_transformer"]()
+
+
+def _write_model_dir(directory, family, definition_args, seed):
+    """A model directory with a definition, a checkpoint (step 3) and a run config.
+
+    Returns:
+      (the model with the checkpoint's weights, the run configuration's path, the
+      model directory).
+    """
+    model, paths = helpers.build_model(
+        types.SimpleNamespace(get_temp_dir=lambda: directory),
+        family,
+        params={"maximum_decoding_length": MAX_LENGTH},
+        seed=seed,
+    )
+    model_dir = os.path.join(directory, family)
+    os.makedirs(model_dir)
+    with open(os.path.join(model_dir, "model_description.py"), "w") as f:
+        f.write(DEFINITION % (family, definition_args))
+    opennmt.utils.checkpoint.Checkpoint(model, model_dir=model_dir).save(step=3)
+    config = {
+        "model_dir": model_dir,
+        "data": {
+            "domains": list(model.domains),
+            "source_vocabulary": paths["src_vocab"],
+            "target_vocabulary": paths["tgt_vocab"],
+        },
+        "params": {"beam_width": 1, "maximum_decoding_length": MAX_LENGTH},
+    }
+    config_path = os.path.join(directory, family + ".yml")
+    with open(config_path, "w") as f:
+        yaml.safe_dump(config, f)
+    return model, config_path, model_dir
+
+
+def _greedy(model, domain):
+    outputs = model.infer(helpers.source_features(model, SOURCES, [domain] * len(SOURCES)))
+    return [
+        [t.decode() for t in hypotheses[0][: lengths[0]]]
+        for hypotheses, lengths in zip(outputs["tokens"].numpy(), outputs["length"].numpy())
+    ]
+
+
+def _run(argv):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+
+
+class ExportCommandTest(helpers.SharedDirTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        tiny = ", ".join("%s=%r" % item for item in helpers.TINY.items())
+        cls.model, cls.config, cls.model_dir = _write_model_dir(
+            cls.dir, "ldr_transformer", "domain_region_size=2, " + tiny, seed=5
+        )
+
+    def _output_dir(self, name):
+        return os.path.join(self.dir, "out", name)
+
+    def test_exports_every_domain_from_the_latest_checkpoint(self):
+        output_dir = self._output_dir("all")
+        self.assertEqual(
+            cli.main(["ctranslate2", "--config", self.config, "--output_dir", output_dir]), 0
+        )
+        manifest = ct2_export.read_manifest(output_dir)
+        self.assertTrue(manifest["checkpoint"].endswith("ckpt-3"), manifest["checkpoint"])
+        self.assertEqual(list(manifest["domains"]), ["medical", "religious", "software", "generic"])
+        for domain, directory in manifest["domains"].items():
+            translator = ctranslate2.Translator(
+                os.path.join(output_dir, directory), device="cpu", intra_threads=1
+            )
+            results = translator.translate_batch(
+                [s.split() for s in SOURCES], beam_size=1, max_decoding_length=MAX_LENGTH
+            )
+            self.assertEqual([r.hypotheses[0] for r in results], _greedy(self.model, domain))
+
+    def test_selected_domains_quantized(self):
+        output_dir = self._output_dir("int8")
+        checkpoint = tf.train.latest_checkpoint(self.model_dir)
+        argv = ["ctranslate2", "--config", self.config, "--output_dir", output_dir]
+        argv += ["--domains", "software", "generic", "--quantization", "int8"]
+        argv += ["--checkpoint_path", checkpoint]
+        self.assertEqual(cli.main(argv), 0)
+        manifest = ct2_export.read_manifest(output_dir)
+        self.assertEqual(manifest["domains"], {"software": "software", "generic": "generic"})
+        self.assertEqual(manifest["quantization"], "int8")
+        self.assertEqual(manifest["checkpoint"], checkpoint)
+        with self.assertRaisesRegex(DomainError, "already exists"):
+            cli.main(argv)
+        self.assertEqual(cli.main(argv + ["--force"]), 0)
+
+    def test_unknown_domain(self):
+        output_dir = self._output_dir("legal")
+        with self.assertRaisesRegex(
+            DomainError,
+            r"^unknown domain 'legal' \(declared: medical, religious, software, generic\)$",
+        ):
+            cli.main(
+                ["ctranslate2", "--config", self.config, "--output_dir", output_dir]
+                + ["--domains", "medical", "legal"]
+            )
+        self.assertFalse(os.path.exists(output_dir))
+
+    def test_rnn_is_refused(self):
+        tiny = ", ".join("%s=%r" % item for item in helpers.TINY_RNN.items())
+        _, config, _ = _write_model_dir(self.dir, "dc_rnn", tiny, seed=1)
+        output_dir = self._output_dir("rnn")
+        with self.assertRaisesRegex(
+            DomainError,
+            "^MultiDomainRNN cannot be exported to CTranslate2: CTranslate2 3.x converts only",
+        ):
+            cli.main(["ctranslate2", "--config", config, "--output_dir", output_dir])
+        self.assertFalse(os.path.exists(output_dir))
+
+    def test_onmt_export_to_ctranslate2_is_refused(self):
+        # onmt-main export --format ctranslate2: the model is not built when
+        # MultiDomainModel.export() checks it; the converter itself is blocked.
+        with open(self.config) as f:
+            config = yaml.safe_load(f)
+        runner = opennmt.Runner(_ldr, config)
+        output_dir = self._output_dir("onmt")
+        exporter = opennmt.utils.exporters.make_exporter("ctranslate2")
+        with self.assertRaisesRegex(DomainError, "use `ldr-export ctranslate2`"):
+            runner.export(output_dir, exporter=exporter)
+        self.assertFalse(os.path.exists(output_dir))
+
+    def test_commands_print_one_line_errors(self):
+        # CTranslate2's own converter on a multi-domain model directory.
+        output_dir = self._output_dir("converter")
+        converter = [sys.executable, "-m", "ctranslate2.converters.opennmt_tf"]
+        result = _run(converter + ["--config", self.config, "--output_dir", output_dir])
+        self.assertEqual(result.returncode, 2, result.stderr)
+        last = result.stderr.strip().splitlines()[-1]
+        self.assertRegex(
+            last,
+            r"^ldr-opennmt: error: CTranslate2's OpenNMT-tf converter cannot convert a "
+            r"multi-domain model .*: use `ldr-export ctranslate2`",
+        )
+        self.assertFalse(os.path.exists(output_dir))
+        # The ldr-export console script.
+        script = os.path.join(os.path.dirname(sys.executable), "ldr-export")
+        result = _run(
+            [script, "ctranslate2", "--config", self.config, "--output_dir", output_dir]
+            + ["--domains", "legal"]
+        )
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(
+            result.stderr.strip().splitlines()[-1],
+            "ldr-opennmt: error: unknown domain 'legal' "
+            "(declared: medical, religious, software, generic)",
+        )
+        self.assertFalse(os.path.exists(output_dir))
+
+
+if __name__ == "__main__":
+    tf.test.main()

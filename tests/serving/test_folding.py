@@ -1,0 +1,254 @@
+"""Folding multi-domain Transformers into plain ones, and their CTranslate2 export.
+
+Exactness: for every declared domain and generic, the folded plain TF model and
+the CTranslate2 model converted from it give the multi-domain model's greedy
+translations token for token, and its per-token log-probabilities on given
+targets (teacher forcing: a continuous check that greedy ties cannot hide).
+"""
+
+import os
+from unittest import mock
+
+import ctranslate2
+import opennmt
+import tensorflow as tf
+from parameterized import parameterized
+
+from ldr_opennmt.domains import DomainError
+from ldr_opennmt.inputters import MultiDomainInputter
+from ldr_opennmt.serving import ct2_export, folding
+from tests import helpers
+
+SOURCES = ["the big cell", "a host is here", "spirit", "cell host spirit now", "small red host"]
+TARGETS = ["le grand case", "un hostie est ici", "esprit", "cachot hote alcool maintenant", "rouge"]
+MAX_LENGTH = 10
+# Seeds of the helper's random weights for which the tiny random models do not
+# translate everything alike, so that each domain's output differs.
+SEEDS = {
+    "ldr_transformer": 5,
+    "ldr_transformer_target": 3,
+    "dc_transformer": 2,
+    "mixed_transformer": 7,
+}
+FAMILIES = [(family,) for family in SEEDS]
+CONVERTER_HINT = "ldr-export ctranslate2"
+
+
+def _build(test, family):
+    model, _ = helpers.build_model(
+        test, family, params={"maximum_decoding_length": MAX_LENGTH}, seed=SEEDS[family]
+    )
+    return model
+
+
+def _tokens(sentences):
+    tokens = [s.split() for s in sentences]
+    length = max(len(t) for t in tokens)
+    return {
+        "tokens": tf.constant([t + [""] * (length - len(t)) for t in tokens]),
+        "length": tf.constant([len(t) for t in tokens], tf.int32),
+    }
+
+
+def _source_features(model, domain):
+    if isinstance(model.features_inputter, MultiDomainInputter):
+        return helpers.source_features(model, SOURCES, [domain] * len(SOURCES))
+    return model.features_inputter.make_features(features=_tokens(SOURCES))
+
+
+def _greedy(model, domain=None):
+    """(token lists, log probs) of the greedy translations of SOURCES."""
+    outputs = model.infer(_source_features(model, domain))
+    tokens = [
+        [t.decode() for t in hypotheses[0][: lengths[0]]]
+        for hypotheses, lengths in zip(outputs["tokens"].numpy(), outputs["length"].numpy())
+    ]
+    return tokens, outputs["log_probs"].numpy()[:, 0]
+
+
+def _target_log_probs(model, domain=None):
+    """The log-probability of each token of TARGETS (and </s>) given SOURCES."""
+    labels = model.labels_inputter.make_features(features=_tokens(TARGETS))
+    outputs, _ = model(_source_features(model, domain), labels=labels, training=False)
+    log_probs = tf.nn.log_softmax(outputs["logits"])
+    picked = tf.gather(log_probs, labels["ids_out"], batch_dims=2).numpy()
+    return [picked[i, :n] for i, n in enumerate(labels["length"].numpy())]
+
+
+def _translator(model_dir):
+    return ctranslate2.Translator(model_dir, device="cpu", inter_threads=1, intra_threads=1)
+
+
+class FoldingTest(tf.test.TestCase):
+    @parameterized.expand(FAMILIES)
+    def test_folded_and_ctranslate2_models_translate_as_the_multi_domain_model(self, family):
+        model = _build(self, family)
+        expected = {
+            domain: (_greedy(model, domain), _target_log_probs(model, domain))
+            for domain in model.domains + ["generic"]
+        }
+        translations = {domain: greedy[0] for domain, (greedy, _) in expected.items()}
+        # The domain changes the translations (Mixed: it must not), so the test has power.
+        distinct = {str(tokens) for tokens in translations.values()}
+        self.assertEqual(len(distinct) == 1, family == "mixed_transformer", translations)
+
+        # (a) The folded plain TensorFlow model.
+        plain = folding.plain_transformer(model)
+        self.assertIs(type(plain), opennmt.models.Transformer)
+        self.assertIs(type(plain.features_inputter), opennmt.inputters.WordEmbedder)
+        self.assertIs(type(plain.labels_inputter), opennmt.inputters.WordEmbedder)
+        for domain, ((tokens, log_probs), scores) in expected.items():
+            folding.assign_domain(plain, model, domain)
+            plain_tokens, plain_log_probs = _greedy(plain)
+            self.assertEqual(plain_tokens, tokens, domain)
+            self.assertAllClose(plain_log_probs, log_probs, atol=1e-4)
+            for plain_scores, expected_scores in zip(_target_log_probs(plain), scores):
+                self.assertAllClose(plain_scores, expected_scores, atol=1e-4)
+
+        # (b) The CTranslate2 models exported from the folds.
+        output_dir = os.path.join(self.get_temp_dir(), "ct2")
+        manifest = ct2_export.export(model, output_dir)
+        self.assertEqual(ct2_export.read_manifest(output_dir), manifest)
+        self.assertEqual(manifest["domains"], {d: d for d in expected})
+        self.assertEqual(
+            sorted(os.listdir(output_dir)), sorted(list(expected) + [ct2_export.MANIFEST])
+        )
+        self.assertEqual(manifest["domain_specific"], family != "mixed_transformer")
+        sources = [s.split() for s in SOURCES]
+        targets = [t.split() for t in TARGETS]
+        for domain, ((tokens, _), scores) in expected.items():
+            translator = _translator(os.path.join(output_dir, manifest["domains"][domain]))
+            results = translator.translate_batch(
+                sources, beam_size=1, max_decoding_length=MAX_LENGTH
+            )
+            self.assertEqual([r.hypotheses[0] for r in results], tokens, domain)
+            for result, expected_scores in zip(translator.score_batch(sources, targets), scores):
+                # Other kernels: about 1e-5 relative on log-probs of magnitude 10 here.
+                self.assertAllClose(result.log_probs, expected_scores, rtol=1e-4, atol=1e-3)
+
+    def test_fold_one_domain(self):
+        model = _build(self, "ldr_transformer_target")
+        plain = folding.fold(model, "religious")
+        self.assertEqual(_greedy(plain)[0], _greedy(model, "religious")[0])
+        self.assertNotEqual(_greedy(plain)[0], _greedy(model, "medical")[0])
+
+    @parameterized.expand([("ldr_rnn",), ("dc_rnn",), ("mixed_rnn",)])
+    def test_rnn_is_refused(self, family):
+        model, _ = helpers.build_model(self, family)
+        with self.assertRaisesRegex(DomainError, "CTranslate2 3.x converts only .*Transformer"):
+            folding.fold(model, "generic")
+        output_dir = os.path.join(self.get_temp_dir(), "rnn")
+        with self.assertRaisesRegex(DomainError, "Transformer"):
+            ct2_export.export(model, output_dir)
+        self.assertFalse(os.path.exists(output_dir))
+
+    def test_unknown_domain_is_refused(self):
+        model = _build(self, "ldr_transformer")
+        message = r"unknown domain 'legal' \(declared: medical, religious, software, generic\)"
+        with self.assertRaisesRegex(DomainError, message):
+            folding.fold(model, "legal")
+        output_dir = os.path.join(self.get_temp_dir(), "unknown")
+        with self.assertRaisesRegex(DomainError, message):
+            ct2_export.export(model, output_dir, domains=["medical", "legal"])
+        self.assertFalse(os.path.exists(output_dir))
+        self.assertFalse(any(".partial-" in name for name in os.listdir(self.get_temp_dir())))
+
+    @parameterized.expand(FAMILIES)
+    def test_ctranslate2_converter_is_blocked(self, family):
+        model = _build(self, family)
+        output_dir = os.path.join(self.get_temp_dir(), "ct2_" + family)
+        converter = ctranslate2.converters.OpenNMTTFConverter(model)
+        with self.assertRaisesRegex(
+            DomainError, "cannot convert a multi-domain.*" + CONVERTER_HINT
+        ):
+            converter.convert(output_dir)
+        self.assertFalse(os.path.exists(output_dir))
+        # OpenNMT-tf's own CTranslate2 exporter (onmt-main export --format ctranslate2).
+        exporter = opennmt.utils.exporters.make_exporter("ctranslate2")
+        with self.assertRaisesRegex(DomainError, CONVERTER_HINT):
+            model.export(output_dir, exporter=exporter)
+        self.assertFalse(os.path.exists(output_dir))
+
+    @parameterized.expand(FAMILIES)
+    def test_source_embedding_is_not_a_table_of_domain_aware_embedders(self, family):
+        model = _build(self, family)
+        if family == "mixed_transformer":
+            self.assertIs(
+                model.features_inputter.embedding, folding.source_embedder(model).embedding
+            )
+        else:
+            with self.assertRaisesRegex(DomainError, "not a single table.*" + CONVERTER_HINT):
+                _ = model.features_inputter.embedding
+
+
+class CTranslate2ExportTest(tf.test.TestCase):
+    def test_manifest(self):
+        model = _build(self, "ldr_transformer_target")
+        output_dir = os.path.join(self.get_temp_dir(), "ct2")
+        manifest = ct2_export.export(model, output_dir, checkpoint_path="ckpt-3")
+        self.assertEqual(ct2_export.read_manifest(output_dir), manifest)
+        self.assertEqual(manifest["format"], "ldr-opennmt-ctranslate2")
+        self.assertEqual(manifest["model"], "MultiDomainTransformer")
+        self.assertEqual(manifest["source_embedder"], "LDREmbedder")
+        self.assertEqual(manifest["target_embedder"], "LDREmbedder")
+        self.assertEqual(manifest["checkpoint"], "ckpt-3")
+        self.assertEqual(manifest["declared_domains"], ["medical", "religious", "software"])
+        self.assertTrue(manifest["domain_specific"])
+        self.assertIsNone(manifest["quantization"])
+        self.assertEqual(
+            manifest["source_vocabulary"], os.path.abspath(model.features_inputter.vocabulary_file)
+        )
+        self.assertEqual(
+            manifest["target_vocabulary"], os.path.abspath(model.labels_inputter.vocabulary_file)
+        )
+        for directory in manifest["domains"].values():
+            names = os.listdir(os.path.join(output_dir, directory))
+            self.assertIn("model.bin", names)
+
+    def test_quantization_and_selected_domains(self):
+        model = _build(self, "dc_transformer")
+        output_dir = os.path.join(self.get_temp_dir(), "int8")
+        manifest = ct2_export.export(
+            model, output_dir, domains=["software", "generic"], quantization="int8"
+        )
+        self.assertEqual(manifest["quantization"], "int8")
+        self.assertEqual(sorted(os.listdir(output_dir)), ["generic", "manifest.json", "software"])
+        results = _translator(os.path.join(output_dir, "software")).translate_batch(
+            [s.split() for s in SOURCES], beam_size=1, max_decoding_length=MAX_LENGTH
+        )
+        self.assertLen(results, len(SOURCES))
+        with self.assertRaisesRegex(ValueError, "invalid quantization 'int4'"):
+            ct2_export.export(model, os.path.join(self.get_temp_dir(), "int4"), quantization="int4")
+
+    def test_existing_output_is_replaced_only_with_force(self):
+        model = _build(self, "mixed_transformer")
+        parent = os.path.join(self.get_temp_dir(), "replace")
+        output_dir = os.path.join(parent, "ct2")
+        os.makedirs(output_dir)
+        with open(os.path.join(output_dir, "stale"), "w") as f:
+            f.write("old\n")
+        with self.assertRaisesRegex(DomainError, "already exists .*--force"):
+            ct2_export.export(model, output_dir, domains=["generic"])
+        self.assertEqual(os.listdir(output_dir), ["stale"])
+        ct2_export.export(model, output_dir, domains=["generic"], force=True)
+        self.assertEqual(sorted(os.listdir(output_dir)), ["generic", "manifest.json"])
+        self.assertEqual(os.listdir(parent), ["ct2"])  # no partial or old directory left
+
+    def test_failed_export_leaves_nothing(self):
+        model = _build(self, "ldr_transformer")
+        parent = os.path.join(self.get_temp_dir(), "failed")
+        convert = ct2_export.convert
+
+        def _convert(plain, model_dir, quantization=None):
+            if os.path.basename(model_dir) == "software":
+                raise RuntimeError("disk full")
+            convert(plain, model_dir, quantization=quantization)
+
+        with mock.patch.object(ct2_export, "convert", _convert):
+            with self.assertRaisesRegex(RuntimeError, "disk full"):
+                ct2_export.export(model, os.path.join(parent, "ct2"))
+        self.assertEqual(os.listdir(parent), [])
+
+
+if __name__ == "__main__":
+    tf.test.main()
