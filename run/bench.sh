@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Training and CPU inference speed and peak memory of vanilla OpenNMT-tf, Mixed, DC and
+# LDR side by side (SavedModels and folded CTranslate2 models), with the issue's targets:
+#   bash run/bench.sh                    # about 10 minutes on 2 CPU cores
+#   bash run/bench.sh --quick            # 1-2 minutes, tiny sizes: checks that it runs
+#   bash run/bench.sh --out BENCH.md     # also writes the markdown report
+# Run nothing else meanwhile: the measurements share the CPU.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/run/setup_env.sh"
+cd "$ROOT"
+exec python -m ldr_opennmt.benchmarks "$@"

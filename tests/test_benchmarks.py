@@ -1,0 +1,173 @@
+"""The pure helpers of the benchmark script (no measurement is run)."""
+
+import argparse
+import os
+import tempfile
+import unittest
+
+from ldr_opennmt import benchmarks
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 7B13
+processor\t: 1
+model name\t: AMD EPYC 7B13
+"""
+
+
+def _results(ldr_tokens=96.0, procedure1_ms=200.0, ldr_tf=10.0, ldr_ct2=31.0, dc_ct2=None):
+    infer = {
+        "tf:vanilla": {"sentences_per_s": 10.0},
+        "tf:ldr": {"sentences_per_s": ldr_tf},
+        "tf:dc": {"sentences_per_s": 10.0},
+        "ct2:ldr": {"sentences_per_s": ldr_ct2},
+    }
+    if dc_ct2 is not None:
+        infer["ct2:dc"] = {"sentences_per_s": dc_ct2}
+    return {
+        "train": {
+            "vanilla": {"tokens_per_s": 100.0, "ms_per_step": 100.0},
+            "ldr_joint": {"tokens_per_s": ldr_tokens, "ms_per_step": 104.0},
+            "ldr_procedure1": {"tokens_per_s": 50.0, "ms_per_step": procedure1_ms},
+        },
+        "infer": infer,
+    }
+
+
+def _config(**kwargs):
+    args = argparse.Namespace(
+        quick=True, threads=2, quantization=None, seed=1, parts=["train", "infer"]
+    )
+    args = benchmarks.resolve_sizes(
+        argparse.Namespace(**vars(args), **{k: None for k in benchmarks.DEFAULTS})
+    )
+    config = benchmarks.make_config(args, "/tmp/none")
+    config.update(kwargs)
+    return config
+
+
+class BenchmarkHelpersTest(unittest.TestCase):
+    def test_ratio_and_formats(self):
+        self.assertEqual(benchmarks.ratio(3.0, 2.0), 1.5)
+        self.assertIsNone(benchmarks.ratio(None, 2.0))
+        self.assertIsNone(benchmarks.ratio(1.0, 0.0))
+        self.assertEqual(benchmarks.format_ratio(0.955), "0.95x")
+        self.assertEqual(benchmarks.format_ratio(None), "n/a")
+        self.assertEqual(benchmarks.format_number(1234.56, 0), "1235")
+        self.assertEqual(benchmarks.format_number(None), "n/a")
+
+    def test_check(self):
+        self.assertEqual(benchmarks.check(0.95, ">=", 0.95), "PASS")
+        self.assertEqual(benchmarks.check(0.94, ">=", 0.95), "MISS")
+        self.assertEqual(benchmarks.check(2.05, "<=", 2.05), "PASS")
+        self.assertEqual(benchmarks.check(2.06, "<=", 2.05), "MISS")
+        self.assertEqual(benchmarks.check(None, ">=", 3.0), "n/a")
+        with self.assertRaises(ValueError):
+            benchmarks.check(1.0, ">", 1.0)
+
+    def test_targets(self):
+        checks = benchmarks.check_targets(_results())
+        self.assertEqual(len(checks), len(benchmarks.TARGETS))
+        # DC's CTranslate2 model was not measured.
+        self.assertEqual([c[4] for c in checks], ["PASS", "PASS", "PASS", "PASS", "n/a"])
+        self.assertAlmostEqual(checks[0][1], 0.96)
+        self.assertAlmostEqual(checks[1][1], 2.0)
+        self.assertAlmostEqual(checks[3][1], 3.1)
+
+    def test_targets_missed(self):
+        checks = benchmarks.check_targets(
+            _results(ldr_tokens=94.0, procedure1_ms=210.0, ldr_tf=9.0, ldr_ct2=26.0, dc_ct2=29.0)
+        )
+        self.assertEqual([c[4] for c in checks], ["MISS"] * 5)
+
+    def test_failed_measurement_is_not_checked(self):
+        results = _results()
+        results["train"]["vanilla"] = {"error": "boom"}
+        checks = benchmarks.check_targets(results)
+        self.assertEqual([c[4] for c in checks[:2]], ["n/a", "n/a"])
+        self.assertIsNone(checks[0][1])
+
+    def test_markdown_table(self):
+        table = benchmarks.markdown_table(["system", "ms"], [["a", 1.5], ["b", "n/a"]])
+        self.assertEqual(table, "| system | ms |\n|---|---:|\n| a | 1.5 |\n| b | n/a |")
+        with self.assertRaises(ValueError):
+            benchmarks.markdown_table(["a", "b"], [["only one"]])
+
+    def test_machine_parsers(self):
+        self.assertEqual(benchmarks.parse_cpu_model(CPUINFO), "AMD EPYC 7B13")
+        self.assertIsNone(benchmarks.parse_cpu_model("processor\t: 0\n"))
+        self.assertEqual(benchmarks.parse_mem_total_gib("MemTotal:  2097152 kB\n"), 2.0)
+        self.assertIsNone(benchmarks.parse_mem_total_gib(""))
+        status = "Name:\tpython\nVmHWM:\t  524288 kB\nVmRSS:\t 1024 kB\n"
+        self.assertEqual(benchmarks.parse_peak_rss_mib(status), 512.0)
+        self.assertIsNone(benchmarks.parse_peak_rss_mib("Name:\tpython\n"))
+        self.assertGreater(benchmarks.peak_rss_mib(), 1.0)
+
+    def test_agreement(self):
+        self.assertEqual(benchmarks.agreement([["a"], ["b"]], [["a"], ["c"]]), 0.5)
+        self.assertIsNone(benchmarks.agreement([["a"]], None))
+        self.assertIsNone(benchmarks.agreement([["a"]], [["a"], ["b"]]))
+
+    def test_sizes(self):
+        quick = _config()
+        self.assertEqual(quick["layers"], benchmarks.QUICK["layers"])
+        self.assertEqual(quick["size"]["ffn_inner_dim"], 4 * benchmarks.QUICK["units"])
+        args = benchmarks.parse_args(["--units", "32", "--steps", "7"])
+        self.assertEqual((args.units, args.steps), (32, 7))
+        self.assertEqual(args.layers, benchmarks.DEFAULTS["layers"])
+        args = benchmarks.parse_args(["--quick", "--units", "32"])
+        self.assertEqual((args.units, args.layers), (32, benchmarks.QUICK["layers"]))
+        with self.assertRaises(SystemExit):
+            benchmarks.parse_args(["--steps", "0"])
+
+    def test_report(self):
+        results = _results()
+        results["train"]["vanilla"].update(
+            params=10, tokens_per_step=40, import_rss_mib=400.0, peak_rss_mib=500.0
+        )
+        results["train"]["ldr_joint"].update(
+            params=12, tokens_per_step=40, import_rss_mib=400.0, peak_rss_mib=550.0
+        )
+        results["train"]["ldr_procedure1"] = {"error": "killed"}
+        config = _config()
+        length = config["decode_length"]
+        for task, entry in results["infer"].items():
+            entry.update(
+                tokens_per_s=entry["sentences_per_s"] * length,
+                tokens_per_sentence=length,
+                model_mib=1.0,
+                peak_rss_mib=500.0,
+                agreement=1.0 if task.startswith("ct2") else None,
+            )
+        results["infer"]["ct2:ldr"]["tokens_per_sentence"] = length - 0.5
+        machine = dict.fromkeys(
+            ["cpu", "arch", "cores", "memory", "load", "python", "tensorflow", "opennmt"], "x"
+        )
+        machine.update(ctranslate2="3.24.0", date="2026-01-01")
+        report = benchmarks.format_report(config, results, machine, elapsed=90)
+        self.assertIn("CTranslate2 3.24.0", report)
+        self.assertIn("| LDR joint | 12 | 104.0 | 96 | 0.96x | 1.04x | 400 | 550 | 1.10x |", report)
+        self.assertIn("| LDR Procedure 1 | failed: killed |", report)
+        self.assertIn("| LDR | CTranslate2 | 31.0 |", report)
+        self.assertIn("| 3.10x | 100% |", report)
+        self.assertIn("**Warning**: the outputs of ct2:ldr are not all of L", report)
+        self.assertIn(
+            "| LDR joint training tokens/s ≥ 0.95× vanilla | 0.96x | ≥ 0.95x | PASS |", report
+        )
+        self.assertIn(
+            "| LDR Procedure 1 step ≤ 2.05× a vanilla step | n/a | ≤ 2.05x | n/a |", report
+        )
+        self.assertTrue(report.endswith("Run time: 1.5 min.\n"))
+
+    def test_write_atomically(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "bench.md")
+            benchmarks.write_atomically(path, "first\n")
+            benchmarks.write_atomically(path, "second\n")
+            with open(path) as f:
+                self.assertEqual(f.read(), "second\n")
+            self.assertEqual(os.listdir(directory), ["bench.md"])
+
+
+if __name__ == "__main__":
+    unittest.main()
