@@ -140,6 +140,8 @@ class NewDomainTest(helpers.SharedDirTestCase):
     )
     def test_refusals(self, names, message):
         config = self._new_config(self.base_dir, names=names)
+        corpora = config["data"]["train_corpora"]
+        config["data"]["train_corpora"] = {d: corpora[d] for d in corpora if d in names}
         with self.assertRaisesRegex(domains.DomainError, message):
             Runner(_ldr, config)
 
