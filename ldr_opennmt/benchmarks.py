@@ -521,8 +521,10 @@ def _infer_section(config, results):
         "length), target tokens counted from the outputs; median of %d pass(es) over all "
         "batches after 1 warm-up batch, outputs converted to token lists. TF SavedModel: "
         "`tf.saved_model.load` + `signatures['serving_default']`, %d intra-op threads. "
-        "CTranslate2: `Translator(device='cpu', inter_threads=1, intra_threads=%d)`, "
-        "`translate_batch(beam_size=%d, min/max_decoding_length=L)`, %s; DC and LDR "
+        "CTranslate2 in its throughput setting: `Translator(device='cpu', inter_threads=%d, "
+        "intra_threads=1)`, all sentences per call with `max_batch_size` = the batch size, "
+        "so batches run in parallel, `translate_batch(beam_size=%d, "
+        "min/max_decoding_length=L)`, %s; DC and LDR "
         "folded for `%s`, vanilla converted by the OpenNMT-tf converter."
         % (
             config["beam"],
@@ -814,21 +816,30 @@ def _measure_ctranslate2(config, system):
 
     import_rss = peak_rss_mib()
     model_dir = _ct2_model_dir(config, system)
+    # CTranslate2's throughput setting: one batch per thread, batches in parallel.
+    # Measured on the 2-vCPU AMD machine of BENCHMARKS.md: intra_threads=2 made one
+    # sentence 6x slower than intra_threads=1 (66.5 vs 10.6 ms), and gave nothing at
+    # batch 32 (118 vs 113 sentences/s), while inter_threads=2 doubled throughput.
     translator = ctranslate2.Translator(
-        model_dir, device="cpu", inter_threads=1, intra_threads=config["threads"]
+        model_dir, device="cpu", inter_threads=config["threads"], intra_threads=1
     )
     length = config["decode_length"]
 
-    def _translate(batch):
+    def _translate(sentences):
         results = translator.translate_batch(
-            batch,
+            sentences,
+            max_batch_size=config["infer_batch"],
             beam_size=config["beam"],
             max_decoding_length=length,
             min_decoding_length=length,
         )
         return [result.hypotheses[0] for result in results]
 
-    seconds, outputs = _time_inference(config, _translate, _inference_batches(config))
+    batches = _inference_batches(config)
+    # One call per pass with every sentence (CTranslate2 splits them into batches of
+    # max_batch_size); _time_inference's warm-up is then a whole pass.
+    everything = [tokens for batch in batches for tokens in batch]
+    seconds, outputs = _time_inference(config, _translate, [everything])
     result = _inference_result(seconds, outputs, model_dir, import_rss)
     if "tensorflow" in sys.modules:
         result["warning"] = "TensorFlow was imported in the CTranslate2 process"
