@@ -314,7 +314,11 @@ def resolve_sizes(args):
 
 
 def write_atomically(path, text):
-    """Writes :obj:`text` to a temporary file next to :obj:`path`, then renames it."""
+    """Writes :obj:`text` to a temporary file next to :obj:`path`, then renames it.
+
+    ``ldr_opennmt.utils.write_lines_atomic`` does the same, but importing the package
+    imports TensorFlow, which this module keeps out of the CTranslate2 processes.
+    """
     partial = "%s.partial.%d" % (path, os.getpid())
     try:
         with open(partial, "w", encoding="utf-8") as f:

@@ -83,6 +83,28 @@ def validate_domain_names(names, source="the configuration"):
     return names
 
 
+def label_id(label, domains, where):
+    """The id of one domain label.
+
+    Args:
+      label: A declared domain name or ``generic``.
+      domains: The declared domain names, or ``None`` to accept any label (the id
+        is then :data:`GENERIC_ID`).
+      where: Where the label comes from (``file:line``, an option), for errors.
+
+    Raises:
+      DomainError: on an undeclared label.
+    """
+    if label == GENERIC or domains is None:
+        return GENERIC_ID
+    if label not in domains:
+        raise DomainError(
+            "%s: unknown domain label %r (declared: %s, or %s)"
+            % (where, label, ", ".join(domains), GENERIC)
+        )
+    return domains.index(label)
+
+
 def read_label_file(path, domains, expected_lines=None, source_path=None):
     """Reads and validates a domain label file (one label per line).
 
@@ -100,21 +122,13 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
       DomainError: on an empty label, an unknown label or a line count mismatch,
         with the file, line number and value in the message.
     """
-    index = {name: i for i, name in enumerate(domains or [])}
-    index[GENERIC] = GENERIC_ID
     ids = []
     with tf.io.gfile.GFile(path, "r") as label_file:
         for line_number, line in enumerate(label_file, start=1):
             label = line.strip()
             if not label:
                 raise DomainError("%s:%d: empty domain label" % (path, line_number))
-            domain_id = index.get(label, GENERIC_ID if domains is None else None)
-            if domain_id is None:
-                raise DomainError(
-                    "%s:%d: unknown domain label %r (declared: %s, or %s)"
-                    % (path, line_number, label, ", ".join(domains), GENERIC)
-                )
-            ids.append(domain_id)
+            ids.append(label_id(label, domains, "%s:%d" % (path, line_number)))
     if expected_lines is not None and len(ids) != expected_lines:
         raise DomainError(
             "%s:%d: %s (%d labels, but %s has %d lines)"

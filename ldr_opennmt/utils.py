@@ -19,8 +19,13 @@ def write_lines(path, lines):
 def write_lines_atomic(path, lines):
     """Writes lines to ``path + ".partial"`` then renames it: no half-written file
     ever looks complete."""
-    write_lines(path + ".partial", lines)
-    os.replace(path + ".partial", path)
+    partial = path + ".partial"
+    try:
+        write_lines(partial, lines)
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):  # A failed write leaves nothing behind.
+            os.remove(partial)
 
 
 DEFAULT_CACHE = os.environ.get(

@@ -38,12 +38,17 @@ def build_model(test, family="ldr_transformer", params=None, count=20, seed=7):
     model_params.update(params or {})
     model.initialize(corpus.data_config(paths), params=model_params)
     model.create_variables()
+    randomize_weights(model, seed)
+    return model, paths
+
+
+def randomize_weights(model, seed):
+    """Sets random weights, large for domain weights so that the domain visibly
+    changes the output."""
     rng = np.random.RandomState(seed)
     for variable in model.weights:
-        # Large domain weights so that the domain visibly changes the output.
         scale = 1.0 if "domain_" in variable.name else 0.3
         variable.assign(rng.normal(scale=scale, size=variable.shape).astype(np.float32))
-    return model, paths
 
 
 def source_features(model, sentences, labels):

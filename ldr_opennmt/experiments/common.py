@@ -9,6 +9,9 @@ import time
 
 import yaml
 
+from ldr_opennmt.data import corpus as corpus_lib
+from ldr_opennmt.utils import write_lines_atomic
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Batches mix domains (domain_batches: false) with P(domain) ~ |C_i|^alpha. With
@@ -62,10 +65,16 @@ def write_config(config, path):
 class Steps:
     """Runs training steps, recording commands and timings for a report."""
 
-    def __init__(self, out, logs_dir, name="demo"):
+    def __init__(self, out, name="demo"):
+        """Creates ``out`` and its ``configs``/``logs`` directories (``runs`` is made
+        by training). Paths are relative to the repository root, the working directory."""
         self.name = name
         self.out = out
-        self.logs_dir = logs_dir
+        self.runs_dir, self.configs_dir, self.logs_dir = (
+            os.path.join(out, d) for d in ("runs", "configs", "logs")
+        )
+        for directory in (out, self.configs_dir, self.logs_dir):
+            os.makedirs(directory, exist_ok=True)
         self.commands = []
         self.timings = []
         self.ldr_main = os.path.join(os.path.dirname(sys.executable), "ldr-main")
@@ -84,6 +93,30 @@ class Steps:
                 [self.ldr_main] + command[1:], os.path.join(self.logs_dir, "%s.train.log" % slug)
             )
         self.timings.append(("train %s" % title, time.time() - t0))
+
+    def timing_lines(self, total):
+        """The timings as a markdown table, with the total (seconds) in the last row."""
+        lines = ["| step | minutes |", "|---|---:|"]
+        lines += ["| %s | %.1f |" % (name, seconds / 60) for name, seconds in self.timings]
+        return lines + ["| total | %.1f |" % (total / 60)]
+
+    def write_report(self, lines, tables, total):
+        """Writes ``out/report.md`` (atomically): :obj:`lines`, the timings and the
+        commands; prints :obj:`tables`."""
+        lines = lines + [""] + self.timing_lines(total) + ["", "Commands:", ""]
+        lines += ["- %s: `%s`" % (title, command_line(c)) for title, c in self.commands]
+        path = os.path.join(self.out, "report.md")
+        write_lines_atomic(path, lines)
+        print(tables)
+        log("[%s] report: %s (total %.1f min)" % (self.name, path, total / 60))
+
+
+def prepare_corpus(data_dir, cache):
+    """Builds the default corpus when :obj:`data_dir` is ``data/default``; otherwise
+    checks that a corpus was built there (``ldr-data build ...``)."""
+    if data_dir == "data/default":
+        return corpus_lib.build_default(data_dir, cache, log=log)
+    return corpus_lib.load_info(data_dir)  # Fails clearly on a corpus not built.
 
 
 def load_yaml(path):

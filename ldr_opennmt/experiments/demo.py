@@ -134,13 +134,9 @@ def main(argv=None):
     mode = "quick" if args.quick else "full"
     budget = BUDGETS[mode]
     out = args.out or ("results/demo-quick" if args.quick else "results/demo")
-    runs_dir = os.path.join(out, "runs")
-    configs_dir = os.path.join(out, "configs")
-    logs_dir = os.path.join(out, "logs")
-    for directory in (out, configs_dir, logs_dir):
-        os.makedirs(os.path.join(ROOT, directory), exist_ok=True)
     os.chdir(ROOT)
-    demo = common.Steps(out, logs_dir)
+    demo = common.Steps(out)
+    runs_dir, configs_dir, logs_dir = demo.runs_dir, demo.configs_dir, demo.logs_dir
     start = time.time()
 
     if args.data != "data/default":
@@ -155,7 +151,7 @@ def main(argv=None):
             ["ldr-data", "build", "default", "--out", args.data, "--cache", args.cache],
         )
     )
-    info = corpus_lib.build_default(args.data, args.cache, log=common.log)
+    info = common.prepare_corpus(args.data, args.cache)
     demo.timings.append(("corpus", time.time() - t0))
     data_config = common.write_config(
         common.load_yaml(DATA_CONFIG), os.path.join(configs_dir, "data.yml")
@@ -299,11 +295,8 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "",
         "## Time",
         "",
-        "| step | minutes |",
-        "|---|---:|",
     ]
-    lines += ["| %s | %.1f |" % (name, seconds / 60) for name, seconds in demo.timings]
-    lines += ["| total | %.1f |" % (total / 60), "", "## Configurations", ""]
+    lines += demo.timing_lines(total) + ["", "## Configurations", ""]
     for name in sorted(os.listdir(configs_dir)):
         with open(os.path.join(configs_dir, name)) as f:
             lines += [

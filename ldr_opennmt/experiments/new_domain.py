@@ -20,7 +20,6 @@ import os
 import sys
 import time
 
-from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.experiments import common
 from ldr_opennmt.experiments.common import ROOT
@@ -91,16 +90,10 @@ def main(argv=None):
     budget = BUDGETS[mode]
     out = args.out or ("results/new_domain-quick" if args.quick else "results/new_domain")
     os.chdir(ROOT)
-    runs_dir, configs_dir, logs_dir = (os.path.join(out, d) for d in ("runs", "configs", "logs"))
-    for directory in (out, configs_dir, logs_dir):
-        os.makedirs(directory, exist_ok=True)
-    steps = common.Steps(out, logs_dir, name="new-domain")
+    steps = common.Steps(out, name="new-domain")
+    runs_dir, configs_dir = steps.runs_dir, steps.configs_dir
     start = time.time()
-
-    if args.data == "data/default":
-        corpus_lib.build_default(args.data, args.cache, log=common.log)
-    else:
-        corpus_lib.load_info(args.data)  # Fails clearly on a corpus not built.
+    common.prepare_corpus(args.data, args.cache)
     data_config = common.load_yaml(args.config)
     new_domain = args.new_domain or corpora_lib.domain_names(data_config["data"])[-1]
     base_data, extended_data = split_data_config(data_config["data"], new_domain)
@@ -190,19 +183,8 @@ def main(argv=None):
         tables,
         "",
         "![BLEU per domain](eval/bleu.png)",
-        "",
-        "| step | minutes |",
-        "|---|---:|",
     ]
-    lines += ["| %s | %.1f |" % (name, seconds / 60) for name, seconds in steps.timings]
-    lines += ["| total | %.1f |" % (total / 60), "", "Commands:", ""]
-    lines += ["- %s: `%s`" % (title, common.command_line(c)) for title, c in steps.commands]
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(tables)
-    common.log(
-        "[new-domain] report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60)
-    )
+    steps.write_report(lines, tables, total)
     return 0
 
 

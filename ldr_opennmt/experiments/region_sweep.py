@@ -19,7 +19,6 @@ import os
 import sys
 import time
 
-from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.experiments import common
 from ldr_opennmt.experiments.common import ROOT
@@ -125,16 +124,12 @@ def main(argv=None):
     os.chdir(ROOT)
     data = common.load_yaml(args.config)["data"]
     check_sizes(cells, SIZES[args.size]["num_units"], len(corpora_lib.domain_names(data)))
-    runs_dir, configs_dir, logs_dir = (os.path.join(out, d) for d in ("runs", "configs", "logs"))
+    steps = common.Steps(out, name="region-sweep")
+    runs_dir, configs_dir = steps.runs_dir, steps.configs_dir
     defs_dir = os.path.join(out, "model_defs")
-    for directory in (out, configs_dir, logs_dir, defs_dir):
-        os.makedirs(directory, exist_ok=True)
-    steps = common.Steps(out, logs_dir, name="region-sweep")
+    os.makedirs(defs_dir, exist_ok=True)
     start = time.time()
-    if args.data == "data/default":
-        corpus_lib.build_default(args.data, args.cache, log=common.log)
-    else:
-        corpus_lib.load_info(args.data)  # Fails clearly on a corpus not built.
+    common.prepare_corpus(args.data, args.cache)
 
     systems = []
     for index, size in enumerate(cells):
@@ -184,19 +179,8 @@ def main(argv=None):
         tables,
         "",
         "![BLEU by region size](bleu_by_cells.png)",
-        "",
-        "| step | minutes |",
-        "|---|---:|",
     ]
-    lines += ["| %s | %.1f |" % (name, seconds / 60) for name, seconds in steps.timings]
-    lines += ["| total | %.1f |" % (total / 60), "", "Commands:", ""]
-    lines += ["- %s: `%s`" % (title, common.command_line(c)) for title, c in steps.commands]
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(tables)
-    common.log(
-        "[region-sweep] report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60)
-    )
+    steps.write_report(lines, tables, total)
     return 0
 
 

@@ -71,5 +71,19 @@ class DomainControlEmbedder(DomainAwareWordEmbedder):
         )
         return tf.concat([words, domain], axis=-1)
 
+    def fused_table(self, domain_id):
+        """The word table with the domain vector (zeros for generic) on every row."""
+        if domain_id >= self.num_regions:
+            raise ValueError(
+                "domain id %d, but this layer has %d regions" % (domain_id, self.num_regions)
+            )
+        words = tf.convert_to_tensor(self.embedding)
+        if domain_id >= 0:
+            vector = tf.convert_to_tensor(self.domain_vectors[domain_id])
+        else:
+            vector = tf.zeros([self.domain_embedding_size], dtype=words.dtype)
+        vectors = tf.tile(tf.expand_dims(vector, 0), [tf.shape(words)[0], 1])
+        return tf.concat([words, vectors], axis=-1)
+
     def map_v1_weights(self, weights):
         raise NotImplementedError("Domain control embedders have no OpenNMT-tf V1 counterpart")

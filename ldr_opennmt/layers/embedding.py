@@ -54,6 +54,20 @@ class DomainAwareWordEmbedder(opennmt.inputters.WordEmbedder, DomainSpecificLaye
                 )
             self.num_regions = regions
 
+    def fused_table(self, domain_id):
+        """The embedding of every vocabulary unit in one domain, ``[V, output size]``.
+
+        For a fixed domain a domain-aware embedder must be a plain embedding table
+        (row ``v`` is its output for word ``v``, without dropout): this is what
+        lets a model fold into one plain model per domain (CTranslate2 export).
+
+        Args:
+          domain_id: A domain id, or ``GENERIC_ID`` (-1).
+        """
+        raise domains_lib.DomainError(
+            "no fold is defined for %s: it cannot be exported to CTranslate2" % type(self).__name__
+        )
+
     def is_reserved(self, region):
         """Whether region ``region`` belongs to no declared domain (kept for later).
 

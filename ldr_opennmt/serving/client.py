@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.serving import assets as assets_lib
+from ldr_opennmt.utils import write_lines_atomic
 
 PROG = "ldr-translate"
 STDIN = "<stdin>"
@@ -105,11 +106,7 @@ def _read_labels(args, input_name, num_lines, domains):
     """One domain label per input line, validated against the declared domains."""
     if args.domain is not None:
         label = args.domain.strip()
-        if domains is not None and label not in domains and label != domains_lib.GENERIC:
-            raise ClientError(
-                "--domain: unknown domain label %r (declared: %s, or %s)"
-                % (label, ", ".join(domains), domains_lib.GENERIC)
-            )
+        domains_lib.label_id(label, domains, "--domain")
         return [label] * num_lines
     if not os.path.isfile(args.domain_file):
         raise ClientError("%s: domain label file not found" % args.domain_file)
@@ -241,19 +238,12 @@ def translate(translator, sentences, labels, batch_size, progress=None):
 
 
 def _write_output(path, lines):
-    """Writes to a temporary file next to :obj:`path`, then renames it."""
+    """Writes to stdout, or to a temporary file next to :obj:`path` renamed at the end."""
     if path is None:
         sys.stdout.buffer.write("".join(line + "\n" for line in lines).encode("utf-8"))
         sys.stdout.flush()
         return
-    partial = "%s.partial.%d" % (path, os.getpid())
-    try:
-        with open(partial, "w", encoding="utf-8") as f:
-            f.writelines(line + "\n" for line in lines)
-        os.replace(partial, path)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+    write_lines_atomic(path, lines)
 
 
 def run(args):

@@ -6,7 +6,8 @@ function of the word, i.e. a plain embedding table:
 * LDR (eq. 2 of the paper): ``e_k(v) = M_g e_g(v) + M_k e_k(v) + b``, the table
   :meth:`~ldr_opennmt.layers.LDREmbedder.fused_table` (generic: without ``M_k e_k``);
 * domain control: ``[e(v); d_k]``, the word table with the domain vector appended
-  to every row (generic: a zero vector);
+  to every row (generic: a zero vector),
+  :meth:`~ldr_opennmt.layers.DomainControlEmbedder.fused_table`;
 * a plain :class:`opennmt.inputters.WordEmbedder` (Mixed, the target side of most
   systems): its own table.
 
@@ -31,7 +32,7 @@ from opennmt.utils import misc
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.inputters import MultiDomainInputter
-from ldr_opennmt.layers import DomainAwareWordEmbedder, DomainControlEmbedder, LDREmbedder
+from ldr_opennmt.layers import DomainAwareWordEmbedder
 from ldr_opennmt.layers.context import DomainSpecificLayer
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 
@@ -132,29 +133,14 @@ def folded_embedding(embedder, domain):
     Raises:
       DomainError: for a domain-aware embedder that has no fold.
     """
-    if isinstance(embedder, LDREmbedder):
-        return embedder.fused_table(domain)
-    if isinstance(embedder, DomainControlEmbedder):
-        return _domain_control_table(embedder, domain)
-    if isinstance(embedder, DomainAwareWordEmbedder) or not isinstance(
-        embedder, opennmt.inputters.WordEmbedder
-    ):
+    if isinstance(embedder, DomainAwareWordEmbedder):
+        return embedder.fused_table(domain)  # Each layer defines its own fold.
+    if not isinstance(embedder, opennmt.inputters.WordEmbedder):
         raise domains_lib.DomainError(
             "no fold is defined for %s: it cannot be exported to CTranslate2"
             % type(embedder).__name__
         )
     return tf.convert_to_tensor(embedder.embedding)
-
-
-def _domain_control_table(embedder, domain):
-    """The word table with the domain vector (zeros for generic) on every row."""
-    words = tf.convert_to_tensor(embedder.embedding)
-    if domain >= 0:
-        vector = tf.convert_to_tensor(embedder.domain_vectors[domain])
-    else:
-        vector = tf.zeros([embedder.domain_embedding_size], dtype=words.dtype)
-    vectors = tf.tile(tf.expand_dims(vector, 0), [tf.shape(words)[0], 1])
-    return tf.concat([words, vectors], axis=-1)
 
 
 def transformer_arguments(model):

@@ -51,6 +51,11 @@ def _per_domain_evaluation():
         runner_module.evaluation = original
 
 
+def _base_checkpoint(base):
+    """The checkpoint a ``finetune: base`` names: a directory's latest, or a prefix."""
+    return tf.train.latest_checkpoint(base) if tf.io.gfile.isdir(base) else base
+
+
 class Runner(opennmt.Runner):
     """``opennmt.Runner`` with per-domain corpora, domain sampling and fine-tuning."""
 
@@ -120,9 +125,7 @@ class Runner(opennmt.Runner):
         if latest is not None:
             return latest
         base = (self._config.get("finetune") or {}).get("base")
-        if base:
-            return tf.train.latest_checkpoint(base) if tf.io.gfile.isdir(base) else base
-        return None
+        return _base_checkpoint(base) if base else None
 
     def _match_trained_domains(self):
         """Checks the declared domains against the trained model's; new domains take
@@ -215,7 +218,7 @@ class Runner(opennmt.Runner):
                 state = json.load(f)
             checkpoint_path, continue_training = None, False
         else:
-            checkpoint_path = tf.train.latest_checkpoint(base) if base_is_dir else base
+            checkpoint_path = _base_checkpoint(base)
             if checkpoint_path is None or not tf.io.gfile.exists(checkpoint_path + ".index"):
                 raise domains_lib.DomainError("finetune: base: no checkpoint found in %s" % base)
             state = {

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
 import pyonmttok
 import tensorflow as tf
 import yaml
@@ -40,6 +39,10 @@ DECLARED = "declared: medical, religious, software, or generic"
 def _raw(sentence, i):
     """Raw text from a corpus sentence: capitals and punctuation for the tokenizer."""
     return sentence[0].upper() + sentence[1:] + (".", "!", ", now.", "?")[i % 4]
+
+
+def _onmt_main(model_def, config, *args):
+    return _run("onmt-main", "--model", model_def, "--config", config, *args)
 
 
 def _run(command, *args):
@@ -121,22 +124,10 @@ class ClientTest(helpers.SharedDirTestCase):
         model = getattr(models, function)(**kwargs)
         model.initialize(self.data, params=params)
         model.create_variables()
-        rng = np.random.RandomState(11)
-        for variable in model.weights:
-            scale = 1.0 if "domain_" in variable.name else 0.3
-            variable.assign(rng.normal(scale=scale, size=variable.shape).astype(np.float32))
+        helpers.randomize_weights(model, 11)
         tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, 1).save(1)
         export_dir = os.path.join(self.dir, "%s_export" % family)
-        result = _run(
-            "onmt-main",
-            "--model",
-            model_def,
-            "--config",
-            config,
-            "export",
-            "--output_dir",
-            export_dir,
-        )
+        result = _onmt_main(model_def, config, "export", "--output_dir", export_dir)
         self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
         self.exports[family] = (model_def, config, export_dir)
         return self.exports[family]
@@ -182,11 +173,8 @@ class ClientTest(helpers.SharedDirTestCase):
             _read(os.path.join(export_dir, "assets.extra", "domains.txt")), corpus.DOMAINS
         )
         expected = os.path.join(self.dir, "%s.infer" % family)
-        result = _run(
-            "onmt-main",
-            "--model",
+        result = _onmt_main(
             model_def,
-            "--config",
             config,
             "infer",
             "--features_file",
