@@ -27,12 +27,12 @@ setup(
     ],
     entry_points={
         "console_scripts": [
-            "ldr-data=ldr_opennmt.data.cli:main",
-            "ldr-eval=ldr_opennmt.evaluation.cli:main",
-            "ldr-main=ldr_opennmt.training.cli:main",
-            "ldr-analyze=ldr_opennmt.analysis.cli:main",
-            "ldr-export=ldr_opennmt.serving.cli:main",
-            "ldr-translate=ldr_opennmt.serving.client:main",
+            "ldr-data=ldr_opennmt.cli.data:main",
+            "ldr-eval=ldr_opennmt.cli.evaluate:main",
+            "ldr-main=ldr_opennmt.cli.main:main",
+            "ldr-analyze=ldr_opennmt.cli.analyze:main",
+            "ldr-export=ldr_opennmt.cli.export:main",
+            "ldr-translate=ldr_opennmt.cli.translate:main",
         ],
     },
     extras_require={

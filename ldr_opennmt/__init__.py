@@ -2,6 +2,7 @@
 
 __version__ = "0.1.0"
 
-from ldr_opennmt.domains import install_error_hook as _install_error_hook
+from ldr_opennmt import compat as _compat
 
-_install_error_hook()
+_compat.check_upstream()
+_compat.install_error_hook()

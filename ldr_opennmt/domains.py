@@ -11,40 +11,11 @@ import math
 
 import tensorflow as tf
 
+from ldr_opennmt.errors import UserError
+
 GENERIC = "generic"
 GENERIC_ID = -1
 UNKNOWN_ID = -2
-
-
-class DomainError(ValueError):
-    """A one-line error about domain labels or declarations.
-
-    Uncaught, it is printed as a single ``ldr-opennmt: error: ...`` line (see
-    :func:`install_error_hook`), also under stock ``onmt-main``.
-    """
-
-
-def install_error_hook():
-    """Prints uncaught :class:`DomainError` as one line and exits with status 2.
-
-    Other exceptions keep the default traceback. Installed when the package is
-    imported, which ``onmt-main --model`` does through the model definition.
-    """
-    import sys
-
-    previous = sys.excepthook
-    if getattr(previous, "_ldr_opennmt", False):
-        return
-
-    def _hook(exc_type, exc, traceback):
-        if isinstance(exc, DomainError):
-            sys.stderr.write("ldr-opennmt: error: %s\n" % exc)
-            sys.stderr.flush()
-            raise SystemExit(2)
-        previous(exc_type, exc, traceback)
-
-    _hook._ldr_opennmt = True
-    sys.excepthook = _hook
 
 
 def validate_domain_names(names, source="the configuration"):
@@ -58,27 +29,27 @@ def validate_domain_names(names, source="the configuration"):
       The list of domain names.
 
     Raises:
-      DomainError: if the list is empty, has duplicates, blank names or uses the
+      UserError: if the list is empty, has duplicates, blank names or uses the
         reserved ``generic`` label.
     """
     if names is None:
-        raise DomainError("%s declares no domains (set data: domains: [name, ...])" % source)
+        raise UserError("%s declares no domains (set data: domains: [name, ...])" % source)
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
-        raise DomainError("%s: domains must be a list of names, got %r" % (source, names))
+        raise UserError("%s: domains must be a list of names, got %r" % (source, names))
     names = [str(name).strip() for name in names]
     if not names:
-        raise DomainError("%s declares an empty domain list" % source)
+        raise UserError("%s declares an empty domain list" % source)
     seen = set()
     for name in names:
         if not name or any(c.isspace() for c in name):
-            raise DomainError("%s: invalid domain name %r" % (source, name))
+            raise UserError("%s: invalid domain name %r" % (source, name))
         if name == GENERIC:
-            raise DomainError(
+            raise UserError(
                 "%s: %r is reserved (it selects no domain) and cannot be declared"
                 % (source, GENERIC)
             )
         if name in seen:
-            raise DomainError("%s: domain %r is declared twice" % (source, name))
+            raise UserError("%s: domain %r is declared twice" % (source, name))
         seen.add(name)
     return names
 
@@ -93,12 +64,12 @@ def label_id(label, domains, where):
       where: Where the label comes from (``file:line``, an option), for errors.
 
     Raises:
-      DomainError: on an undeclared label.
+      UserError: on an undeclared label.
     """
     if label == GENERIC or domains is None:
         return GENERIC_ID
     if label not in domains:
-        raise DomainError(
+        raise UserError(
             "%s: unknown domain label %r (declared: %s, or %s)"
             % (where, label, ", ".join(domains), GENERIC)
         )
@@ -119,7 +90,7 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
       The list of domain ids, one per line.
 
     Raises:
-      DomainError: on an empty label, an unknown label or a line count mismatch,
+      UserError: on an empty label, an unknown label or a line count mismatch,
         with the file, line number and value in the message.
     """
     ids = []
@@ -127,10 +98,10 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
         for line_number, line in enumerate(label_file, start=1):
             label = line.strip()
             if not label:
-                raise DomainError("%s:%d: empty domain label" % (path, line_number))
+                raise UserError("%s:%d: empty domain label" % (path, line_number))
             ids.append(label_id(label, domains, "%s:%d" % (path, line_number)))
     if expected_lines is not None and len(ids) != expected_lines:
-        raise DomainError(
+        raise UserError(
             "%s:%d: %s (%d labels, but %s has %d lines)"
             % (
                 path,
@@ -162,13 +133,13 @@ def sampling_probabilities(sizes, alpha=1.0):
         0 is uniform.
 
     Raises:
-      DomainError: if alpha is negative or a corpus is empty.
+      UserError: if alpha is negative or a corpus is empty.
     """
     if alpha < 0:
-        raise DomainError("alpha must be >= 0, got %s" % alpha)
+        raise UserError("alpha must be >= 0, got %s" % alpha)
     for i, size in enumerate(sizes):
         if size <= 0:
-            raise DomainError("domain #%d has an empty corpus" % i)
+            raise UserError("domain #%d has an empty corpus" % i)
     weights = [math.pow(size, alpha) for size in sizes]
     total = sum(weights)
     return [w / total for w in weights]

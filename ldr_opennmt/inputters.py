@@ -7,67 +7,68 @@ they are given as a pair, in the same way as OpenNMT-tf multi-source inputs::
     train_features_file: [train.src, train.domain]
     onmt-main ... infer --features_file test.src test.domain
 
-A label file can also be a :class:`DomainLabel`: every line of the aligned
-source has that label. The multi-domain Runner uses it for per-domain corpora
-(``data: train_corpora``), so users need no hand-made label files.
+A label file can also be written ``domain:NAME`` (:func:`constant_label`): every
+line of the aligned source has that label. The multi-domain Runner uses it for
+per-domain corpora (``data: train_corpora``), so users need no hand-made label
+files, and configurations stay plain YAML.
 
 The features produced by :class:`MultiDomainInputter` are the word features
 (``tokens``, ``ids``, ``length``) plus ``domain``, the int32 domain id of each
 sentence.
 """
 
+import contextlib
+
 import opennmt
 import tensorflow as tf
-import yaml
 from opennmt.data import dataset as dataset_util
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers.embedding import DomainAwareWordEmbedder
 
 #: Where a multi-domain model goes for CTranslate2 (see ``ldr_opennmt.serving``).
 CTRANSLATE2_HINT = "use `ldr-export ctranslate2` (one folded CTranslate2 model per domain)"
 
 
-class DomainLabel:
-    """Stands for a label file whose every line is the domain :obj:`name`."""
-
-    def __init__(self, name):
-        self.name = str(name)
-
-    def __eq__(self, other):
-        return isinstance(other, DomainLabel) and other.name == self.name
-
-    def __hash__(self):
-        return hash(("DomainLabel", self.name))
-
-    def __repr__(self):
-        return "DomainLabel(%r)" % self.name
-
-    def domain_id(self, domains, where="corpus"):
-        """The id of the label among the declared :obj:`domains`.
-
-        Without declared domains (a model that ignores them), the generic id.
-
-        Raises:
-          DomainError: if the name is not declared.
-        """
-        if domains is None:
-            return domains_lib.GENERIC_ID
-        if self.name not in domains:
-            raise domains_lib.DomainError(
-                "%s: unknown domain %r (declared: %s)" % (where, self.name, ", ".join(domains))
-            )
-        return domains.index(self.name)
-
-    def dataset(self):
-        """An endless dataset of the label: zipped with a source, it stops with it."""
-        return tf.data.Dataset.from_tensors(tf.constant(self.name)).repeat()
+#: A label "file" written ``domain:NAME`` stands for a file whose every line is NAME.
+CONSTANT_LABEL_PREFIX = "domain:"
 
 
-# OpenNMT-tf logs the configuration with yaml.dump: show "!domain medical".
-yaml.add_representer(
-    DomainLabel, lambda dumper, label: dumper.represent_scalar("!domain", label.name)
-)
+def constant_label(name):
+    """The label-file entry meaning "every sentence of the aligned source is :obj:`name`".
+
+    It is a plain string, so configurations holding it stay plain YAML (OpenNMT-tf
+    writes and re-reads them, e.g. for batch-size auto-tuning). The multi-domain
+    Runner uses it for per-domain corpora (``data: train_corpora``); users can
+    write it wherever a label file goes, also on the command line::
+
+        onmt-main ... infer --features_file test.en domain:medical
+    """
+    return CONSTANT_LABEL_PREFIX + str(name)
+
+
+def constant_label_name(label_file):
+    """The domain name of a :func:`constant_label` entry, or ``None`` for a file path."""
+    if isinstance(label_file, str) and label_file.startswith(CONSTANT_LABEL_PREFIX):
+        return label_file[len(CONSTANT_LABEL_PREFIX) :]
+    return None
+
+
+def constant_label_id(label_file, domains, where):
+    """The id of a :func:`constant_label` entry's domain (checked against :obj:`domains`).
+
+    Without declared domains (a model that ignores them), the generic id.
+
+    Raises:
+      UserError: if the name is neither declared nor ``generic``.
+    """
+    return domains_lib.label_id(constant_label_name(label_file), domains, where)
+
+
+def constant_label_dataset(label_file):
+    """An endless dataset of a constant label: zipped with a source, it stops with it."""
+    return tf.data.Dataset.from_tensors(tf.constant(constant_label_name(label_file))).repeat()
 
 
 class DomainInputter(opennmt.inputters.Inputter):
@@ -86,6 +87,20 @@ class DomainInputter(opennmt.inputters.Inputter):
         self.required = required
         self.domains = None
         self._table = None
+        self._any_label_is_generic = False
+
+    @contextlib.contextmanager
+    def any_label_is_generic(self):
+        """Within this context (eager code only), every label reads as ``generic``.
+
+        For the placeholder batch on which OpenNMT-tf's ``Model.create_variables``
+        builds a model (its labels are ``"a"``).
+        """
+        self._any_label_is_generic = True
+        try:
+            yield
+        finally:
+            self._any_label_is_generic = False
 
     def initialize(self, data_config):
         domains = data_config.get("domains")
@@ -99,15 +114,15 @@ class DomainInputter(opennmt.inputters.Inputter):
         """Checks every label of :obj:`label_file` (and its line count).
 
         Returns:
-          The domain id of each line (a single id for a :class:`DomainLabel`).
+          The domain id of each line (a single id for a :func:`constant_label`).
 
         Raises:
-          DomainError: with the file, line number and value of the first bad label.
+          UserError: with the file, line number and value of the first bad label.
         """
-        if isinstance(label_file, DomainLabel):
-            return [label_file.domain_id(self.domains, where=source_file or "corpus")]
+        if constant_label_name(label_file) is not None:
+            return [constant_label_id(label_file, self.domains, source_file or label_file)]
         if not tf.io.gfile.exists(label_file):
-            raise domains_lib.DomainError("%s: domain label file not found" % label_file)
+            raise UserError("%s: domain label file not found" % label_file)
         expected = None
         if source_file is not None:
             expected = domains_lib.count_lines(source_file)
@@ -120,8 +135,8 @@ class DomainInputter(opennmt.inputters.Inputter):
     def make_dataset(self, data_file, training=None):
         if isinstance(data_file, (list, tuple)):
             return [self.make_dataset(f, training=training) for f in data_file]
-        if isinstance(data_file, DomainLabel):
-            return data_file.dataset()
+        if constant_label_name(data_file) is not None:
+            return constant_label_dataset(data_file)
         return dataset_util.make_datasets(tf.data.TextLineDataset, data_file)
 
     def input_signature(self):
@@ -134,7 +149,7 @@ class DomainInputter(opennmt.inputters.Inputter):
             return features
         labels = features.pop("domain", element)
         labels = tf.convert_to_tensor(labels, dtype=tf.string)
-        if self.domains is None:
+        if self.domains is None or self._any_label_is_generic:
             ids = tf.fill(tf.shape(labels), domains_lib.GENERIC_ID)
         else:
             ids = domains_lib.lookup_domain_ids(self._table, labels, self.domains)
@@ -190,11 +205,11 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
         """The embedding table of a plain word inputter (OpenNMT-tf's ``update_vocab``).
 
         Raises:
-          DomainError: if the word inputter is domain-aware: its output is not the
+          UserError: if the word inputter is domain-aware: its output is not the
             rows of one table (its generic table alone would be a wrong model).
         """
         if isinstance(self.word_inputter, DomainAwareWordEmbedder):
-            raise domains_lib.DomainError(
+            raise UserError(
                 "the source embedding of %s is not a single table: it depends on the domain "
                 "(for CTranslate2, %s)" % (type(self.word_inputter).__name__, CTRANSLATE2_HINT)
             )
@@ -211,9 +226,9 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
         labels dropped, i.e. a wrong model without error.
 
         Raises:
-          DomainError: always, naming ``ldr-export ctranslate2``.
+          UserError: always, naming ``ldr-export ctranslate2``.
         """
-        raise domains_lib.DomainError(
+        raise UserError(
             "CTranslate2's OpenNMT-tf converter cannot convert a multi-domain model (source: "
             "%s + domain labels; the domain input and any domain-specific parameter would be "
             "dropped): %s" % (type(self.word_inputter).__name__, CTRANSLATE2_HINT)
@@ -233,7 +248,7 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
     def get_oov_tokens(self, features):
         return self.word_inputter.get_oov_tokens(features)
 
-    def _split_files(self, data_file):
+    def split_files(self, data_file):
         """Returns (source files, label files or None) from the configured data files.
 
         Accepted: ``[src, labels]``, ``[[src1, src2], [labels1, labels2]]`` (several
@@ -245,7 +260,7 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
             if isinstance(sources, (list, tuple)) and any(
                 isinstance(f, (list, tuple)) for f in list(sources) + label_list
             ):
-                raise domains_lib.DomainError(
+                raise UserError(
                     "several training files are given as [[src1, src2, ...], "
                     "[labels1, labels2, ...]], got %r" % (data_file,)
                 )
@@ -254,13 +269,13 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
             data_file = data_file[0]
         if isinstance(data_file, str) and not self.domain_inputter.required:
             return data_file, None
-        raise domains_lib.DomainError(
+        raise UserError(
             "expected a source file and an aligned domain label file "
             "(e.g. features_file: [train.src, train.domain]), got %r" % (data_file,)
         )
 
     def make_dataset(self, data_file, training=None):
-        source_files, label_files = self._split_files(data_file)
+        source_files, label_files = self.split_files(data_file)
         if label_files is not None:
             pairs = (
                 zip(source_files, label_files)
@@ -268,19 +283,23 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
                 else [(source_files, label_files)]
             )
             if isinstance(source_files, (list, tuple)) != isinstance(label_files, (list, tuple)):
-                raise domains_lib.DomainError(
+                raise UserError(
                     "give as many domain label files as source files: %r vs %r"
                     % (source_files, label_files)
                 )
             if isinstance(source_files, (list, tuple)) and len(source_files) != len(label_files):
-                raise domains_lib.DomainError(
+                raise UserError(
                     "%d source files but %d domain label files"
                     % (len(source_files), len(label_files))
                 )
             seen = set()
             for source_file, label_file in pairs:
                 seen.update(self.domain_inputter.validate_file(label_file, source_file=source_file))
-            if training and self.domains is not None and not isinstance(label_files, DomainLabel):
+            if (
+                training
+                and self.domains is not None
+                and not constant_label_name(label_files) is not None
+            ):
                 # Legitimate when fine-tuning on some domains, suspicious otherwise.
                 for i, domain in enumerate(self.domains):
                     if i not in seen:
@@ -305,7 +324,7 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
         return _zip(sources, labels)
 
     def get_dataset_size(self, data_file):
-        source_files, _ = self._split_files(data_file)
+        source_files, _ = self.split_files(data_file)
         return self.word_inputter.get_dataset_size(source_files)
 
     def input_signature(self):
@@ -380,7 +399,7 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
     def make_training_dataset(self, features_file, labels_file, batch_size, **kwargs):
         if not self.domain_batches:
             return super().make_training_dataset(features_file, labels_file, batch_size, **kwargs)
-        sources, labels = self.features_inputter._split_files(features_file)
+        sources, labels = self.features_inputter.split_files(features_file)
         if not isinstance(sources, (list, tuple)) or len(sources) < 2:
             return super().make_training_dataset(features_file, labels_file, batch_size, **kwargs)
         if kwargs.get("single_pass"):
@@ -402,8 +421,7 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
         tf.get_logger().info(
             "Domain batches: a batch comes from %s",
             ", ".join(
-                "%s (%d examples) with p=%.4f"
-                % (label.name if isinstance(label, DomainLabel) else label, size, p)
+                "%s (%d examples) with p=%.4f" % (constant_label_name(label) or label, size, p)
                 for label, size, p in zip(labels, sizes, probabilities)
             ),
         )

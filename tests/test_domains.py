@@ -4,6 +4,7 @@ import tensorflow as tf
 from parameterized import parameterized
 
 from ldr_opennmt import domains
+from ldr_opennmt.errors import UserError
 
 
 class DomainsTest(tf.test.TestCase):
@@ -27,7 +28,7 @@ class DomainsTest(tf.test.TestCase):
         ]
     )
     def test_validate_names_errors(self, names, message):
-        with self.assertRaisesRegex(domains.DomainError, message):
+        with self.assertRaisesRegex(UserError, message):
             domains.validate_domain_names(names)
 
     def test_read_label_file(self):
@@ -36,20 +37,18 @@ class DomainsTest(tf.test.TestCase):
 
     def test_unknown_label_names_file_line_value(self):
         path = self._write("bad.domain", ["a", "a", "legal"])
-        with self.assertRaisesRegex(
-            domains.DomainError, r"bad\.domain:3: unknown domain label 'legal'"
-        ):
+        with self.assertRaisesRegex(UserError, r"bad\.domain:3: unknown domain label 'legal'"):
             domains.read_label_file(path, ["a", "b"])
 
     def test_empty_label(self):
         path = self._write("empty.domain", ["a", "  "])
-        with self.assertRaisesRegex(domains.DomainError, r"empty\.domain:2: empty domain label"):
+        with self.assertRaisesRegex(UserError, r"empty\.domain:2: empty domain label"):
             domains.read_label_file(path, ["a"])
 
     def test_line_count_mismatch(self):
         path = self._write("short.domain", ["a"])
         with self.assertRaisesRegex(
-            domains.DomainError,
+            UserError,
             r"short\.domain:2: missing domain label \(1 labels, but src has 2 lines\)",
         ):
             domains.read_label_file(path, ["a"], expected_lines=2, source_path="src")
@@ -58,9 +57,9 @@ class DomainsTest(tf.test.TestCase):
         self.assertAllClose(domains.sampling_probabilities([100, 300], alpha=1), [0.25, 0.75])
         self.assertAllClose(domains.sampling_probabilities([100, 400], alpha=0.5), [1 / 3, 2 / 3])
         self.assertAllClose(domains.sampling_probabilities([1, 50], alpha=0), [0.5, 0.5])
-        with self.assertRaisesRegex(domains.DomainError, "alpha"):
+        with self.assertRaisesRegex(UserError, "alpha"):
             domains.sampling_probabilities([1], alpha=-1)
-        with self.assertRaisesRegex(domains.DomainError, "empty corpus"):
+        with self.assertRaisesRegex(UserError, "empty corpus"):
             domains.sampling_probabilities([3, 0])
 
     def test_lookup_table(self):

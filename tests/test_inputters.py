@@ -3,6 +3,7 @@ import os
 import tensorflow as tf
 
 from ldr_opennmt import domains
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import DomainInputter, DomainLabel, MultiDomainInputter
 from ldr_opennmt.layers import LDREmbedder
 from tests import corpus
@@ -52,9 +53,7 @@ class InputtersTest(tf.test.TestCase):
         inputter, paths = self._inputter()
         labels = self._write("bad.domain", ["medical"] * 5 + ["legal"])
         source = self._write("bad.src", ["cell"] * 6)
-        with self.assertRaisesRegex(
-            domains.DomainError, r"bad\.domain:6: unknown domain label 'legal'"
-        ):
+        with self.assertRaisesRegex(UserError, r"bad\.domain:6: unknown domain label 'legal'"):
             inputter.make_dataset([source, labels])
 
     def test_declared_domain_without_training_data(self):
@@ -68,16 +67,14 @@ class InputtersTest(tf.test.TestCase):
 
     def test_label_file_missing(self):
         inputter, paths = self._inputter()
-        with self.assertRaisesRegex(
-            domains.DomainError, "nope.domain: domain label file not found"
-        ):
+        with self.assertRaisesRegex(UserError, "nope.domain: domain label file not found"):
             inputter.make_dataset(
                 [paths["test_src"], os.path.join(self.get_temp_dir(), "nope.domain")]
             )
 
     def test_source_without_labels(self):
         inputter, paths = self._inputter()
-        with self.assertRaisesRegex(domains.DomainError, "expected a source file and an aligned"):
+        with self.assertRaisesRegex(UserError, "expected a source file and an aligned"):
             inputter.make_dataset(paths["test_src"])
 
     def test_mixed_accepts_missing_labels_and_undeclared_domains(self):
@@ -96,11 +93,11 @@ class InputtersTest(tf.test.TestCase):
             )
         )
         self.assertAllEqual(features["domain"], [1] * 6)
-        with self.assertRaisesRegex(domains.DomainError, "unknown domain 'legal'"):
+        with self.assertRaisesRegex(UserError, "unknown domain 'legal'"):
             inputter.make_dataset([paths["test_src"], DomainLabel("legal")])
 
     def test_domain_inputter_requires_declaration(self):
-        with self.assertRaisesRegex(domains.DomainError, "declares no domains"):
+        with self.assertRaisesRegex(UserError, "declares no domains"):
             DomainInputter(required=True).initialize({})
 
 

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
 
 Unit = collections.namedtuple("Unit", ("token", "counts", "neighbours", "intersection"))
 
@@ -45,20 +45,18 @@ def analyze(tables, vocabulary, counts, min_count=30, k=10):
       A list of :class:`Unit`, in vocabulary order.
 
     Raises:
-      DomainError: if fewer than two units pass the frequency threshold.
+      UserError: if fewer than two units pass the frequency threshold.
     """
     domains = list(tables)
     if min_count < 1 or k < 1:
-        raise domains_lib.DomainError(
-            "min_count and k must be >= 1, got %d and %d" % (min_count, k)
-        )
+        raise UserError("min_count and k must be >= 1, got %d and %d" % (min_count, k))
     rows = [
         i
         for i, token in enumerate(vocabulary)
         if all(counts[domain][token] >= min_count for domain in domains)
     ]
     if len(rows) < 2:
-        raise domains_lib.DomainError(
+        raise UserError(
             "%d unit(s) occur at least %d times in the training data of every domain (%s): "
             "lower --min-count" % (len(rows), min_count, ", ".join(domains))
         )

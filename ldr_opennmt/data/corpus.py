@@ -26,7 +26,7 @@ import yaml
 from tqdm import tqdm
 
 from ldr_opennmt.data import sources
-from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import read_lines, write_lines
 
 SPLITS = ("train", "dev", "test")
@@ -57,7 +57,7 @@ def split_pairs(pairs, dev_size, test_size, seed="ldr"):
     """
     pairs = dedupe(pairs)
     if len(pairs) < dev_size + test_size + 1:
-        raise DataError(
+        raise UserError(
             "only %d unique pairs: cannot hold dev %d + test %d + training data"
             % (len(pairs), dev_size, test_size)
         )
@@ -141,7 +141,7 @@ def build(
     all_splits = collections.OrderedDict()
     for domain, pairs in domain_pairs.items():
         if not pairs:
-            raise DataError("domain %r has an empty corpus" % domain)
+            raise UserError("domain %r has an empty corpus" % domain)
         all_splits[domain] = split_pairs(pairs, dev_size, test_size)
     # The same source can occur in two domains (e.g. a field label in two .po
     # files): no training pair may share its source with any dev or test pair.
@@ -230,7 +230,7 @@ def is_built(out):
 def load_info(out):
     """The ``corpus.json`` of a complete corpus."""
     if not is_built(out):
-        raise DataError("%s: no complete corpus here (run ldr-data build first)" % out)
+        raise UserError("%s: no complete corpus here (run ldr-data build first)" % out)
     with open(os.path.join(out, "corpus.json")) as f:
         return json.load(f)
 

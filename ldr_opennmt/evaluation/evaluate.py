@@ -18,13 +18,11 @@ import collections
 import json
 import os
 
-import opennmt
-import yaml
 from tqdm import tqdm
 
 from ldr_opennmt.data import corpus as corpus_lib
-from ldr_opennmt.data.errors import DataError
 from ldr_opennmt.domains import GENERIC
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import scoring
 from ldr_opennmt.training.runner import Runner
 from ldr_opennmt.utils import read_lines, write_lines, write_lines_atomic
@@ -42,15 +40,15 @@ def labels_for(mode, domain, domains, count, pred_dir=None):
         return [domains[(domains.index(domain) + 1) % len(domains)]] * count
     if mode == "pred":
         if pred_dir is None:
-            raise DataError("label mode 'pred' needs predicted label files (--pred-dir)")
+            raise UserError("label mode 'pred' needs predicted label files (--pred-dir)")
         path = os.path.join(pred_dir, "test.%s.pred" % domain)
         if not os.path.exists(path):
-            raise DataError("%s: missing predicted labels" % path)
+            raise UserError("%s: missing predicted labels" % path)
         with open(path) as f:
             labels = f.read().splitlines()[:count]
         scoring.check_aligned(labels, [None] * count, path)
         return labels
-    raise DataError("unknown label mode %r (known: %s)" % (mode, ", ".join(MODES)))
+    raise UserError("unknown label mode %r (known: %s)" % (mode, ", ".join(MODES)))
 
 
 class System:
@@ -70,35 +68,23 @@ class System:
         if modes is not None:
             unknown = [m for m in modes if m not in MODES]
             if unknown or not modes:
-                raise DataError(
+                raise UserError(
                     "system %s: unknown label modes %s (known: %s)"
                     % (name, unknown or modes, ", ".join(MODES))
                 )
         self.modes = tuple(modes) if modes is not None else None
-        config = {}
         for path in self.config_paths:
             if not os.path.exists(path):
-                raise DataError("system %s: %s: no such configuration file" % (name, path))
-            with open(path) as f:
-                config = opennmt.config.merge_config(config, yaml.safe_load(f))
-        self.config = config
-        self.model_dir = config.get("model_dir")
-        if not self.model_dir or not os.path.exists(
-            os.path.join(self.model_dir, "model_description.py")
-        ):
-            raise DataError("system %s: no trained model in %s" % (name, self.model_dir))
-        self.model = opennmt.config.load_model_from_file(
-            os.path.join(self.model_dir, "model_description.py")
-        )
+                raise UserError("system %s: %s: no such configuration file" % (name, path))
+        # The multi-domain Runner reads per-domain corpora and fine-tuning configs.
+        try:
+            self.runner = Runner.from_files(self.config_paths, auto_config=True)
+        except UserError as e:
+            raise UserError("system %s: %s" % (name, e)) from e
+        self.config = self.runner.config
+        self.model_dir = self.runner.model_dir
+        self.model = self.runner.model
         self._domain_inputter = getattr(self.model.features_inputter, "domain_inputter", None)
-        self._runner = None
-
-    @property
-    def runner(self):
-        if self._runner is None:
-            # The multi-domain Runner reads per-domain corpora and fine-tuning configs.
-            self._runner = Runner(self.model, self.config, auto_config=True)
-        return self._runner
 
     @property
     def uses_domains(self):
@@ -107,12 +93,10 @@ class System:
 
     def checkpoint(self):
         """The checkpoint translations are made with (the latest one)."""
-        import tensorflow as tf
-
-        path = tf.train.latest_checkpoint(self.model_dir)
-        if path is None:
-            raise DataError("system %s: no checkpoint in %s" % (self.name, self.model_dir))
-        return path
+        try:
+            return self.runner.latest_checkpoint()
+        except UserError as e:
+            raise UserError("system %s: %s" % (self.name, e)) from e
 
     def translate(self, source_file, label_file, output):
         """Translates with the latest checkpoint into :obj:`output` (atomically)."""
@@ -159,7 +143,7 @@ def evaluate(
         declared = system.config.get("data", {}).get("domains")
         for domain in declared or []:
             if domain not in domains:
-                raise DataError(
+                raise UserError(
                     "system %s declares domain %r but the corpus %s has no files for it "
                     "(its domains: %s)" % (system.name, domain, corpus_dir, ", ".join(domains))
                 )
@@ -169,7 +153,7 @@ def evaluate(
             os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)),
         ):
             if not os.path.exists(path):
-                raise DataError("test set of %s: %s: no such file" % (domain, path))
+                raise UserError("test set of %s: %s: no such file" % (domain, path))
         lines = read_lines(os.path.join(corpus_dir, "test.%s.%s" % (domain, src)))[:max_sentences]
         refs = read_lines(os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)))[
             : len(lines)
@@ -248,7 +232,7 @@ def evaluate(
         if baseline not in names and "%s (oracle)" % baseline in names:
             baseline = "%s (oracle)" % baseline  # A baseline that uses domains.
         if baseline not in names:
-            raise DataError(
+            raise UserError(
                 "baseline %r is not one of the systems (%s)" % (baseline, ", ".join(names))
             )
         for domain in domains:

@@ -5,15 +5,15 @@ import math
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
-from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.errors import UserError
 
 
 def check_aligned(hypotheses, references, what):
     """Raises a one-line error when a system output and its references differ in length."""
     if hypotheses is None:
-        raise DataError("%s: missing predictions" % what)
+        raise UserError("%s: missing predictions" % what)
     if len(hypotheses) != len(references):
-        raise DataError(
+        raise UserError(
             "%s: %d predictions for %d references" % (what, len(hypotheses), len(references))
         )
 

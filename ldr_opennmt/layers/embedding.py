@@ -3,6 +3,7 @@
 import opennmt
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers.context import DomainSpecificLayer
 
 
@@ -33,7 +34,7 @@ class DomainAwareWordEmbedder(opennmt.inputters.WordEmbedder, DomainSpecificLaye
     def initialize(self, data_config):
         super().initialize(data_config)
         if self.embedding_file:
-            raise domains_lib.DomainError(
+            raise UserError(
                 "%s: pretrained embeddings (%s) are not supported"
                 % (type(self).__name__, self.embedding_file)
             )
@@ -48,7 +49,7 @@ class DomainAwareWordEmbedder(opennmt.inputters.WordEmbedder, DomainSpecificLaye
             # Set by the multi-domain Runner from a trained checkpoint: domains added
             # to the configuration take the checkpoint's reserved regions.
             if len(self.domains) > regions:
-                raise domains_lib.DomainError(
+                raise UserError(
                     "%d domains declared (%s) but the model has %d domain regions"
                     % (len(self.domains), ", ".join(self.domains), regions)
                 )
@@ -64,7 +65,7 @@ class DomainAwareWordEmbedder(opennmt.inputters.WordEmbedder, DomainSpecificLaye
         Args:
           domain_id: A domain id, or ``GENERIC_ID`` (-1).
         """
-        raise domains_lib.DomainError(
+        raise UserError(
             "no fold is defined for %s: it cannot be exported to CTranslate2" % type(self).__name__
         )
 

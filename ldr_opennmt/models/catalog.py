@@ -10,8 +10,8 @@ DC with 2 domain cells.
 import opennmt
 
 from ldr_opennmt.layers import DomainControlEmbedder, LDREmbedder
+from ldr_opennmt.models import procedure
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainRNN, MultiDomainTransformer
-from ldr_opennmt.training import procedure
 
 
 def _transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout):

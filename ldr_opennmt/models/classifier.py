@@ -15,12 +15,13 @@ from opennmt.data import dataset as dataset_util
 from opennmt.models.sequence_classifier import ClassInputter
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt.inputters import DomainLabel
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.inputters import constant_label_dataset, constant_label_name
 from ldr_opennmt.models.sequence_to_sequence import bidirectional_lstm_encoder
 
 
 class DomainClassInputter(ClassInputter):
-    """Reads domain labels (files or :class:`DomainLabel`) as classes."""
+    """Reads domain labels (files or ``domain:NAME`` constants) as classes."""
 
     def __init__(self):
         super().__init__()
@@ -45,13 +46,18 @@ class DomainClassInputter(ClassInputter):
     def make_dataset(self, data_file, training=None):
         if isinstance(data_file, (list, tuple)):
             return [self.make_dataset(f, training=training) for f in data_file]
-        if isinstance(data_file, DomainLabel):
-            data_file.domain_id(self.domains, where="domain classifier labels")
-            return data_file.dataset()
+        name = constant_label_name(data_file)
+        if name is not None:
+            if name not in self.domains:  # Not even generic: a classifier cannot learn it.
+                raise UserError(
+                    "%s: unknown domain %r (the classes: %s)"
+                    % (data_file, name, ", ".join(self.domains))
+                )
+            return constant_label_dataset(data_file)
         # Every label must be a declared domain (a classifier cannot learn "generic").
         for line, domain_id in enumerate(domains_lib.read_label_file(data_file, self.domains), 1):
             if domain_id == domains_lib.GENERIC_ID:
-                raise domains_lib.DomainError(
+                raise UserError(
                     "%s:%d: %r is not a class of the domain classifier"
                     % (data_file, line, domains_lib.GENERIC)
                 )
@@ -61,7 +67,7 @@ class DomainClassInputter(ClassInputter):
         if isinstance(data_file, (list, tuple)):
             sizes = [self.get_dataset_size(f) for f in data_file]
             return None if None in sizes else sizes
-        if isinstance(data_file, DomainLabel):
+        if constant_label_name(data_file) is not None:
             return None  # As long as the source it labels.
         return super().get_dataset_size(data_file)
 
@@ -94,9 +100,11 @@ class DomainClassifier(opennmt.models.SequenceClassifier):
             opennmt.inputters.WordEmbedder(embedding_size=embedding_size),
             bidirectional_lstm_encoder(num_layers, hidden_size, dropout),
         )
-        # Same object graph as SequenceClassifier, with domain names as classes.
-        self.examples_inputter.labels_inputter.__class__ = DomainClassInputter
-        self.examples_inputter.labels_inputter.domains = None
+        # SequenceClassifier hard-codes a ClassInputter: the same object graph, with
+        # domain names as classes.
+        self.examples_inputter = opennmt.inputters.ExampleInputter(
+            self.features_inputter, DomainClassInputter()
+        )
 
     @property
     def domains(self):

@@ -19,12 +19,13 @@ import tensorflow_addons as tfa
 from opennmt import config as config_util
 from opennmt.utils import exporters
 
-from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import assets as assets_lib
+from ldr_opennmt import compat
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainExamplesInputter, MultiDomainInputter
 from ldr_opennmt.layers.context import DomainSpecificLayer, domain_scope
-from ldr_opennmt.serving import assets as assets_lib
-from ldr_opennmt.training import optimizer as optimizer_lib
-from ldr_opennmt.training import procedure
+from ldr_opennmt.models import optimizer as optimizer_lib
+from ldr_opennmt.models import procedure
 
 
 def bidirectional_lstm_encoder(num_layers, hidden_size, dropout):
@@ -57,7 +58,7 @@ def _assert_same_batch_size(features):
         return {name: tf.identity(value) for name, value in features.items()}
 
 
-class MultiDomainModel:
+class MultiDomainModel(compat.DecodingScopeMixin):
     """Mixin adding domain routing and multi-domain training to a seq2seq model."""
 
     #: Training mode used when ``params: domain_training`` is not set.
@@ -65,9 +66,11 @@ class MultiDomainModel:
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # SequenceToSequence hard-codes its examples inputter. The same object gets
-        # the class that adds domain batches (no new layer: checkpoints unchanged).
-        self.examples_inputter.__class__ = MultiDomainExamplesInputter
+        # SequenceToSequence hard-codes its examples inputter: replaced by one that adds
+        # domain batches, over the same two inputters (same checkpoint layout).
+        self.examples_inputter = MultiDomainExamplesInputter(
+            self.features_inputter, self.labels_inputter
+        )
 
     @property
     def domains(self):
@@ -89,7 +92,7 @@ class MultiDomainModel:
         super().initialize(data_config, params=params)
         _ = self.domain_training  # Fail early on an invalid mode.
         if self.params.get("replace_unknown_target"):
-            raise domains_lib.DomainError(
+            raise UserError(
                 "params: replace_unknown_target is not supported by multi-domain models"
             )
 
@@ -107,7 +110,7 @@ class MultiDomainModel:
         if self.domain_variables():
             # OpenNMT-tf remaps only the generic embedding table to the new vocabulary;
             # the per-domain tables would be copied row-misaligned.
-            raise domains_lib.DomainError(
+            raise UserError(
                 "update_vocab is not supported yet for models with domain-specific parameters"
             )
         return super().transfer_weights(
@@ -122,7 +125,7 @@ class MultiDomainModel:
         # CTranslate2 converter would export the generic embedding alone.
         allowed = (exporters.SavedModelExporter, exporters.CheckpointExporter)
         if exporter is not None and not isinstance(exporter, allowed) and self.domain_variables():
-            raise domains_lib.DomainError(
+            raise UserError(
                 "%s cannot export a multi-domain model (it would drop the domain-specific "
                 "parameters): export a SavedModel, or for CTranslate2 use `ldr-export "
                 "ctranslate2` (one folded CTranslate2 model per domain)" % type(exporter).__name__
@@ -150,13 +153,23 @@ class MultiDomainModel:
         # Tokenizer configurations and their files, plus the declared domain list.
         return assets_lib.export_assets(self, asset_dir)
 
+    def domain_layers(self):
+        """The domain-specific layers of the model (see :class:`DomainSpecificLayer`)."""
+        return [m for m in self.submodules if isinstance(m, DomainSpecificLayer)]
+
+    def domain_regions(self):
+        """The number of domain regions, as the layers report it (0 for Mixed).
+
+        Known once the model is initialized (``initialize``), before it is built.
+        """
+        return max([layer.num_regions for layer in self.domain_layers()], default=0)
+
     def domain_weights(self):
         """Returns a dict mapping each domain region to its variables (all layers)."""
         regions = {}
-        for layer in self._flatten_layers(include_self=False, recursive=True):
-            if isinstance(layer, DomainSpecificLayer):
-                for region, variables in layer.domain_weights().items():
-                    regions.setdefault(region, []).extend(variables)
+        for layer in self.domain_layers():
+            for region, variables in layer.domain_weights().items():
+                regions.setdefault(region, []).extend(variables)
         return regions
 
     def domain_variables(self):
@@ -167,16 +180,13 @@ class MultiDomainModel:
         with domain_scope(features["domain"]):
             return super().call(features, labels=labels, training=training, step=step)
 
-    def _dynamic_decode(self, features, encoder_outputs, encoder_state, encoder_sequence_length):
+    def decoding_scope(self, features):
         domain = features["domain"]
         beam_size = self.params.get("beam_width", 1)
         if beam_size > 1:
             # Same layout as the encoder outputs tiled by the parent class.
             domain = tfa.seq2seq.tile_batch(domain, beam_size)
-        with domain_scope(domain):
-            return super()._dynamic_decode(
-                features, encoder_outputs, encoder_state, encoder_sequence_length
-            )
+        return domain_scope(domain)
 
     def compute_gradients(self, features, labels, optimizer, loss_scale=None, normalize_loss=True):
         return procedure.compute_gradients(
@@ -196,21 +206,9 @@ class MultiDomainModel:
         return optimizer_lib.skip_absent_domains(optimizer, self.domain_variables)
 
     def create_variables(self, optimizer=None):
-        # Same as the parent, but with a valid domain label in the dummy batch.
-        features = tf.nest.map_structure(
-            lambda spec: tf.fill(
-                [dim or 1 for dim in spec.shape.as_list()[1:]],
-                tf.constant("a" if spec.dtype is tf.string else 1, dtype=spec.dtype),
-            ),
-            self.examples_inputter.input_signature(),
-        )
-        features[0]["domain"] = tf.constant(domains_lib.GENERIC)
-        features = self.examples_inputter.make_features(features=features)
-        features = tf.nest.map_structure(lambda x: tf.expand_dims(x, 0), features)
-        features, labels = self.split_features_labels(features)
-        _ = self(features, labels=labels, training=True, step=0)
-        if optimizer is not None:
-            optimizer._create_all_weights(self.trainable_variables)
+        # OpenNMT-tf builds the model on a placeholder batch labeled "a".
+        with self.features_inputter.domain_inputter.any_label_is_generic():
+            super().create_variables(optimizer=optimizer)
 
 
 class MultiDomainTransformer(MultiDomainModel, opennmt.models.Transformer):
@@ -300,7 +298,7 @@ class MultiDomainRNN(MultiDomainModel, opennmt.models.SequenceToSequence):
             # that the gradient of the tf.cond inside the decoder's teacher-forcing loop
             # needs. A stock opennmt SequenceToSequence with AttentionalRNNDecoder fails
             # identically; refuse up front instead of failing in the first step.
-            raise domains_lib.DomainError(
+            raise UserError(
                 "--jit_compile is not supported by RNN models: XLA cannot compile the "
                 "training loop of OpenNMT-tf 2.32's AttentionalRNNDecoder (stock OpenNMT-tf "
                 "RNNs fail the same way); train without --jit_compile or use a Transformer"

@@ -8,7 +8,7 @@
 The export is the directory written by ``onmt-main ... export`` (or ``ldr-main``).
 Each input line is tokenized with the source tokenizer exported with the model
 (``assets.extra/``: the pyonmttok options and BPE model of ``source_tokenization``,
-see :mod:`ldr_opennmt.serving.assets`), translated by the ``serving_default``
+see :mod:`ldr_opennmt.assets`), translated by the ``serving_default``
 signature in batches, and detokenized with the target tokenizer: the same text as
 ``onmt-main infer`` with that configuration. With ``--tokenized``, input and output
 are space-separated tokens and no tokenizer is used.
@@ -20,7 +20,6 @@ tokenizer assets. An error is one line (``ldr-translate: error: ...``, exit stat
 failed run leaves no output file.
 """
 
-import argparse
 import codecs
 import os
 import re
@@ -30,47 +29,12 @@ import tensorflow as tf
 from opennmt import constants
 from tqdm import tqdm
 
+from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt.serving import assets as assets_lib
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import write_lines_atomic
 
-PROG = "ldr-translate"
 STDIN = "<stdin>"
-
-
-class ClientError(ValueError):
-    """A one-line error of the client."""
-
-
-def _parse_args(argv):
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Translates text with an exported multi-domain SavedModel.",
-    )
-    parser.add_argument("--export", required=True, help="The SavedModel directory.")
-    domain = parser.add_mutually_exclusive_group(required=True)
-    domain.add_argument("--domain", help="The domain of every line (a declared name or generic).")
-    domain.add_argument(
-        "--domain_file", help="One domain label per input line (a declared name or generic)."
-    )
-    parser.add_argument("--input", help="The input file (default: standard input).")
-    parser.add_argument("--output", help="The output file (default: standard output).")
-    parser.add_argument("--batch_size", type=int, default=32, help="Sentences per batch.")
-    parser.add_argument(
-        "--tokenized",
-        action="store_true",
-        help="The input is tokenized (tokens separated by spaces) and so is the output: "
-        "no tokenizer asset is used.",
-    )
-    parser.add_argument(
-        "--keep_empty",
-        action="store_true",
-        help="Write an empty line for an empty input line instead of failing.",
-    )
-    args = parser.parse_args(argv)
-    if args.batch_size < 1:
-        parser.error("--batch_size must be >= 1, got %d" % args.batch_size)
-    return args
 
 
 def _read_text_lines(path):
@@ -79,13 +43,13 @@ def _read_text_lines(path):
         data = sys.stdin.buffer.read()
     else:
         if not os.path.isfile(path):
-            raise ClientError("%s: input file not found" % path)
+            raise UserError("%s: input file not found" % path)
         with open(path, "rb") as f:
             data = f.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ClientError("%s: not UTF-8 text (%s)" % (path or STDIN, e)) from e
+        raise UserError("%s: not UTF-8 text (%s)" % (path or STDIN, e)) from e
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -94,9 +58,9 @@ def _read_text_lines(path):
 
 def _check_export(export_dir):
     if not os.path.isdir(export_dir):
-        raise ClientError("%s: export directory not found" % export_dir)
+        raise UserError("%s: export directory not found" % export_dir)
     if not os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
-        raise ClientError(
+        raise UserError(
             "%s: not a SavedModel directory (no saved_model.pb; export one with "
             "onmt-main --config ... export --output_dir %s)" % (export_dir, export_dir)
         )
@@ -109,7 +73,7 @@ def _read_labels(args, input_name, num_lines, domains):
         domains_lib.label_id(label, domains, "--domain")
         return [label] * num_lines
     if not os.path.isfile(args.domain_file):
-        raise ClientError("%s: domain label file not found" % args.domain_file)
+        raise UserError("%s: domain label file not found" % args.domain_file)
     domains_lib.read_label_file(
         args.domain_file, domains, expected_lines=num_lines, source_path=input_name
     )
@@ -119,7 +83,7 @@ def _read_labels(args, input_name, num_lines, domains):
 def _check_empty_lines(lines, input_name, keep_empty):
     for line_number, line in enumerate(lines, start=1):
         if not line.strip() and not keep_empty:
-            raise ClientError(
+            raise UserError(
                 "%s:%d: empty input line (pass --keep_empty to write an empty translation)"
                 % (input_name, line_number)
             )
@@ -131,7 +95,7 @@ def _load_tokenizers(export_dir, tokenized):
         return None, None
     source = assets_lib.load_tokenizer(export_dir, "source")
     if source is None:
-        raise ClientError(
+        raise UserError(
             "%s: missing tokenizer asset: the export has no source tokenizer (export a model "
             "whose configuration has source_tokenization, or pass --tokenized with tokenized "
             "input)"
@@ -173,10 +137,10 @@ def _unknown_label_error(error, labels, label_source):
     if match and match.group(1) in labels:
         line = labels.index(match.group(1)) + 1
         where = label_source if label_source == "--domain" else "%s:%d" % (label_source, line)
-        return ClientError(
+        return UserError(
             "%s: unknown domain label %r (%s)" % (where, match.group(1), match.group(2))
         )
-    return ClientError(message)
+    return UserError(message)
 
 
 class Translator:
@@ -185,7 +149,7 @@ class Translator:
     def __init__(self, export_dir):
         imported = tf.saved_model.load(export_dir)
         if "serving_default" not in imported.signatures:
-            raise ClientError("%s: the SavedModel has no serving_default signature" % export_dir)
+            raise UserError("%s: the SavedModel has no serving_default signature" % export_dir)
         self._imported = imported  # Keeps the variables alive.
         self._signature = imported.signatures["serving_default"]
 
@@ -250,13 +214,13 @@ def run(args):
     """Translates as :obj:`args` says (see :func:`main`).
 
     Raises:
-      ClientError, AssetError, DomainError: on bad input, before any output.
+      UserError, UserError, UserError: on bad input, before any output.
     """
     _check_export(args.export)
     if args.output is not None:
         directory = os.path.dirname(os.path.abspath(args.output))
         if not os.path.isdir(directory):
-            raise ClientError("--output: directory %s not found" % directory)
+            raise UserError("--output: directory %s not found" % directory)
     input_name = args.input or STDIN
     lines = _read_text_lines(args.input)
     recorded, domains = assets_lib.read_domains(args.export)
@@ -286,18 +250,3 @@ def run(args):
         args.output,
         [_detokenize(target_tokenizer, tokens) if tokens else "" for tokens in outputs],
     )
-
-
-def main(argv=None):
-    """The ``ldr-translate`` entry point."""
-    args = _parse_args(argv)
-    try:
-        run(args)
-    except (ClientError, assets_lib.AssetError, domains_lib.DomainError) as e:
-        sys.stderr.write("%s: error: %s\n" % (PROG, e))
-        sys.stderr.flush()
-        raise SystemExit(2)
-
-
-if __name__ == "__main__":
-    main()

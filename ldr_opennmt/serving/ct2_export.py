@@ -25,7 +25,7 @@ import tempfile
 import ctranslate2
 from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
 
-from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import folding
 
 MANIFEST = "manifest.json"
@@ -50,12 +50,10 @@ def check_directory_name(domain):
     """Checks that a domain name can be a directory name.
 
     Raises:
-      DomainError: if it cannot.
+      UserError: if it cannot.
     """
     if domain in (".", "..", MANIFEST) or any(c in domain for c in "/\\\0"):
-        raise domains_lib.DomainError(
-            "domain %r cannot name a CTranslate2 model directory" % domain
-        )
+        raise UserError("domain %r cannot name a CTranslate2 model directory" % domain)
 
 
 def make_manifest(model, domains, quantization, checkpoint_path=None):
@@ -137,7 +135,7 @@ def export(
       The manifest (also written to ``output_dir/manifest.json``).
 
     Raises:
-      DomainError: on an unknown domain, a model that cannot be folded (RNN), or
+      UserError: on an unknown domain, a model that cannot be folded (RNN), or
         an existing :obj:`output_dir` without :obj:`force`.
       ValueError: on an invalid quantization.
     """
@@ -149,10 +147,10 @@ def export(
         check_directory_name(domain)
     duplicates = sorted({d for d in domains if domains.count(d) > 1})
     if duplicates:
-        raise domains_lib.DomainError("domain %r is given twice" % duplicates[0])
+        raise UserError("domain %r is given twice" % duplicates[0])
     output_dir = os.path.abspath(output_dir)
     if os.path.exists(output_dir) and not force:
-        raise domains_lib.DomainError("%s already exists (use --force to replace it)" % output_dir)
+        raise UserError("%s already exists (use --force to replace it)" % output_dir)
     manifest = make_manifest(model, domains, quantization, checkpoint_path=checkpoint_path)
     parent, name = os.path.split(output_dir)
     os.makedirs(parent, exist_ok=True)

@@ -19,7 +19,7 @@ CTranslate2 know (see :mod:`ldr_opennmt.serving.ct2_export`). Folded models are
 for inference: their embedders have no dropout.
 
 Anything that cannot be folded exactly is refused with a
-:class:`~ldr_opennmt.domains.DomainError`: RNN models (CTranslate2 3.x converts
+:class:`~ldr_opennmt.UserError`: RNN models (CTranslate2 3.x converts
 no OpenNMT-tf RNN), domain-specific layers other than the embedders, weights
 outside the embedders, encoder and decoder.
 """
@@ -31,6 +31,7 @@ import tensorflow as tf
 from opennmt.utils import misc
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainInputter
 from ldr_opennmt.layers import DomainAwareWordEmbedder
 from ldr_opennmt.layers.context import DomainSpecificLayer
@@ -44,30 +45,30 @@ def check_foldable(model):
       model: A built multi-domain model.
 
     Raises:
-      DomainError: if the model is not a multi-domain Transformer, or has
+      UserError: if the model is not a multi-domain Transformer, or has
         parameters that the fold would drop.
     """
     name = type(model).__name__
     if not isinstance(model, MultiDomainModel):
-        raise domains_lib.DomainError(
+        raise UserError(
             "%s is not a multi-domain translation model: export it with "
             "onmt-main export --format ctranslate2" % name
         )
     if not isinstance(model, opennmt.models.Transformer):
-        raise domains_lib.DomainError(
+        raise UserError(
             "%s cannot be exported to CTranslate2: CTranslate2 3.x converts only OpenNMT-tf "
             "Transformer models (export a SavedModel instead)" % name
         )
     if not isinstance(model.features_inputter, MultiDomainInputter) or not isinstance(
         model.encoder, opennmt.encoders.SelfAttentionEncoder
     ):
-        raise domains_lib.DomainError("%s: only single-source Transformers can be folded" % name)
+        raise UserError("%s: only single-source Transformers can be folded" % name)
     if not model.built:
         raise ValueError("the model must be built (create_variables() or a restored checkpoint)")
     embedders = (source_embedder(model), model.labels_inputter)
-    for layer in model._flatten_layers(include_self=False, recursive=True):
+    for layer in model.submodules:
         if isinstance(layer, DomainSpecificLayer) and all(layer is not e for e in embedders):
-            raise domains_lib.DomainError(
+            raise UserError(
                 "%s has domain-specific parameters in %s, which cannot be folded into "
                 "embeddings" % (name, layer.name)
             )
@@ -78,7 +79,7 @@ def check_foldable(model):
     }
     missing = [weight.name for weight in model.weights if weight.ref() not in covered]
     if missing:
-        raise domains_lib.DomainError(
+        raise UserError(
             "%s has weights outside its embedders, encoder and decoder (%s): the fold would "
             "drop them" % (name, ", ".join(missing))
         )
@@ -100,13 +101,13 @@ def domain_id(model, domain):
       The domain id (``GENERIC_ID`` for ``generic``).
 
     Raises:
-      DomainError: if the name is neither declared nor ``generic``.
+      UserError: if the name is neither declared nor ``generic``.
     """
     if domain == domains_lib.GENERIC:
         return domains_lib.GENERIC_ID
     declared = list(model.domains or [])
     if domain not in declared:
-        raise domains_lib.DomainError(
+        raise UserError(
             "unknown domain %r (declared: %s)"
             % (domain, ", ".join(declared + [domains_lib.GENERIC]))
         )
@@ -131,12 +132,12 @@ def folded_embedding(embedder, domain):
       A float tensor of shape ``[vocabulary_size, output size]``.
 
     Raises:
-      DomainError: for a domain-aware embedder that has no fold.
+      UserError: for a domain-aware embedder that has no fold.
     """
     if isinstance(embedder, DomainAwareWordEmbedder):
         return embedder.fused_table(domain)  # Each layer defines its own fold.
     if not isinstance(embedder, opennmt.inputters.WordEmbedder):
-        raise domains_lib.DomainError(
+        raise UserError(
             "no fold is defined for %s: it cannot be exported to CTranslate2"
             % type(embedder).__name__
         )
@@ -214,7 +215,7 @@ def _copy_weights(source_layer, target_layer, what):
     named = {variable.ref() for variable in target.values()}
     mismatch += [w.name for w in target_layer.weights if w.ref() not in named]
     if mismatch:
-        raise domains_lib.DomainError(
+        raise UserError(
             "cannot fold: the %s of the plain Transformer differs from the model's (%s)"
             % (what, ", ".join(mismatch))
         )
@@ -236,7 +237,7 @@ def plain_transformer(model):
       vocabularies, tokenizers and parameters.
 
     Raises:
-      DomainError: if the model cannot be folded (see :func:`check_foldable`).
+      UserError: if the model cannot be folded (see :func:`check_foldable`).
     """
     check_foldable(model)
     source, target = source_embedder(model), model.labels_inputter
@@ -264,7 +265,7 @@ def assign_domain(plain, model, domain):
       domain: A declared domain name, or ``generic``.
 
     Raises:
-      DomainError: on an unknown domain name.
+      UserError: on an unknown domain name.
     """
     domain = domain_id(model, domain)
     pairs = (
@@ -288,7 +289,7 @@ def fold(model, domain):
       those of :obj:`model` with every sentence labeled :obj:`domain`.
 
     Raises:
-      DomainError: on an unknown domain, an RNN model or a model that does not fold.
+      UserError: on an unknown domain, an RNN model or a model that does not fold.
     """
     domain_id(model, domain)  # Fail before building anything.
     plain = plain_transformer(model)

@@ -1,4 +1,7 @@
-"""Multi-domain training: Procedure 1 and per-domain update skipping."""
+"""The multi-domain Runner (``ldr-main``): per-domain corpora, domain sampling,
+per-domain evaluation, fine-tuning and new domains on trained models.
 
-from ldr_opennmt.training.optimizer import DomainUpdateSkipping, skip_absent_domains
-from ldr_opennmt.training.procedure import JOINT, MODES, PROCEDURE1, compute_gradients
+Above the models in the package's layering (see the README's architecture
+section): it imports ``models``, ``layers``, ``inputters`` and the bottom
+modules, and nothing from ``serving``, ``evaluation``, ``analysis`` or ``cli``.
+"""

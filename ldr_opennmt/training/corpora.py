@@ -14,8 +14,9 @@ Runner reads them from the ``data`` section::
         ...
 
 and turns them into the file lists OpenNMT-tf's inputters read, with a
-:class:`~ldr_opennmt.inputters.DomainLabel` standing for each corpus' label
-file, so no label file has to be written by hand.
+a ``domain:NAME`` entry (:func:`~ldr_opennmt.inputters.constant_label`) standing
+for each corpus' label file, so no label file has to be written by hand and the
+expanded configuration is still plain YAML.
 """
 
 import collections
@@ -23,7 +24,8 @@ import collections
 import tensorflow as tf
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt.inputters import DomainLabel
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.inputters import constant_label
 
 #: One domain's parallel corpus.
 Corpus = collections.namedtuple("Corpus", ("domain", "source", "target", "size"))
@@ -37,12 +39,12 @@ def _corpus_files(key, name, spec):
         or len(spec) != 2
         or not all(isinstance(path, str) and path for path in spec)
     ):
-        raise domains_lib.DomainError(
+        raise UserError(
             "data: %s: %s: expected [source_file, target_file], got %r" % (key, name, spec)
         )
     for path in spec:
         if not tf.io.gfile.exists(path):
-            raise domains_lib.DomainError("data: %s: %s: file not found: %s" % (key, name, path))
+            raise UserError("data: %s: %s: file not found: %s" % (key, name, path))
     return spec
 
 
@@ -58,16 +60,14 @@ def read_corpora(data_config, key):
       key is not set.
 
     Raises:
-      DomainError: on an undeclared domain, a missing or empty file, or source and
+      UserError: on an undeclared domain, a missing or empty file, or source and
         target files of different lengths (with the file and line).
     """
     corpora = data_config.get(key)
     if corpora is None:
         return None
     if not isinstance(corpora, dict) or not corpora:
-        raise domains_lib.DomainError(
-            "data: %s must map each domain name to [source_file, target_file]" % key
-        )
+        raise UserError("data: %s must map each domain name to [source_file, target_file]" % key)
     declared = domains_lib.validate_domain_names(
         data_config.get("domains") or list(corpora), source="data: domains"
     )
@@ -75,19 +75,17 @@ def read_corpora(data_config, key):
     for name, spec in corpora.items():
         name = str(name)
         if name not in declared:
-            raise domains_lib.DomainError(
+            raise UserError(
                 "data: %s: domain %r is not declared in data: domains (%s)"
                 % (key, name, ", ".join(declared))
             )
         source, target = _corpus_files(key, name, spec)
         size = domains_lib.count_lines(source)
         if size == 0:
-            raise domains_lib.DomainError(
-                "%s: empty corpus for domain %r (data: %s)" % (source, name, key)
-            )
+            raise UserError("%s: empty corpus for domain %r (data: %s)" % (source, name, key))
         target_size = domains_lib.count_lines(target)
         if target_size != size:
-            raise domains_lib.DomainError(
+            raise UserError(
                 "%s:%d: %s target line (%d lines, but %s has %d)"
                 % (
                     target,
@@ -125,16 +123,14 @@ def sampling(corpora, alpha):
       (probabilities, weights), one per corpus.
 
     Raises:
-      DomainError: if alpha is negative or not a number.
+      UserError: if alpha is negative or not a number.
     """
     try:
         alpha = float(alpha)
     except (TypeError, ValueError):
-        raise domains_lib.DomainError(
-            "train: domain_sampling_alpha must be a number, got %r" % (alpha,)
-        )
+        raise UserError("train: domain_sampling_alpha must be a number, got %r" % (alpha,))
     if alpha < 0:
-        raise domains_lib.DomainError("train: domain_sampling_alpha must be >= 0, got %s" % alpha)
+        raise UserError("train: domain_sampling_alpha must be >= 0, got %s" % alpha)
     sizes = [corpus.size for corpus in corpora]
     probabilities = domains_lib.sampling_probabilities(sizes, alpha)
     return probabilities, [float(size) ** (alpha - 1) for size in sizes]
@@ -149,7 +145,7 @@ def example_files(corpora, classifier=False):
         labels the domain names; otherwise the features are ``[sources, labels]``
         and the labels the targets.
     """
-    labels = [DomainLabel(corpus.domain) for corpus in corpora]
+    labels = [constant_label(corpus.domain) for corpus in corpora]
     sources = [corpus.source for corpus in corpora]
     if classifier:
         features, targets = sources, labels

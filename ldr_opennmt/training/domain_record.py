@@ -1,10 +1,12 @@
 """Which domains a trained model knows, and adding new ones (the paper's LDR*).
 
 A model directory trained by ``ldr-main`` holds ``domains.json``: the domain
-list its checkpoints were trained with (a domain's id is its index). The number
-of domain regions a checkpoint has is read from its variables
-(``domain_<k>_...``), so it is known even for models trained by stock
-``onmt-main``.
+list its checkpoints were trained with (a domain's id is its index) and the
+number of domain regions, as the model's layers report it
+(``MultiDomainModel.domain_regions``). For a checkpoint without a record (trained
+by stock ``onmt-main``) the count is read through a model built as configured:
+its layers name each region's variables, looked up in the checkpoint
+(:func:`checkpoint_regions`).
 
 When a configuration is used with a trained checkpoint, its domain list must
 start with the recorded one, in the same order: existing domains keep their ids
@@ -17,53 +19,72 @@ by continuing from the checkpoint.
 
 import json
 import os
-import re
 
 import tensorflow as tf
+from opennmt.utils import misc
 
-from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import write_lines_atomic
 
 RECORD = "domains.json"
 
-_REGION_VARIABLE = re.compile(r"(?:^|/)domain_(\d+)_[^/]+/\.ATTRIBUTES/VARIABLE_VALUE$")
 
+def checkpoint_regions(model, checkpoint_path):
+    """The number of domain regions a checkpoint holds, read through a built model.
 
-def checkpoint_regions(checkpoint_path):
-    """Returns the number of domain regions of a checkpoint (0 for models without).
+    The model's domain-specific layers declare each region's variables
+    (:class:`~ldr_opennmt.layers.DomainSpecificLayer`); region ``k`` is in the
+    checkpoint when all its variables are. Regions beyond those the model has
+    are not seen: this is the fallback for checkpoints without a record
+    (trained by stock ``onmt-main``), whose domain list is unknown anyway.
 
     Args:
+      model: A built multi-domain model, configured as the checkpoint's.
       checkpoint_path: A checkpoint prefix (``.../ckpt-1000``).
     """
+    saved = {name for name, _ in tf.train.list_variables(checkpoint_path)}
+    names = {
+        variable.ref(): name
+        for name, variable in misc.get_variables_name_mapping(model, root_key="model").items()
+    }
     regions = 0
-    for name, _ in tf.train.list_variables(checkpoint_path):
-        match = _REGION_VARIABLE.search(name)
-        if match:
-            regions = max(regions, int(match.group(1)) + 1)
+    for region, variables in sorted(model.domain_weights().items()):
+        if region != regions or any(names.get(v.ref()) not in saved for v in variables):
+            break
+        regions += 1
     return regions
 
 
 def read_record(model_dir):
-    """Returns the domain list recorded in :obj:`model_dir`, or ``None``."""
+    """The domain list and region count recorded in :obj:`model_dir`.
+
+    Returns:
+      ``(domains, regions)``; ``(None, None)`` without a record, and ``regions``
+      ``None`` in records written before the count was recorded.
+    """
     path = os.path.join(model_dir, RECORD)
     if not tf.io.gfile.exists(path):
-        return None
+        return None, None
     with tf.io.gfile.GFile(path) as f:
         try:
             record = json.load(f)
         except ValueError as e:
-            raise domains_lib.DomainError("%s: not a domain record (%s)" % (path, e))
+            raise UserError("%s: not a domain record (%s)" % (path, e))
     names = record.get("domains") if isinstance(record, dict) else None
     if not isinstance(names, list):
-        raise domains_lib.DomainError("%s: no domain list in the record" % path)
-    return names
+        raise UserError("%s: no domain list in the record" % path)
+    regions = record.get("regions")
+    if regions is not None and (not isinstance(regions, int) or regions < 0):
+        raise UserError("%s: invalid region count %r" % (path, regions))
+    return names, regions
 
 
-def write_record(model_dir, domains):
-    """Records the domain list the model in :obj:`model_dir` is trained with."""
+def write_record(model_dir, domains, regions):
+    """Records the domain list and the region count of the model in :obj:`model_dir`."""
     tf.io.gfile.makedirs(model_dir)
     write_lines_atomic(
-        os.path.join(model_dir, RECORD), [json.dumps({"domains": list(domains)}, indent=2)]
+        os.path.join(model_dir, RECORD),
+        [json.dumps({"domains": list(domains), "regions": int(regions)}, indent=2)],
     )
 
 
@@ -80,19 +101,19 @@ def check_domains(declared, recorded, regions, where):
       The new domain names (declared after the recorded ones).
 
     Raises:
-      DomainError: if a recorded domain is missing, renamed or moved, or if the
+      UserError: if a recorded domain is missing, renamed or moved, or if the
         new domains need more regions than the checkpoint has.
     """
     recorded = list(recorded or [])
     for domain_id, name in enumerate(recorded):
         if name not in declared:
-            raise domains_lib.DomainError(
+            raise UserError(
                 "domain %r (id %d) of the model in %s is missing from the configuration "
                 "(trained with: %s; declared: %s): domains cannot be removed or renamed"
                 % (name, domain_id, where, ", ".join(recorded), ", ".join(declared))
             )
         if declared.index(name) != domain_id:
-            raise domains_lib.DomainError(
+            raise UserError(
                 "domain %r has id %d in the model in %s but %d in the configuration "
                 "(trained with: %s; declared: %s): keep the trained order and add new "
                 "domains at the end"
@@ -111,7 +132,7 @@ def check_domains(declared, recorded, regions, where):
             taken = "%s and %d reserved" % (", ".join(recorded), regions - len(recorded))
         else:
             taken = "domain list not recorded"
-        raise domains_lib.DomainError(
+        raise UserError(
             "the model in %s has %d domain regions (%s): no free region for %s (create the "
             "model with more num_reserved_regions to add domains later)"
             % (where, regions, taken, ", ".join(declared[regions:]))

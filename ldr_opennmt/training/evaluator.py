@@ -12,47 +12,61 @@ drive ``early_stopping`` or ``export_on_best`` (e.g. ``metric: software/bleu``).
 import os
 
 import tensorflow as tf
-from opennmt import evaluation
 from opennmt.utils import misc
 
-from ldr_opennmt.training import corpora as corpora_lib
+from ldr_opennmt import compat
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.inputters import constant_label_name
 
 
-class _DomainEvalSets(list):
-    """The per-domain evaluation sets, passed where OpenNMT-tf passes files."""
+def evaluation_sets(features_file, labels_file):
+    """Splits evaluation files into named sets: ``[(name, features, labels)]``.
 
-
-class MultiDomainEvaluator(evaluation.Evaluator):
-    """An OpenNMT-tf evaluator that scores each domain's dev set separately."""
-
-    @classmethod
-    def from_config(cls, model, config, features_file=None, labels_file=None):
-        data_config = config["data"]
-        if (
-            features_file is not None
-            or labels_file is not None
-            or not data_config.get("eval_corpora")
-        ):
-            # Explicit files, or no per-domain dev sets: OpenNMT-tf's pooled evaluation.
-            return evaluation.Evaluator.from_config(
-                model, config, features_file=features_file, labels_file=labels_file
+    Several sets are given as parallel lists (what ``data: eval_corpora`` expands to):
+    ``features_file: [[src_1, src_2], [labels_1, labels_2]]``, ``labels_file:
+    [tgt_1, tgt_2]`` for a translation model, ``features_file: [src_1, src_2]``,
+    ``labels_file: [labels_1, labels_2]`` for the domain classifier. A set is named
+    by its domain (``domain:NAME`` labels) or by its source file. One set (plain
+    files) gives a single unnamed set.
+    """
+    if not isinstance(labels_file, (list, tuple)) or len(labels_file) < 2:
+        return [(None, features_file, labels_file)]
+    if len(features_file) == 2 and isinstance(features_file[0], (list, tuple)):
+        sources, domains = features_file
+        if not len(sources) == len(domains) == len(labels_file):
+            raise UserError(
+                "data: eval_features_file: %d source files, %d label files and %d target files"
+                % (len(sources), len(domains), len(labels_file))
             )
-        classifier = getattr(model, "is_domain_classifier", False)
-        sets = _DomainEvalSets()
-        for corpus in corpora_lib.read_corpora(data_config, "eval_corpora"):
-            features, labels = corpora_lib.example_files([corpus], classifier=classifier)
-            sets.append((corpus.domain, features, labels))
-        config = dict(config, data=dict(data_config, eval_features_file=sets))
-        return super().from_config(model, config)
+        triples = [([s, d], t, d) for s, d, t in zip(sources, domains, labels_file)]
+    else:
+        if len(features_file) != len(labels_file):
+            raise UserError(
+                "data: %d eval features files but %d eval labels files"
+                % (len(features_file), len(labels_file))
+            )
+        triples = [(f, lab, lab) for f, lab in zip(features_file, labels_file)]
+    sets = []
+    for features, labels, domain_labels in triples:
+        source = features[0] if isinstance(features, list) else features
+        name = constant_label_name(domain_labels) or os.path.basename(source)
+        sets.append((name, features, labels))
+    return sets
+
+
+class MultiDomainEvaluator(compat.EvaluatorAdapter):
+    """An OpenNMT-tf evaluator that scores each domain's dev set separately.
+
+    With one evaluation set it is OpenNMT-tf's evaluator unchanged.
+    """
 
     def __init__(self, model, features_file, labels_file, batch_size, **kwargs):
-        if not isinstance(features_file, _DomainEvalSets):
-            raise TypeError("MultiDomainEvaluator is built by from_config")
-        sets = features_file
+        sets = evaluation_sets(features_file, labels_file)
+        early_stopping = kwargs.pop("early_stopping", None)
         first_domain, first_features, first_labels = sets[0]
-        # The parent builds the first domain's dataset (and the evaluation function).
+        # The parent builds the first set's dataset (and the evaluation function).
         super().__init__(model, first_features, first_labels, batch_size, **kwargs)
-        self._domain_sets = [(first_domain, first_labels, self._dataset)]
+        self._domain_sets = [(first_domain, first_labels, self.dataset)]
         for domain, features, labels in sets[1:]:
             dataset = model.examples_inputter.make_evaluation_dataset(
                 features,
@@ -64,17 +78,25 @@ class MultiDomainEvaluator(evaluation.Evaluator):
                 prefetch_buffer_size=1,
             )
             self._domain_sets.append((domain, labels, dataset))
-        base_names = set(self._metrics_name)
-        for domain, _, _ in self._domain_sets:
-            self._metrics_name.update("%s/%s" % (domain, name) for name in base_names)
+        if self.per_domain:
+            base_names = self.metric_names()
+            for domain in self.domains:
+                self.add_metric_names("%s/%s" % (domain, name) for name in base_names)
+        # Validated once the per-domain names exist (e.g. metric: software/bleu).
+        self.set_early_stopping(early_stopping)
+
+    @property
+    def per_domain(self):
+        """Whether several dev sets are evaluated separately."""
+        return len(self._domain_sets) > 1
 
     @property
     def domains(self):
         """The evaluated domains, in order."""
         return [domain for domain, _, _ in self._domain_sets]
 
-    def _is_higher_better_for_metric(self, metric):
-        return super()._is_higher_better_for_metric(metric.split("/")[-1])
+    def metric_base_name(self, metric):
+        return metric.split("/")[-1]
 
     def _evaluate_set(self, dataset, output_path):
         """Returns (loss numerator, loss denominator, model metrics) of one dev set."""
@@ -84,16 +106,16 @@ class MultiDomainEvaluator(evaluation.Evaluator):
             params = {"n_best": 1}
             writer = misc.OrderRestorer(
                 lambda prediction: prediction.get("index"),
-                lambda prediction: self._model.print_prediction(
+                lambda prediction: self.model.print_prediction(
                     prediction, params=params, stream=output_file
                 ),
             )
         loss_num = 0
         loss_den = 0
-        metrics = self._model.get_metrics()
+        metrics = self.model.get_metrics()
         for batch in dataset:
-            features, labels = self._model.split_features_labels(batch)
-            loss, predictions = self._eval_fn(features, labels)
+            features, labels = self.model.split_features_labels(batch)
+            loss, predictions = self.eval_step(features, labels)
             if isinstance(loss, tuple):
                 loss_num += loss[0]
                 loss_den += loss[1]
@@ -101,7 +123,7 @@ class MultiDomainEvaluator(evaluation.Evaluator):
                 loss_num += loss
                 loss_den += 1
             if metrics:
-                self._model.update_metrics(metrics, predictions, labels)
+                self.model.update_metrics(metrics, predictions, labels)
             if output_file is not None:
                 predictions = {k: v.numpy() for k, v in predictions.items()}
                 for prediction in misc.extract_batches(predictions):
@@ -114,6 +136,8 @@ class MultiDomainEvaluator(evaluation.Evaluator):
         return loss_num, loss_den, values
 
     def __call__(self, step):
+        if not self.per_domain:
+            return super().__call__(step)
         tf.get_logger().info("Running evaluation for step %d (per domain)", step)
         results = {}
         total_num = 0
@@ -121,8 +145,8 @@ class MultiDomainEvaluator(evaluation.Evaluator):
         pooled_scores = {}
         for domain, labels_file, dataset in self._domain_sets:
             output_path = None
-            if self._save_predictions:
-                output_path = os.path.join(self._eval_dir, "predictions.%s.txt.%d" % (domain, step))
+            if self.saves_predictions:
+                output_path = os.path.join(self.eval_dir, "predictions.%s.txt.%d" % (domain, step))
             loss_num, loss_den, values = self._evaluate_set(dataset, output_path)
             total_num += loss_num
             total_den += loss_den
@@ -130,7 +154,7 @@ class MultiDomainEvaluator(evaluation.Evaluator):
             domain_results = dict(loss=loss, perplexity=tf.math.exp(loss))
             domain_results.update(values)
             if output_path is not None:
-                for scorer in self._scorers:
+                for scorer in self.scorers:
                     score = scorer(labels_file, output_path)
                     if isinstance(score, dict):
                         domain_results.update(score)
@@ -152,7 +176,5 @@ class MultiDomainEvaluator(evaluation.Evaluator):
         # Scores (and model metrics such as accuracy) are averaged over domains.
         pooled.update({name: sum(v) / len(v) for name, v in pooled_scores.items()})
         pooled.update(results)
-        self._record_results(step, pooled)
-        self._maybe_export(step, pooled)
-        self._maybe_garbage_collect_exports()
+        self.record(step, pooled)
         return pooled

@@ -19,36 +19,23 @@ by the other) that adds:
   domains appended to the list take the checkpoint's reserved regions.
 """
 
-import contextlib
 import json
 import os
-import types
 
-import opennmt
 import tensorflow as tf
-from opennmt import runner as runner_module
+from opennmt import config as config_util
 from opennmt.utils import checkpoint as checkpoint_util
 
+from ldr_opennmt import compat
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.training import domain_record
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator
 from ldr_opennmt.utils import write_lines_atomic
 
 FINETUNE_STATE = "finetune.json"
-
-
-@contextlib.contextmanager
-def _per_domain_evaluation():
-    # opennmt.Runner.train/evaluate build their evaluator with
-    # ``evaluation.Evaluator.from_config`` and offer no hook to change its class;
-    # the module reference is swapped for the duration of the call only.
-    original = runner_module.evaluation
-    runner_module.evaluation = types.SimpleNamespace(Evaluator=MultiDomainEvaluator)
-    try:
-        yield
-    finally:
-        runner_module.evaluation = original
+MODEL_DESCRIPTION = "model_description.py"
 
 
 def _base_checkpoint(base):
@@ -56,23 +43,97 @@ def _base_checkpoint(base):
     return tf.train.latest_checkpoint(base) if tf.io.gfile.isdir(base) else base
 
 
-class Runner(opennmt.Runner):
-    """``opennmt.Runner`` with per-domain corpora, domain sampling and fine-tuning."""
+class Runner(compat.RunnerAdapter):
+    """``opennmt.Runner`` with per-domain corpora, domain sampling and fine-tuning.
+
+    It is also the one way to load a trained model (:meth:`from_files`, then
+    :meth:`restore`), used by every command of the package.
+    """
 
     def __init__(self, model, config, **kwargs):
         super().__init__(model, config, **kwargs)
         self._corpora = None
+        self._regions = None
         self._expand_corpora()
         self._match_trained_domains()
 
+    @classmethod
+    def from_files(cls, config_paths, model_dir=None, model_file=None, auto_config=None, **kwargs):
+        """The Runner of a model directory, as ``ldr-main`` builds it.
+
+        Args:
+          config_paths: The run configuration files (merged in order).
+          model_dir: Overrides ``model_dir`` of the configuration.
+          model_file: A model definition file (default: the model directory's
+            ``model_description.py``, which ``onmt-main``/``ldr-main`` copy there).
+          auto_config: Whether to use the model's automatic configuration.
+          **kwargs: Other ``opennmt.Runner`` arguments (``mixed_precision``, ...).
+
+        Raises:
+          UserError: on a missing configuration file, ``model_dir`` or model definition.
+        """
+        for path in config_paths:
+            if not tf.io.gfile.exists(path):
+                raise UserError("%s: no such configuration file" % path)
+        config = config_util.load_config(config_paths)
+        if model_dir:
+            config["model_dir"] = model_dir
+        if not config.get("model_dir"):
+            raise UserError(
+                "%s: no model_dir in the configuration or on the command line"
+                % " ".join(config_paths)
+            )
+        if not model_file and not tf.io.gfile.exists(
+            os.path.join(config["model_dir"], MODEL_DESCRIPTION)
+        ):
+            raise UserError(
+                "%s: no trained model (no %s)" % (config["model_dir"], MODEL_DESCRIPTION)
+            )
+        builder = config_util.load_model(
+            config["model_dir"], model_file=model_file or "", serialize_model=False, as_builder=True
+        )
+        return cls(builder, config, auto_config=auto_config, **kwargs)
+
+    def latest_checkpoint(self, checkpoint_path=None):
+        """The checkpoint :meth:`restore` reads: :obj:`checkpoint_path` (a directory's
+        latest) or the latest of ``model_dir``.
+
+        Raises:
+          UserError: if there is none.
+        """
+        path = _base_checkpoint(checkpoint_path or self.model_dir)
+        if path is None or not tf.io.gfile.exists(path + ".index"):
+            raise UserError("%s: no checkpoint found" % (checkpoint_path or self.model_dir))
+        return path
+
+    def restore(self, checkpoint_path=None):
+        """The model with a checkpoint's weights, built, for inference or analysis.
+
+        Args:
+          checkpoint_path: A checkpoint or a model directory (default: ``model_dir``).
+
+        Returns:
+          (model, checkpoint path).
+
+        Raises:
+          UserError: if no checkpoint is found.
+        """
+        path = self.latest_checkpoint(checkpoint_path)
+        config = self.finalized_config()
+        model = self.new_model(config)
+        checkpoint = checkpoint_util.Checkpoint.from_config(config, model)
+        checkpoint.restore(checkpoint_path=path, weights_only=True)
+        model.create_variables()  # The deferred restoration assigns the weights.
+        return model, path
+
     @property
     def is_classifier(self):
-        return getattr(self._model, "is_domain_classifier", False)
+        return getattr(self.model, "is_domain_classifier", False)
 
     @property
     def domains(self):
         """The declared domains (from ``data: domains`` or the corpora order)."""
-        return corpora_lib.domain_names(self._config["data"])
+        return corpora_lib.domain_names(self.config["data"])
 
     @property
     def corpora(self):
@@ -80,24 +141,35 @@ class Runner(opennmt.Runner):
         return self._corpora
 
     def _expand_corpora(self):
-        data = self._config["data"]
-        train = self._config.setdefault("train", {})
-        finetune = self._config.get("finetune")
+        data = self.config["data"]
+        train = self.config.setdefault("train", {})
+        finetune = self.config.get("finetune")
+        if "domain_batches" in train:
+            raise UserError(
+                "train: domain_batches is read from the data section: write data: "
+                "domain_batches (one place for ldr-main and onmt-main)"
+            )
         if not data.get("train_corpora") and not data.get("eval_corpora"):
             if finetune:
-                raise domains_lib.DomainError(
-                    "finetune needs per-domain corpora (data: train_corpora)"
-                )
+                raise UserError("finetune needs per-domain corpora (data: train_corpora)")
             return
         data["domains"] = corpora_lib.domain_names(data)
+        eval_corpora = corpora_lib.read_corpora(data, "eval_corpora")
+        if eval_corpora is not None:
+            for key in ("eval_features_file", "eval_labels_file"):
+                if data.get(key) is not None:
+                    raise UserError("data: give either eval_corpora or %s, not both" % key)
+            # One dev set per domain: the evaluator scores each (see evaluator.py).
+            features, labels = corpora_lib.example_files(
+                eval_corpora, classifier=self.is_classifier
+            )
+            data["eval_features_file"], data["eval_labels_file"] = features, labels
         corpora = corpora_lib.read_corpora(data, "train_corpora")
         if corpora is None:
             return
         for key in ("train_features_file", "train_labels_file"):
             if data.get(key) is not None:
-                raise domains_lib.DomainError(
-                    "data: give either train_corpora or %s, not both" % key
-                )
+                raise UserError("data: give either train_corpora or %s, not both" % key)
         if finetune and finetune.get("domain") is not None:
             corpora = [self._finetune_corpus(finetune, corpora)]
         self._corpora = corpora
@@ -108,7 +180,7 @@ class Runner(opennmt.Runner):
         probabilities, weights = corpora_lib.sampling(corpora, alpha)
         if len(corpora) > 1:
             data["train_files_weights"] = weights
-            data["domain_batches"] = bool(train.get("domain_batches", True))
+            data.setdefault("domain_batches", True)
         tf.get_logger().info(
             "Training corpora (alpha=%s): %s",
             alpha,
@@ -124,13 +196,13 @@ class Runner(opennmt.Runner):
         latest = tf.train.latest_checkpoint(self.model_dir)
         if latest is not None:
             return latest
-        base = (self._config.get("finetune") or {}).get("base")
+        base = (self.config.get("finetune") or {}).get("base")
         return _base_checkpoint(base) if base else None
 
     def _match_trained_domains(self):
         """Checks the declared domains against the trained model's; new domains take
-        reserved regions (``data: domain_regions`` is set from the checkpoint)."""
-        data = self._config["data"]
+        reserved regions (the finalized ``data: domain_regions`` is the checkpoint's)."""
+        data = self.config["data"]
         declared = data.get("domains")
         checkpoint = self._trained_checkpoint()
         if declared is None or checkpoint is None:
@@ -139,12 +211,13 @@ class Runner(opennmt.Runner):
             return  # Reported by OpenNMT-tf or by the fine-tuning checks.
         declared = domains_lib.validate_domain_names(declared, source="the data configuration")
         checkpoint_dir = os.path.dirname(checkpoint)
-        recorded = domain_record.read_record(checkpoint_dir)
-        regions = domain_record.checkpoint_regions(checkpoint)
+        recorded, regions = domain_record.read_record(checkpoint_dir)
+        if regions is None:
+            regions = self._checkpoint_regions(checkpoint)
         if not regions:
             return  # A model without domain parameters (Mixed): labels are ignored.
         new = domain_record.check_domains(declared, recorded, regions, checkpoint_dir)
-        data["domain_regions"] = regions
+        self._regions = regions
         if recorded is None:
             tf.get_logger().warning(
                 "%s has no %s (trained by stock onmt-main?): the domain order cannot be "
@@ -164,9 +237,20 @@ class Runner(opennmt.Runner):
                 ", ".join(recorded),
             )
 
-    def _finalize_config(self, *args, **kwargs):
-        config = super()._finalize_config(*args, **kwargs)
+    def _checkpoint_regions(self, checkpoint):
+        """The regions of a checkpoint that has no record (trained by stock onmt-main):
+        a model built as configured tells which of its regions the checkpoint holds."""
+        model = self.new_model(self.finalized_config())
+        if not hasattr(model, "domain_weights"):
+            return 0  # Not a multi-domain translation model (the domain classifier).
+        model.create_variables()
+        return domain_record.checkpoint_regions(model, checkpoint)
+
+    def finalize_config(self, config):
         data, train = config["data"], config["train"]
+        if self._regions:
+            # The trained checkpoint's shape: appended domains take reserved regions.
+            data["domain_regions"] = self._regions
         if (
             self._corpora
             and data.get("train_files_weights")
@@ -178,18 +262,21 @@ class Runner(opennmt.Runner):
             train["sample_buffer_size"] = sum(corpus.size for corpus in self._corpora)
         return config
 
+    def domain_regions(self):
+        """The number of domain regions of the model this Runner trains or loads."""
+        model = self.new_model(self.finalized_config())
+        return model.domain_regions() if hasattr(model, "domain_regions") else 0
+
     def _finetune_corpus(self, finetune, corpora):
         domain = finetune.get("domain")
         names = [c.domain for c in corpora]
-        if domain not in self._config["data"]["domains"]:
-            raise domains_lib.DomainError(
+        if domain not in self.config["data"]["domains"]:
+            raise UserError(
                 "finetune: domain %r is not declared (declared: %s)"
-                % (domain, ", ".join(self._config["data"]["domains"]))
+                % (domain, ", ".join(self.config["data"]["domains"]))
             )
         if domain not in names:
-            raise domains_lib.DomainError(
-                "finetune: domain %r has no corpus in data: train_corpora" % domain
-            )
+            raise UserError("finetune: domain %r has no corpus in data: train_corpora" % domain)
         return corpora[names.index(domain)]
 
     def _prepare_finetune(self, finetune):
@@ -197,16 +284,14 @@ class Runner(opennmt.Runner):
         base = finetune.get("base")
         steps = finetune.get("steps")
         if not base:
-            raise domains_lib.DomainError("finetune: base (the trained model directory) is missing")
+            raise UserError("finetune: base (the trained model directory) is missing")
         if not isinstance(steps, int) or steps <= 0:
-            raise domains_lib.DomainError(
-                "finetune: steps must be a positive integer, got %r" % (steps,)
-            )
+            raise UserError("finetune: steps must be a positive integer, got %r" % (steps,))
         model_dir = self.model_dir
         base_is_dir = tf.io.gfile.isdir(base)
         base_dir = base if base_is_dir else os.path.dirname(base)
         if os.path.realpath(base_dir) == os.path.realpath(model_dir):
-            raise domains_lib.DomainError(
+            raise UserError(
                 "finetune: model_dir %s is the base model's directory; fine-tuning writes "
                 "to a new model_dir so that the base model stays intact" % model_dir
             )
@@ -220,7 +305,7 @@ class Runner(opennmt.Runner):
         else:
             checkpoint_path = _base_checkpoint(base)
             if checkpoint_path is None or not tf.io.gfile.exists(checkpoint_path + ".index"):
-                raise domains_lib.DomainError("finetune: base: no checkpoint found in %s" % base)
+                raise UserError("finetune: base: no checkpoint found in %s" % base)
             state = {
                 "base_checkpoint": checkpoint_path,
                 "base_step": checkpoint_util.get_step_from_checkpoint_prefix(checkpoint_path),
@@ -231,7 +316,7 @@ class Runner(opennmt.Runner):
             write_lines_atomic(state_path, [json.dumps(state, indent=2)])
             continue_training = True
         max_step = state["base_step"] + steps
-        self._config["train"]["max_step"] = max_step
+        self.config["train"]["max_step"] = max_step
         if (
             latest is not None
             and checkpoint_util.get_step_from_checkpoint_prefix(latest) >= max_step
@@ -251,23 +336,21 @@ class Runner(opennmt.Runner):
         return {"checkpoint_path": checkpoint_path, "continue_from_checkpoint": continue_training}
 
     def train(self, *args, **kwargs):
-        finetune = self._config.get("finetune")
+        finetune = self.config.get("finetune")
         if finetune:
             if kwargs.get("checkpoint_path"):
-                raise domains_lib.DomainError(
-                    "finetune: base sets the checkpoint; do not pass --checkpoint_path"
-                )
+                raise UserError("finetune: base sets the checkpoint; do not pass --checkpoint_path")
             restore = self._prepare_finetune(finetune)
             if restore is None:
                 return self.model_dir
             kwargs.update(restore)
-        declared = self._config["data"].get("domains")
+        declared = self.config["data"].get("domains")
         if declared is not None:
             # What the checkpoints are trained with: later runs must keep these ids.
-            domain_record.write_record(self.model_dir, declared)
-        with _per_domain_evaluation():
+            domain_record.write_record(self.model_dir, declared, self.domain_regions())
+        with compat.evaluator_class(MultiDomainEvaluator):
             return super().train(*args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
-        with _per_domain_evaluation():
+        with compat.evaluator_class(MultiDomainEvaluator):
             return super().evaluate(*args, **kwargs)

@@ -8,8 +8,9 @@ import numpy as np
 import tensorflow as tf
 import yaml
 
-from ldr_opennmt import domains, models
+from ldr_opennmt import models
 from ldr_opennmt.analysis import cli, polysemy
+from ldr_opennmt.errors import UserError
 from tests import corpus
 
 VOCAB = ["<blank>", "bank", "money", "river", "big", "small"]
@@ -53,7 +54,7 @@ class PolysemyTest(tf.test.TestCase):
         )
 
     def test_threshold_leaving_no_unit(self):
-        with self.assertRaisesRegex(domains.DomainError, "0 unit\\(s\\) occur at least 41 times"):
+        with self.assertRaisesRegex(UserError, "0 unit\\(s\\) occur at least 41 times"):
             polysemy.analyze(TABLES, VOCAB, COUNTS, min_count=41)
 
     def _model_dir(self):
@@ -142,7 +143,7 @@ class PolysemyTest(tf.test.TestCase):
                     ", domain_region_size=2", ""
                 )
             )
-        with self.assertRaisesRegex(domains.DomainError, "has no LDR regions"):
+        with self.assertRaisesRegex(UserError, "has no LDR regions"):
             cli.main(["polysemy", "--config", config_path, "--out", self.get_temp_dir()])
 
 

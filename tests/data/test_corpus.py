@@ -4,7 +4,7 @@ import os
 import tensorflow as tf
 
 from ldr_opennmt.data import cli, corpus
-from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.errors import UserError
 from tests import corpus as tiny
 
 
@@ -29,7 +29,7 @@ class CorpusTest(tf.test.TestCase):
             self.assertEqual(sorted(s for s, _ in a[split]), sorted(s for s, _ in b[split]))
 
     def test_split_too_small(self):
-        with self.assertRaisesRegex(DataError, "cannot hold dev 5 \\+ test 5"):
+        with self.assertRaisesRegex(UserError, "cannot hold dev 5 \\+ test 5"):
             corpus.split_pairs([("a", "b")] * 3, 5, 5)
 
     def test_build(self):
@@ -63,13 +63,13 @@ class CorpusTest(tf.test.TestCase):
     def test_build_empty_domain(self):
         pairs = _domain_pairs()
         pairs["software"] = []
-        with self.assertRaisesRegex(DataError, "domain 'software' has an empty corpus"):
+        with self.assertRaisesRegex(UserError, "domain 'software' has an empty corpus"):
             corpus.build(
                 pairs, os.path.join(self.get_temp_dir(), "x"), 2, 2, 10, log=lambda _: None
             )
 
     def test_incomplete_build_is_not_loaded(self):
-        with self.assertRaisesRegex(DataError, "no complete corpus"):
+        with self.assertRaisesRegex(UserError, "no complete corpus"):
             corpus.load_info(self.get_temp_dir())
 
     def test_cli_unknown_corpus(self):

@@ -6,7 +6,7 @@ from unittest import mock
 import tensorflow as tf
 
 from ldr_opennmt.data import sources
-from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.errors import UserError
 
 PO = r"""
 msgid ""
@@ -69,7 +69,7 @@ class SourcesTest(tf.test.TestCase):
             {"pkg/locale/fr/LC_MESSAGES/pkg.po": PO, "pkg/locale/de/LC_MESSAGES/pkg.po": PO},
         )
         self.assertLen(sources.wheel_po_pairs(wheel, r"/fr/LC_MESSAGES/"), 4)
-        with self.assertRaisesRegex(DataError, "no file matches"):
+        with self.assertRaisesRegex(UserError, "no file matches"):
             sources.wheel_po_pairs(wheel, r"/es/")
 
     def test_bible_pairs_align_by_verse(self):
@@ -130,7 +130,7 @@ class SourcesTest(tf.test.TestCase):
         failed = mock.Mock(returncode=1, stderr="ERROR: No matching distribution found\n")
         with mock.patch.object(sources.subprocess, "run", return_value=failed):
             with self.assertRaisesRegex(
-                DataError, "cannot download sphinx==7.4.7: ERROR: No matching"
+                UserError, "cannot download sphinx==7.4.7: ERROR: No matching"
             ):
                 sources.fetch_wheel("sphinx", self.get_temp_dir(), log=lambda _: None)
 
@@ -152,14 +152,14 @@ class SourcesTest(tf.test.TestCase):
         bad = os.path.join(self.get_temp_dir(), "bad.zip")
         with open(bad, "w") as f:
             f.write("not a zip")
-        with self.assertRaisesRegex(DataError, "not a valid zip"):
+        with self.assertRaisesRegex(UserError, "not a valid zip"):
             sources.opus_moses_pairs(bad)
         uneven = _zip(
             os.path.join(self.get_temp_dir(), "uneven.zip"), {"c.en": "a\nb\n", "c.fr": "a\n"}
         )
-        with self.assertRaisesRegex(DataError, "c.en has 2 lines but c.fr has 1"):
+        with self.assertRaisesRegex(UserError, "c.en has 2 lines but c.fr has 1"):
             sources.opus_moses_pairs(uneven)
-        with self.assertRaisesRegex(DataError, "no such file"):
+        with self.assertRaisesRegex(UserError, "no such file"):
             sources.opus_moses_pairs(os.path.join(self.get_temp_dir(), "missing.zip"))
 
 

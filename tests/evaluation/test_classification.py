@@ -1,6 +1,6 @@
 import tensorflow as tf
 
-from ldr_opennmt import domains
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 
 
@@ -20,7 +20,7 @@ class ClassificationTest(tf.test.TestCase):
         self.assertIn("| it | - | 0.0 | - | 1 | 0 |", table)
 
     def test_length_mismatch(self):
-        with self.assertRaisesRegex(domains.DomainError, "2 predicted labels for 3 reference"):
+        with self.assertRaisesRegex(UserError, "2 predicted labels for 3 reference"):
             classification.precision_recall(["a"] * 3, ["a"] * 2, ["a"])
 
 

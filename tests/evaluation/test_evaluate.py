@@ -9,7 +9,7 @@ import tensorflow as tf
 import yaml
 
 from ldr_opennmt.data import corpus as corpus_lib
-from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import cli, evaluate
 from tests import corpus as tiny
 from tests import helpers
@@ -79,7 +79,7 @@ class EvaluateTest(helpers.SharedDirTestCase):
         self.assertEqual(evaluate.labels_for("oracle", "b", domains, 2), ["b", "b"])
         self.assertEqual(evaluate.labels_for("generic", "b", domains, 1), ["generic"])
         self.assertEqual(evaluate.labels_for("wrong", "c", domains, 1), ["a"])
-        with self.assertRaisesRegex(DataError, "needs predicted label files"):
+        with self.assertRaisesRegex(UserError, "needs predicted label files"):
             evaluate.labels_for("pred", "a", domains, 1)
 
     def test_cli_table(self):
@@ -119,7 +119,7 @@ class EvaluateTest(helpers.SharedDirTestCase):
             lines = f.read().splitlines()
         with open(os.path.join(out, "LDR.wrong.fr"), "w") as f:
             f.write("\n".join(lines[:5]) + "\n")
-        with self.assertRaisesRegex(DataError, "LDR.wrong.fr: 5 predictions for 18 references"):
+        with self.assertRaisesRegex(UserError, "LDR.wrong.fr: 5 predictions for 18 references"):
             evaluate.evaluate(self.corpus, [evaluate.System("LDR", [self.ldr])], out)
 
     def test_predicted_labels_and_per_system_modes(self):
@@ -150,14 +150,14 @@ class EvaluateTest(helpers.SharedDirTestCase):
         path = os.path.join(self.dir, "legal.yml")
         with open(path, "w") as f:
             yaml.safe_dump(config, f)
-        with self.assertRaisesRegex(DataError, "system L declares domain 'legal' but the corpus"):
+        with self.assertRaisesRegex(UserError, "system L declares domain 'legal' but the corpus"):
             evaluate.evaluate(self.corpus, [evaluate.System("L", [path])], self.dir)
 
     def test_missing_model(self):
         config = os.path.join(self.dir, "none.yml")
         with open(config, "w") as f:
             yaml.safe_dump({"model_dir": os.path.join(self.dir, "nothing")}, f)
-        with self.assertRaisesRegex(DataError, "system X: no trained model"):
+        with self.assertRaisesRegex(UserError, "system X: no trained model"):
             evaluate.System("X", [config])
         self.assertEqual(
             cli.main(["--corpus", self.corpus, "--out", self.dir, "--system", "X=%s" % config]), 2

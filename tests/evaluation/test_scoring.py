@@ -2,7 +2,7 @@ import os
 
 import tensorflow as tf
 
-from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import scoring
 
 REFS = [
@@ -22,9 +22,9 @@ class ScoringTest(tf.test.TestCase):
         self.assertLess(worse["bleu"], 1.0)
 
     def test_check_aligned(self):
-        with self.assertRaisesRegex(DataError, "out.txt: 1 predictions for 4 references"):
+        with self.assertRaisesRegex(UserError, "out.txt: 1 predictions for 4 references"):
             scoring.check_aligned(["a"], REFS, "out.txt")
-        with self.assertRaisesRegex(DataError, "out.txt: missing predictions"):
+        with self.assertRaisesRegex(UserError, "out.txt: missing predictions"):
             scoring.check_aligned(None, REFS, "out.txt")
 
     def test_signatures(self):

@@ -7,6 +7,7 @@ import tensorflow as tf
 import yaml
 
 from ldr_opennmt import domains, models
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.training import cli
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
@@ -114,7 +115,7 @@ class DomainClassifierTest(helpers.SharedDirTestCase):
         with open(other, "w") as f:
             yaml.safe_dump({"data": {"domains": ["medical", "religious", "legal"]}}, f)
         with self.assertRaisesRegex(
-            domains.DomainError,
+            UserError,
             r"the classifier's domains \(medical, religious, software\) differ from those of "
             r".*mt.yml \(medical, religious, legal\)",
         ):
@@ -130,7 +131,7 @@ class DomainClassifierTest(helpers.SharedDirTestCase):
         path = os.path.join(self.dir, "mt_run.yml")
         with open(path, "w") as f:
             yaml.safe_dump(config, f)
-        with self.assertRaisesRegex(domains.DomainError, "needs a domain classifier"):
+        with self.assertRaisesRegex(UserError, "needs a domain classifier"):
             cli.main(
                 ["--config", path, "--model", "model_defs/small/ldr_transformer.py"]
                 + ["predict_domains", "--features_file", "x", "--output_dir", self.dir]

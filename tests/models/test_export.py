@@ -4,7 +4,7 @@ import opennmt
 import tensorflow as tf
 from parameterized import parameterized
 
-from ldr_opennmt.domains import DomainError
+from ldr_opennmt.errors import UserError
 from tests import helpers
 
 SENTENCES = ["the big cell", "a host is here", "spirit"]
@@ -60,9 +60,7 @@ class ExportTest(tf.test.TestCase):
     def test_ctranslate2_export_is_refused(self):
         model, _ = helpers.build_model(self, "ldr_transformer")
         exporter = opennmt.utils.exporters.make_exporter("ctranslate2")
-        with self.assertRaisesRegex(
-            DomainError, "CTranslate2Exporter cannot export a multi-domain"
-        ):
+        with self.assertRaisesRegex(UserError, "CTranslate2Exporter cannot export a multi-domain"):
             model.export(os.path.join(self.get_temp_dir(), "ct2"), exporter=exporter)
 
 

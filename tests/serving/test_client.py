@@ -13,8 +13,8 @@ import yaml
 from parameterized import parameterized
 
 from ldr_opennmt import models
+from ldr_opennmt.cli import translate
 from ldr_opennmt.data import corpus as corpus_lib
-from ldr_opennmt.serving import client
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -141,7 +141,7 @@ class ClientTest(helpers.SharedDirTestCase):
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(fake_stdout):
             sys.stdin, saved_stdin = fake_stdin, sys.stdin
             try:
-                client.main(list(args))
+                translate.main(list(args))
             except SystemExit as e:
                 status = e.code
             finally:

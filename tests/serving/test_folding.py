@@ -14,7 +14,7 @@ import opennmt
 import tensorflow as tf
 from parameterized import parameterized
 
-from ldr_opennmt.domains import DomainError
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainInputter
 from ldr_opennmt.serving import ct2_export, folding
 from tests import helpers
@@ -135,20 +135,20 @@ class FoldingTest(tf.test.TestCase):
     @parameterized.expand([("ldr_rnn",), ("dc_rnn",), ("mixed_rnn",)])
     def test_rnn_is_refused(self, family):
         model, _ = helpers.build_model(self, family)
-        with self.assertRaisesRegex(DomainError, "CTranslate2 3.x converts only .*Transformer"):
+        with self.assertRaisesRegex(UserError, "CTranslate2 3.x converts only .*Transformer"):
             folding.fold(model, "generic")
         output_dir = os.path.join(self.get_temp_dir(), "rnn")
-        with self.assertRaisesRegex(DomainError, "Transformer"):
+        with self.assertRaisesRegex(UserError, "Transformer"):
             ct2_export.export(model, output_dir)
         self.assertFalse(os.path.exists(output_dir))
 
     def test_unknown_domain_is_refused(self):
         model = _build(self, "ldr_transformer")
         message = r"unknown domain 'legal' \(declared: medical, religious, software, generic\)"
-        with self.assertRaisesRegex(DomainError, message):
+        with self.assertRaisesRegex(UserError, message):
             folding.fold(model, "legal")
         output_dir = os.path.join(self.get_temp_dir(), "unknown")
-        with self.assertRaisesRegex(DomainError, message):
+        with self.assertRaisesRegex(UserError, message):
             ct2_export.export(model, output_dir, domains=["medical", "legal"])
         self.assertFalse(os.path.exists(output_dir))
         self.assertFalse(any(".partial-" in name for name in os.listdir(self.get_temp_dir())))
@@ -158,14 +158,12 @@ class FoldingTest(tf.test.TestCase):
         model = _build(self, family)
         output_dir = os.path.join(self.get_temp_dir(), "ct2_" + family)
         converter = ctranslate2.converters.OpenNMTTFConverter(model)
-        with self.assertRaisesRegex(
-            DomainError, "cannot convert a multi-domain.*" + CONVERTER_HINT
-        ):
+        with self.assertRaisesRegex(UserError, "cannot convert a multi-domain.*" + CONVERTER_HINT):
             converter.convert(output_dir)
         self.assertFalse(os.path.exists(output_dir))
         # OpenNMT-tf's own CTranslate2 exporter (onmt-main export --format ctranslate2).
         exporter = opennmt.utils.exporters.make_exporter("ctranslate2")
-        with self.assertRaisesRegex(DomainError, CONVERTER_HINT):
+        with self.assertRaisesRegex(UserError, CONVERTER_HINT):
             model.export(output_dir, exporter=exporter)
         self.assertFalse(os.path.exists(output_dir))
 
@@ -177,7 +175,7 @@ class FoldingTest(tf.test.TestCase):
                 model.features_inputter.embedding, folding.source_embedder(model).embedding
             )
         else:
-            with self.assertRaisesRegex(DomainError, "not a single table.*" + CONVERTER_HINT):
+            with self.assertRaisesRegex(UserError, "not a single table.*" + CONVERTER_HINT):
                 _ = model.features_inputter.embedding
 
 
@@ -227,7 +225,7 @@ class CTranslate2ExportTest(tf.test.TestCase):
         os.makedirs(output_dir)
         with open(os.path.join(output_dir, "stale"), "w") as f:
             f.write("old\n")
-        with self.assertRaisesRegex(DomainError, "already exists .*--force"):
+        with self.assertRaisesRegex(UserError, "already exists .*--force"):
             ct2_export.export(model, output_dir, domains=["generic"])
         self.assertEqual(os.listdir(output_dir), ["stale"])
         ct2_export.export(model, output_dir, domains=["generic"], force=True)

@@ -5,6 +5,7 @@ import tensorflow as tf
 from parameterized import parameterized
 
 from ldr_opennmt import domains, models
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import DomainLabel
 from ldr_opennmt.training import corpora
 from tests import corpus, helpers
@@ -76,26 +77,26 @@ class CorporaTest(tf.test.TestCase):
         self.assertAllClose(observed, expected, atol=0.03)
 
     def test_bad_input(self):
-        with self.assertRaisesRegex(domains.DomainError, "domain_sampling_alpha must be >= 0"):
+        with self.assertRaisesRegex(UserError, "domain_sampling_alpha must be >= 0"):
             corpora.sampling(corpora.read_corpora(self._data(), "train_corpora"), -0.5)
         data = self._data()
         open(data["train_corpora"]["software"][0], "w").close()
         with self.assertRaisesRegex(
-            domains.DomainError, r"train\.software\.src: empty corpus for domain 'software'"
+            UserError, r"train\.software\.src: empty corpus for domain 'software'"
         ):
             corpora.read_corpora(data, "train_corpora")
         with self.assertRaisesRegex(
-            domains.DomainError, "domain 'software' is not declared in data: domains"
+            UserError, "domain 'software' is not declared in data: domains"
         ):
             corpora.read_corpora(self._data(domains=["medical", "religious"]), "train_corpora")
         data = self._data()
         with open(data["train_corpora"]["medical"][1], "a") as f:
             f.write("extra\n")
-        with self.assertRaisesRegex(domains.DomainError, r"train\.medical\.tgt:41: extra target"):
+        with self.assertRaisesRegex(UserError, r"train\.medical\.tgt:41: extra target"):
             corpora.read_corpora(data, "train_corpora")
         data = self._data()
         data["train_corpora"]["medical"] = ["nope.src", "nope.tgt"]
-        with self.assertRaisesRegex(domains.DomainError, "medical: file not found: nope.src"):
+        with self.assertRaisesRegex(UserError, "medical: file not found: nope.src"):
             corpora.read_corpora(data, "train_corpora")
 
 

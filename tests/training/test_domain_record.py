@@ -8,6 +8,7 @@ import tensorflow as tf
 from parameterized import parameterized
 
 from ldr_opennmt import domains, models
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.training import domain_record
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
@@ -61,7 +62,7 @@ class CheckDomainsTest(tf.test.TestCase):
         ]
     )
     def test_refusals(self, declared, message):
-        with self.assertRaisesRegex(domains.DomainError, message):
+        with self.assertRaisesRegex(UserError, message):
             domain_record.check_domains(declared, ["a", "b"], 3, "m")
 
 
@@ -142,7 +143,7 @@ class NewDomainTest(helpers.SharedDirTestCase):
         config = self._new_config(self.base_dir, names=names)
         corpora = config["data"]["train_corpora"]
         config["data"]["train_corpora"] = {d: corpora[d] for d in corpora if d in names}
-        with self.assertRaisesRegex(domains.DomainError, message):
+        with self.assertRaisesRegex(UserError, message):
             Runner(_ldr, config)
 
     def test_model_without_reserved_region_refuses(self):
@@ -155,7 +156,7 @@ class NewDomainTest(helpers.SharedDirTestCase):
 
         Runner(full, config).train()
         with self.assertRaisesRegex(
-            domains.DomainError,
+            UserError,
             r"has 2 domain regions \(medical, religious and 0 reserved\): no free region for "
             "software",
         ):

@@ -14,7 +14,7 @@ import tensorflow as tf
 from opennmt.utils import misc
 from parameterized import parameterized
 
-from ldr_opennmt.domains import DomainError
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import domain_scope
 from tests import helpers
 
@@ -60,7 +60,7 @@ class PrecisionTest(tf.test.TestCase):
     @parameterized.expand([(family,) for family in RNNS])
     def test_rnn_refuses_xla_up_front(self, family):
         model, _ = helpers.build_model(self, family)
-        with self.assertRaisesRegex(DomainError, "--jit_compile is not supported by RNN models"):
+        with self.assertRaisesRegex(UserError, "--jit_compile is not supported by RNN models"):
             model.set_jit_compile(True)
         model.set_jit_compile(False)
 

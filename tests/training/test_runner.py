@@ -12,6 +12,7 @@ import tensorflow as tf
 import yaml
 
 from ldr_opennmt import domains, models
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 
@@ -137,17 +138,17 @@ class RunnerTest(helpers.SharedDirTestCase):
         config["model_dir"] = os.path.join(self.dir, "ft_bad")
         config["finetune"] = {"base": self.config["model_dir"], "domain": "legal", "steps": 4}
         with self.assertRaisesRegex(
-            domains.DomainError, r"finetune: domain 'legal' is not declared \(declared: medical"
+            UserError, r"finetune: domain 'legal' is not declared \(declared: medical"
         ):
             Runner(_ldr, config)
         config["finetune"]["domain"] = "medical"
         config["model_dir"] = self.config["model_dir"]
-        with self.assertRaisesRegex(domains.DomainError, "base model stays intact"):
+        with self.assertRaisesRegex(UserError, "base model stays intact"):
             Runner(_ldr, config).train()
         config["model_dir"] = os.path.join(self.dir, "ft_bad")
         config["finetune"]["base"] = os.path.join(self.dir, "nothing")
         os.makedirs(config["finetune"]["base"], exist_ok=True)
-        with self.assertRaisesRegex(domains.DomainError, "finetune: base: no checkpoint found"):
+        with self.assertRaisesRegex(UserError, "finetune: base: no checkpoint found"):
             Runner(_ldr, config).train()
 
     def test_mixed_batches_get_a_full_shuffle_buffer(self):
@@ -162,7 +163,7 @@ class RunnerTest(helpers.SharedDirTestCase):
     def test_corpora_and_file_lists_are_exclusive(self):
         config = copy.deepcopy(self.config)
         config["data"]["train_features_file"] = ["a", "b"]
-        with self.assertRaisesRegex(domains.DomainError, "either train_corpora or"):
+        with self.assertRaisesRegex(UserError, "either train_corpora or"):
             Runner(_ldr, config)
 
 

@@ -6,21 +6,16 @@
 
 writes one CTranslate2 model per domain (``export/ct2/medical``, ...,
 ``export/ct2/generic``) and ``export/ct2/manifest.json``; see
-:mod:`ldr_opennmt.serving.ct2_export`. The model and its configuration are
-loaded as ``ldr-main`` loads them (``model_dir``'s ``model_description.py``,
-per-domain corpora, ``--auto_config``), from the latest checkpoint or
-``--checkpoint_path``.
+:mod:`ldr_opennmt.serving.ct2_export`. The model is loaded the one way every
+command loads a trained model (``Runner.from_files`` then ``Runner.restore``:
+``model_dir``'s ``model_description.py``, per-domain corpora, ``--auto_config``),
+from the latest checkpoint or ``--checkpoint_path``.
 """
 
 import argparse
-import logging
 import sys
 
-from opennmt import config as config_util
-from opennmt.bin import main as onmt_main
-from opennmt.utils import checkpoint as checkpoint_util
-
-from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import compat, errors
 from ldr_opennmt.serving import ct2_export
 from ldr_opennmt.training.runner import Runner
 
@@ -59,53 +54,11 @@ def _parser():
     return parser
 
 
-def load_model(config_paths, model_dir=None, model_file="", auto_config=None, checkpoint=None):
-    """Loads a trained model as the multi-domain Runner does.
-
-    Args:
-      config_paths: The run configuration files.
-      model_dir: Overrides ``model_dir`` of the configuration.
-      model_file: A model definition file (default: the model directory's copy).
-      auto_config: Whether to use the model's automatic configuration.
-      checkpoint: A checkpoint path (default: the latest of the model directory).
-
-    Returns:
-      (the built model with the checkpoint's weights, the checkpoint path).
-
-    Raises:
-      DomainError: if no model directory or no checkpoint is found.
-    """
-    config = config_util.load_config(config_paths)
-    if model_dir:
-        config["model_dir"] = model_dir
-    if "model_dir" not in config:
-        raise domains_lib.DomainError("no model_dir in the configuration or on the command line")
-    builder = config_util.load_model(
-        config["model_dir"], model_file=model_file, serialize_model=False, as_builder=True
-    )
-    runner = Runner(builder, config, auto_config=auto_config)
-    # What opennmt.Runner.export does before exporting.
-    config = runner._finalize_config()
-    model = runner._init_model(config)
-    restored = checkpoint_util.Checkpoint.from_config(config, model).restore(
-        checkpoint_path=checkpoint, weights_only=True
-    )
-    if restored is None:
-        raise domains_lib.DomainError(
-            "no checkpoint found in %s" % (checkpoint or runner.model_dir)
-        )
-    model.create_variables()
-    return model, restored
-
-
 def ctranslate2_main(args):
-    model, checkpoint = load_model(
-        args.config,
-        model_dir=args.model_dir,
-        model_file=args.model,
-        auto_config=args.auto_config,
-        checkpoint=args.checkpoint_path,
+    runner = Runner.from_files(
+        args.config, model_dir=args.model_dir, model_file=args.model, auto_config=args.auto_config
     )
+    model, checkpoint = runner.restore(args.checkpoint_path)
     manifest = ct2_export.export(
         model,
         args.output_dir,
@@ -120,9 +73,10 @@ def ctranslate2_main(args):
 
 
 def main(argv=None):
+    """The ``ldr-export`` entry point."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    onmt_main._initialize_logging(getattr(logging, args.log_level))
-    return ctranslate2_main(args)
+    compat.initialize_logging(args.log_level)
+    return errors.run_main("ldr-export", ctranslate2_main, args)
 
 
 if __name__ == "__main__":

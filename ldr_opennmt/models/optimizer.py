@@ -18,6 +18,8 @@ overflow). It is what LazyAdam does for embedding rows, applied per domain.
 
 import tensorflow as tf
 
+from ldr_opennmt import compat
+
 
 def _variable_refs(variables):
     """References of the variables and of their per-device components.
@@ -40,7 +42,7 @@ def _variable_refs(variables):
     return refs
 
 
-class DomainUpdateSkipping:
+class DomainUpdateSkipping(compat.ConditionalUpdateMixin):
     """Optimizer mixin: no update for domain variables with an all-zero gradient."""
 
     def _is_domain_variable(self, var):
@@ -50,32 +52,17 @@ class DomainUpdateSkipping:
             self._domain_variable_refs = refs
         return var.ref() in refs
 
-    def _skip_if_zero(self, grad, var, apply_fn):
+    def should_apply(self, grad, var):
         if not self._is_domain_variable(var):
-            return apply_fn()
-
-        def _apply():
-            with tf.control_dependencies([apply_fn()]):
-                return tf.constant(True)
-
-        return tf.cond(tf.reduce_any(tf.not_equal(grad, 0)), _apply, lambda: tf.constant(False))
-
-    def _resource_apply_dense(self, grad, var, apply_state=None):
-        parent = super()._resource_apply_dense
-        return self._skip_if_zero(grad, var, lambda: parent(grad, var, apply_state=apply_state))
-
-    def _resource_apply_sparse(self, grad, var, indices, apply_state=None):
-        parent = super()._resource_apply_sparse
-        return self._skip_if_zero(
-            grad, var, lambda: parent(grad, var, indices, apply_state=apply_state)
-        )
+            return None
+        return tf.reduce_any(tf.not_equal(grad, 0))
 
 
 def skip_absent_domains(optimizer, domain_variables_fn):
     """Makes :obj:`optimizer` skip updates of absent domains, in place.
 
     The instance keeps its configuration, slots and checkpoint layout; only its
-    class gains :class:`DomainUpdateSkipping`.
+    class gains :class:`DomainUpdateSkipping` (see :func:`ldr_opennmt.compat.add_optimizer_mixin`).
 
     Args:
       optimizer: A ``tf.keras.optimizers.legacy.Optimizer``.
@@ -85,10 +72,7 @@ def skip_absent_domains(optimizer, domain_variables_fn):
     Returns:
       The same optimizer.
     """
-    if isinstance(optimizer, DomainUpdateSkipping):
-        return optimizer
-    cls = optimizer.__class__
-    optimizer.__class__ = type("DomainAware%s" % cls.__name__, (DomainUpdateSkipping, cls), {})
+    compat.add_optimizer_mixin(optimizer, DomainUpdateSkipping)
     # A plain function attribute: not tracked, so checkpoints are unchanged.
     optimizer._domain_variables_fn = domain_variables_fn
     return optimizer

@@ -26,16 +26,14 @@ import os
 import pyonmttok
 import yaml
 
+from ldr_opennmt.errors import UserError
+
 ASSETS_EXTRA = "assets.extra"
 DOMAINS = "domains.txt"
 TOKENIZER_CONFIGS = {
     "source": "source_tokenizer_config.yml",
     "target": "target_tokenizer_config.yml",
 }
-
-
-class AssetError(ValueError):
-    """A missing or invalid serving asset (a one-line error)."""
 
 
 def export_assets(model, asset_dir):
@@ -118,7 +116,7 @@ def load_tokenizer(export_dir, side):
       this side (the model was exported without ``<side>_tokenization``).
 
     Raises:
-      AssetError: if a file named by the configuration is missing or the
+      UserError: if a file named by the configuration is missing or the
         configuration is invalid.
     """
     directory = assets_dir(export_dir)
@@ -129,12 +127,12 @@ def load_tokenizer(export_dir, side):
     with open(config_path, encoding="utf-8") as config_file:
         config = yaml.safe_load(config_file) or {}
     if not isinstance(config, dict):
-        raise AssetError("%s: expected a mapping of tokenization options" % config_path)
+        raise UserError("%s: expected a mapping of tokenization options" % config_path)
     for key, value in config.items():
         if isinstance(value, str) and key.endswith("_path"):
             path = value if os.path.isabs(value) else os.path.join(directory, value)
             if not os.path.isfile(path):
-                raise AssetError(
+                raise UserError(
                     "%s: missing tokenizer asset (%s: %s in %s)" % (path, key, value, config_name)
                 )
             config[key] = path
@@ -142,4 +140,4 @@ def load_tokenizer(export_dir, side):
     try:
         return pyonmttok.Tokenizer(**config)
     except (TypeError, ValueError, RuntimeError) as e:
-        raise AssetError("%s: invalid tokenization options: %s" % (config_path, e)) from e
+        raise UserError("%s: invalid tokenization options: %s" % (config_path, e)) from e

@@ -22,15 +22,16 @@ domain list must equal the classifier's.
 
 import argparse
 import json
-import logging
 import os
 import sys
 
 import tensorflow as tf
 from opennmt import config as config_util
-from opennmt.bin import main as onmt_main
 
+from ldr_opennmt import compat
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import errors
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.training.runner import Runner
@@ -56,13 +57,11 @@ def _run_type(argv):
 
 
 def main(argv=None):
+    """The ``ldr-main`` entry point (errors printed as ``onmt-main`` users see them)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if _run_type(argv) == PREDICT_DOMAINS:
-        return predict_domains_main(argv)
-    # OpenNMT-tf's main() builds its Runner by this module-level name.
-    onmt_main.Runner = Runner
-    sys.argv = [sys.argv[0]] + argv
-    return onmt_main.main()
+        return errors.run_main(errors.PACKAGE_PROG, predict_domains_main, argv)
+    return errors.run_main(errors.PACKAGE_PROG, compat.run_onmt_main, argv, Runner)
 
 
 def _prediction_path(output_dir, features_file):
@@ -96,19 +95,15 @@ def predict_domains_main(argv):
     argv = list(argv)
     argv.insert(argv.index(PREDICT_DOMAINS), "--placeholder")
     args = parser.parse_args(argv)
-    onmt_main._initialize_logging(getattr(logging, args.log_level))
-
-    config = config_util.load_config(args.config)
-    if args.model_dir:
-        config["model_dir"] = args.model_dir
-    if "model_dir" not in config:
-        raise domains_lib.DomainError("no model_dir in the configuration or on the command line")
-    model = config_util.load_model(
-        config["model_dir"], model_file=args.model, serialize_model=False, as_builder=True
+    compat.initialize_logging(args.log_level)
+    runner = Runner.from_files(
+        args.config,
+        model_dir=args.model_dir,
+        model_file=args.model,
+        auto_config=args.auto_config,
     )
-    runner = Runner(model, config, auto_config=args.auto_config)
     if not runner.is_classifier:
-        raise domains_lib.DomainError(
+        raise UserError(
             "%s needs a domain classifier (model_defs/domain_classifier.py), not %s"
             % (PREDICT_DOMAINS, type(runner.model).__name__)
         )
@@ -118,12 +113,12 @@ def predict_domains_main(argv):
             config_util.load_config(args.model_config).get("data", {})
         )
         if model_domains != domains:
-            raise domains_lib.DomainError(
+            raise UserError(
                 "the classifier's domains (%s) differ from those of %s (%s)"
                 % (", ".join(domains), " ".join(args.model_config), ", ".join(model_domains))
             )
     if args.labels_file and len(args.labels_file) != len(args.features_file):
-        raise domains_lib.DomainError(
+        raise UserError(
             "%d features files but %d labels files"
             % (len(args.features_file), len(args.labels_file))
         )
@@ -141,7 +136,7 @@ def predict_domains_main(argv):
     predictions = []
     for features_file in args.features_file:
         if not tf.io.gfile.exists(features_file):
-            raise domains_lib.DomainError("%s: file not found" % features_file)
+            raise UserError("%s: file not found" % features_file)
         path = _prediction_path(args.output_dir, features_file)
         partial = path + ".partial"
         runner.infer(features_file, predictions_file=partial, checkpoint_path=args.checkpoint_path)

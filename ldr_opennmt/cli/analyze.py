@@ -14,44 +14,40 @@ import os
 import sys
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import errors
 from ldr_opennmt.analysis import polysemy
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import read_lines, write_lines_atomic
 
 
 def _load(config_paths, checkpoint_path):
     """(runner, model, LDR embedder, checkpoint path) with the checkpoint's weights."""
-    import tensorflow as tf
-
-    from ldr_opennmt.evaluation.evaluate import System
     from ldr_opennmt.layers import LDREmbedder
+    from ldr_opennmt.training.runner import Runner
 
-    system = System("polysemy", config_paths)
-    model, runner = system.model, system.runner
-    embedder = getattr(model.features_inputter, "word_inputter", None)
+    runner = Runner.from_files(config_paths, auto_config=True)
+    embedder = getattr(runner.model.features_inputter, "word_inputter", None)
     if not isinstance(embedder, LDREmbedder):
-        raise domains_lib.DomainError(
+        raise UserError(
             "the model in %s has no LDR regions (source embedder: %s); the polysemy analysis "
             "needs an LDR model"
-            % (system.model_dir, type(embedder or model.features_inputter).__name__)
+            % (runner.model_dir, type(embedder or runner.model.features_inputter).__name__)
         )
-    model.initialize(runner._config["data"], params=runner._config.get("params", {}))
-    model.create_variables()
-    path = checkpoint_path or system.checkpoint()
-    tf.train.Checkpoint(model=model).restore(path).expect_partial()
-    return runner, model, embedder, path
+    model, path = runner.restore(checkpoint_path)
+    return runner, model, model.features_inputter.word_inputter, path
 
 
 def _source_files(runner):
     """[(domain, source file, label file or None)] of the training data."""
     if runner.corpora:
         return [(c.domain, c.source, None) for c in runner.corpora]
-    features = runner._config["data"].get("train_features_file")
+    features = runner.config["data"].get("train_features_file")
     if (
         not isinstance(features, list)
         or len(features) != 2
         or not all(isinstance(f, str) for f in features)
     ):
-        raise domains_lib.DomainError(
+        raise UserError(
             "the analysis counts units in data: train_corpora or "
             "train_features_file: [source, labels], got %r" % (features,)
         )
@@ -120,6 +116,11 @@ def polysemy_main(args):
 
 
 def main(argv=None):
+    """The ``ldr-analyze`` entry point."""
+    return errors.run_main("ldr-analyze", _main, argv)
+
+
+def _main(argv):
     parser = argparse.ArgumentParser(prog="ldr-analyze", description=__doc__.split("\n")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
     sub = subparsers.add_parser("polysemy", help="neighbours of each unit in each domain")

@@ -2,7 +2,7 @@ import numpy as np
 import tensorflow as tf
 from parameterized import parameterized
 
-from ldr_opennmt.training import procedure
+from ldr_opennmt.models import procedure
 from tests import helpers
 
 

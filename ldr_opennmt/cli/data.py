@@ -6,11 +6,11 @@ ldr-data build opus --out data/opus --corpus EMEA=EMEA.en-fr.zip --corpus ECB=ht
 
 import argparse
 import collections
-import os
 import sys
 
+from ldr_opennmt import errors
 from ldr_opennmt.data import corpus
-from ldr_opennmt.data.errors import DataError
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import DEFAULT_CACHE
 
 CORPORA = ("default", "opus")
@@ -21,6 +21,11 @@ def _log(message):
 
 
 def main(argv=None):
+    """The ``ldr-data`` entry point."""
+    return errors.run_main("ldr-data", _main, argv)
+
+
+def _main(argv):
     parser = argparse.ArgumentParser(prog="ldr-data", description="Build multi-domain corpora.")
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build a corpus directory")
@@ -44,41 +49,37 @@ def main(argv=None):
     build.add_argument("--source-lang", default="en", help="(opus) source file suffix")
     build.add_argument("--target-lang", default="fr", help="(opus) target file suffix")
     args = parser.parse_args(argv)
-    try:
-        if args.name not in CORPORA:
-            raise DataError("unknown corpus %r (known: %s)" % (args.name, ", ".join(CORPORA)))
-        options = {
-            key: value
-            for key, value in (
-                ("dev_size", args.dev_size),
-                ("test_size", args.test_size),
-                ("bpe_merges", args.bpe_merges),
-            )
-            if value is not None
-        }
-        if args.name == "default":
-            info = corpus.build_default(args.out, args.cache, log=_log, **options)
-        else:
-            zips = collections.OrderedDict()
-            for item in args.corpus:
-                domain, sep, location = item.partition("=")
-                if not sep or not domain or not location:
-                    raise DataError("--corpus expects DOMAIN=ZIP_OR_URL, got %r" % item)
-                zips[domain] = location
-            if not zips:
-                raise DataError("ldr-data build opus needs at least one --corpus DOMAIN=ZIP")
-            info = corpus.build_opus(
-                zips,
-                args.out,
-                args.cache,
-                source_lang=args.source_lang,
-                target_lang=args.target_lang,
-                log=_log,
-                **options,
-            )
-    except DataError as e:
-        print("ldr-data: error: %s" % e, file=sys.stderr)
-        return 2
+    if args.name not in CORPORA:
+        raise UserError("unknown corpus %r (known: %s)" % (args.name, ", ".join(CORPORA)))
+    options = {
+        key: value
+        for key, value in (
+            ("dev_size", args.dev_size),
+            ("test_size", args.test_size),
+            ("bpe_merges", args.bpe_merges),
+        )
+        if value is not None
+    }
+    if args.name == "default":
+        info = corpus.build_default(args.out, args.cache, log=_log, **options)
+    else:
+        zips = collections.OrderedDict()
+        for item in args.corpus:
+            domain, sep, location = item.partition("=")
+            if not sep or not domain or not location:
+                raise UserError("--corpus expects DOMAIN=ZIP_OR_URL, got %r" % item)
+            zips[domain] = location
+        if not zips:
+            raise UserError("ldr-data build opus needs at least one --corpus DOMAIN=ZIP")
+        info = corpus.build_opus(
+            zips,
+            args.out,
+            args.cache,
+            source_lang=args.source_lang,
+            target_lang=args.target_lang,
+            log=_log,
+            **options,
+        )
     print(corpus.corpus_table(info))
     return 0
 

@@ -10,7 +10,7 @@ import opennmt
 import tensorflow as tf
 import yaml
 
-from ldr_opennmt.domains import DomainError
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import cli, ct2_export
 from tests import helpers
 
@@ -114,14 +114,14 @@ class ExportCommandTest(helpers.SharedDirTestCase):
         self.assertEqual(manifest["domains"], {"software": "software", "generic": "generic"})
         self.assertEqual(manifest["quantization"], "int8")
         self.assertEqual(manifest["checkpoint"], checkpoint)
-        with self.assertRaisesRegex(DomainError, "already exists"):
+        with self.assertRaisesRegex(UserError, "already exists"):
             cli.main(argv)
         self.assertEqual(cli.main(argv + ["--force"]), 0)
 
     def test_unknown_domain(self):
         output_dir = self._output_dir("legal")
         with self.assertRaisesRegex(
-            DomainError,
+            UserError,
             r"^unknown domain 'legal' \(declared: medical, religious, software, generic\)$",
         ):
             cli.main(
@@ -135,7 +135,7 @@ class ExportCommandTest(helpers.SharedDirTestCase):
         _, config, _ = _write_model_dir(self.dir, "dc_rnn", tiny, seed=1)
         output_dir = self._output_dir("rnn")
         with self.assertRaisesRegex(
-            DomainError,
+            UserError,
             "^MultiDomainRNN cannot be exported to CTranslate2: CTranslate2 3.x converts only",
         ):
             cli.main(["ctranslate2", "--config", config, "--output_dir", output_dir])
@@ -149,7 +149,7 @@ class ExportCommandTest(helpers.SharedDirTestCase):
         runner = opennmt.Runner(_ldr, config)
         output_dir = self._output_dir("onmt")
         exporter = opennmt.utils.exporters.make_exporter("ctranslate2")
-        with self.assertRaisesRegex(DomainError, "use `ldr-export ctranslate2`"):
+        with self.assertRaisesRegex(UserError, "use `ldr-export ctranslate2`"):
             runner.export(output_dir, exporter=exporter)
         self.assertFalse(os.path.exists(output_dir))
 

@@ -1,0 +1,8 @@
+"""The command-line tools, on top of the package's layers.
+
+``ldr-main`` (:mod:`.main`), ``ldr-data`` (:mod:`.data`), ``ldr-eval``
+(:mod:`.evaluate`), ``ldr-export`` (:mod:`.export`), ``ldr-translate``
+(:mod:`.translate`) and ``ldr-analyze`` (:mod:`.analyze`). Each parses its
+arguments, calls the package and reports a :class:`~ldr_opennmt.errors.UserError`
+through :func:`ldr_opennmt.errors.run_main`; nothing in the package imports them.
+"""

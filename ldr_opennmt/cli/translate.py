@@ -1,0 +1,54 @@
+"""``ldr-translate``: translate text with an exported multi-domain SavedModel.
+
+See :mod:`ldr_opennmt.serving.client` for what it does.
+"""
+
+import argparse
+
+from ldr_opennmt import errors
+from ldr_opennmt.serving import client
+
+PROG = "ldr-translate"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Translates text with an exported multi-domain SavedModel.",
+    )
+    parser.add_argument("--export", required=True, help="The SavedModel directory.")
+    domain = parser.add_mutually_exclusive_group(required=True)
+    domain.add_argument("--domain", help="The domain of every line (a declared name or generic).")
+    domain.add_argument(
+        "--domain_file", help="One domain label per input line (a declared name or generic)."
+    )
+    parser.add_argument("--input", help="The input file (default: standard input).")
+    parser.add_argument("--output", help="The output file (default: standard output).")
+    parser.add_argument("--batch_size", type=int, default=32, help="Sentences per batch.")
+    parser.add_argument(
+        "--tokenized",
+        action="store_true",
+        help="The input is tokenized (tokens separated by spaces) and so is the output: "
+        "no tokenizer asset is used.",
+    )
+    parser.add_argument(
+        "--keep_empty",
+        action="store_true",
+        help="Write an empty line for an empty input line instead of failing.",
+    )
+    args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error("--batch_size must be >= 1, got %d" % args.batch_size)
+    return args
+
+
+def main(argv=None):
+    """The ``ldr-translate`` entry point."""
+    args = parse_args(argv)
+    status = errors.run_main(PROG, client.run, args)
+    if status == errors.EXIT_STATUS:
+        raise SystemExit(status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""The one user-error type and the one way a command reports it.
+
+Everything the user can get wrong (a label file, a configuration key, a corpus,
+a command-line value, an export directory) raises :class:`UserError` with a
+message of one line that names the file, line and value. Commands print it as
+``<prog>: error: <message>`` and exit with status 2, without a traceback:
+
+* the package's own commands through :func:`run_main`;
+* stock ``onmt-main`` through the exception hook that
+  :mod:`ldr_opennmt.compat` installs (``onmt-main`` has no error handling of
+  its own to extend).
+"""
+
+import sys
+
+#: The prefix of errors printed under stock ``onmt-main``.
+PACKAGE_PROG = "ldr-opennmt"
+
+#: Exit status of a command stopped by a user error (argparse's convention).
+EXIT_STATUS = 2
+
+
+class UserError(ValueError):
+    """A one-line error about the user's input; printed without a traceback."""
+
+
+def report(prog, error):
+    """Prints :obj:`error` as one ``prog: error: ...`` line on standard error."""
+    sys.stderr.write("%s: error: %s\n" % (prog, error))
+    sys.stderr.flush()
+
+
+def run_main(prog, main_fn, *args, **kwargs):
+    """Runs a command's main function; a :class:`UserError` becomes one line and exit 2.
+
+    Args:
+      prog: The command name printed before the message.
+      main_fn: The function to run.
+      *args: Its positional arguments.
+      **kwargs: Its keyword arguments.
+
+    Returns:
+      What :obj:`main_fn` returns (an exit status), or :data:`EXIT_STATUS`.
+    """
+    try:
+        return main_fn(*args, **kwargs)
+    except UserError as e:
+        report(prog, e)
+        return EXIT_STATUS
