@@ -1,6 +1,9 @@
 """Tiny models and data shared by the tests."""
 
+import contextlib
+import io
 import os
+import re
 import shutil
 
 import numpy as np
@@ -122,3 +125,27 @@ class SharedDirTestCase(tf.test.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.dir, ignore_errors=True)
         super().tearDownClass()
+
+
+def run_cli(main, argv):
+    """Runs a command's ``main`` in process: (exit status, standard error text)."""
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        try:
+            status = main(list(argv))
+        except SystemExit as e:
+            status = e.code
+    return status, stderr.getvalue()
+
+
+def assert_cli_error(test, main, argv, regex):
+    """Asserts that a command stops with one ``prog: error: MESSAGE`` line and exit 2,
+    MESSAGE matching :obj:`regex`; returns MESSAGE."""
+    status, stderr = run_cli(main, argv)
+    lines = stderr.strip().splitlines()
+    test.assertEqual(status, 2, stderr)
+    test.assertTrue(lines, "nothing on standard error")
+    match = re.match(r"^[\w.-]+: error: (.*)$", lines[-1])
+    test.assertIsNotNone(match, lines[-1])
+    test.assertRegex(match.group(1), regex)
+    return match.group(1)

@@ -4,7 +4,7 @@ import tensorflow as tf
 
 from ldr_opennmt import domains
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.inputters import DomainInputter, DomainLabel, MultiDomainInputter
+from ldr_opennmt.inputters import DomainInputter, MultiDomainInputter, constant_label
 from ldr_opennmt.layers import LDREmbedder
 from tests import corpus
 
@@ -87,14 +87,14 @@ class InputtersTest(tf.test.TestCase):
 
     def test_domain_label_stands_for_a_constant_label_file(self):
         inputter, paths = self._inputter()
-        features = next(
-            iter(
-                inputter.make_inference_dataset([paths["test_src"], DomainLabel("religious")], 100)
+        self.assertEqual(constant_label("religious"), "domain:religious")
+        for label, expected in (("domain:religious", 1), ("domain:generic", domains.GENERIC_ID)):
+            features = next(
+                iter(inputter.make_inference_dataset([paths["test_src"], label], 100))
             )
-        )
-        self.assertAllEqual(features["domain"], [1] * 6)
-        with self.assertRaisesRegex(UserError, "unknown domain 'legal'"):
-            inputter.make_dataset([paths["test_src"], DomainLabel("legal")])
+            self.assertAllEqual(features["domain"], [expected] * 6)
+        with self.assertRaisesRegex(UserError, "unknown domain label 'legal'"):
+            inputter.make_dataset([paths["test_src"], "domain:legal"])
 
     def test_domain_inputter_requires_declaration(self):
         with self.assertRaisesRegex(UserError, "declares no domains"):

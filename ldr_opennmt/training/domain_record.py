@@ -43,13 +43,14 @@ def checkpoint_regions(model, checkpoint_path):
       checkpoint_path: A checkpoint prefix (``.../ckpt-1000``).
     """
     saved = {name for name, _ in tf.train.list_variables(checkpoint_path)}
-    names = {
-        variable.ref(): name
-        for name, variable in misc.get_variables_name_mapping(model, root_key="model").items()
-    }
+    # A variable can be reachable by several paths (an attribute and a list); the
+    # checkpoint keeps one of them.
+    names = {}
+    for name, variable in misc.get_variables_name_mapping(model, root_key="model").items():
+        names.setdefault(variable.ref(), set()).add(name)
     regions = 0
     for region, variables in sorted(model.domain_weights().items()):
-        if region != regions or any(names.get(v.ref()) not in saved for v in variables):
+        if region != regions or any(not names.get(v.ref(), set()) & saved for v in variables):
             break
         regions += 1
     return regions

@@ -9,9 +9,10 @@ import tensorflow as tf
 import yaml
 
 from ldr_opennmt import models
-from ldr_opennmt.analysis import cli, polysemy
+from ldr_opennmt.analysis import polysemy
+from ldr_opennmt.cli import analyze as cli
 from ldr_opennmt.errors import UserError
-from tests import corpus
+from tests import corpus, helpers
 
 VOCAB = ["<blank>", "bank", "money", "river", "big", "small"]
 TABLES = {
@@ -143,8 +144,12 @@ class PolysemyTest(tf.test.TestCase):
                     ", domain_region_size=2", ""
                 )
             )
-        with self.assertRaisesRegex(UserError, "has no LDR regions"):
-            cli.main(["polysemy", "--config", config_path, "--out", self.get_temp_dir()])
+        helpers.assert_cli_error(
+            self,
+            cli.main,
+            ["polysemy", "--config", config_path, "--out", self.get_temp_dir()],
+            "has no LDR regions",
+        )
 
 
 if __name__ == "__main__":

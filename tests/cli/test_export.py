@@ -10,8 +10,9 @@ import opennmt
 import tensorflow as tf
 import yaml
 
+from ldr_opennmt.cli import export as cli
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import cli, ct2_export
+from ldr_opennmt.serving import ct2_export
 from tests import helpers
 
 SOURCES = ["the big cell", "a host is here", "spirit", "cell host spirit now"]
@@ -114,31 +115,30 @@ class ExportCommandTest(helpers.SharedDirTestCase):
         self.assertEqual(manifest["domains"], {"software": "software", "generic": "generic"})
         self.assertEqual(manifest["quantization"], "int8")
         self.assertEqual(manifest["checkpoint"], checkpoint)
-        with self.assertRaisesRegex(UserError, "already exists"):
-            cli.main(argv)
+        helpers.assert_cli_error(self, cli.main, argv, "already exists")
         self.assertEqual(cli.main(argv + ["--force"]), 0)
 
     def test_unknown_domain(self):
         output_dir = self._output_dir("legal")
-        with self.assertRaisesRegex(
-            UserError,
+        helpers.assert_cli_error(
+            self,
+            cli.main,
+            ["ctranslate2", "--config", self.config, "--output_dir", output_dir]
+            + ["--domains", "medical", "legal"],
             r"^unknown domain 'legal' \(declared: medical, religious, software, generic\)$",
-        ):
-            cli.main(
-                ["ctranslate2", "--config", self.config, "--output_dir", output_dir]
-                + ["--domains", "medical", "legal"]
-            )
+        )
         self.assertFalse(os.path.exists(output_dir))
 
     def test_rnn_is_refused(self):
         tiny = ", ".join("%s=%r" % item for item in helpers.TINY_RNN.items())
         _, config, _ = _write_model_dir(self.dir, "dc_rnn", tiny, seed=1)
         output_dir = self._output_dir("rnn")
-        with self.assertRaisesRegex(
-            UserError,
+        helpers.assert_cli_error(
+            self,
+            cli.main,
+            ["ctranslate2", "--config", config, "--output_dir", output_dir],
             "^MultiDomainRNN cannot be exported to CTranslate2: CTranslate2 3.x converts only",
-        ):
-            cli.main(["ctranslate2", "--config", config, "--output_dir", output_dir])
+        )
         self.assertFalse(os.path.exists(output_dir))
 
     def test_onmt_export_to_ctranslate2_is_refused(self):

@@ -3,7 +3,8 @@ import os
 
 import tensorflow as tf
 
-from ldr_opennmt.data import cli, corpus
+from ldr_opennmt.cli import data as cli
+from ldr_opennmt.data import corpus
 from ldr_opennmt.errors import UserError
 from tests import corpus as tiny
 

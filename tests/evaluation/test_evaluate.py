@@ -8,9 +8,10 @@ import sys
 import tensorflow as tf
 import yaml
 
+from ldr_opennmt.cli import evaluate as cli
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.evaluation import cli, evaluate
+from ldr_opennmt.evaluation import evaluate
 from tests import corpus as tiny
 from tests import helpers
 
@@ -159,8 +160,11 @@ class EvaluateTest(helpers.SharedDirTestCase):
             yaml.safe_dump({"model_dir": os.path.join(self.dir, "nothing")}, f)
         with self.assertRaisesRegex(UserError, "system X: no trained model"):
             evaluate.System("X", [config])
-        self.assertEqual(
-            cli.main(["--corpus", self.corpus, "--out", self.dir, "--system", "X=%s" % config]), 2
+        helpers.assert_cli_error(
+            self,
+            cli.main,
+            ["--corpus", self.corpus, "--out", self.dir, "--system", "X=%s" % config],
+            "^system X: .*no trained model",
         )
 
 

@@ -6,7 +6,9 @@ from parameterized import parameterized
 
 from ldr_opennmt import domains, models
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.inputters import DomainLabel
+import yaml
+
+from ldr_opennmt.inputters import constant_label
 from ldr_opennmt.training import corpora
 from tests import corpus, helpers
 
@@ -38,10 +40,13 @@ class CorporaTest(tf.test.TestCase):
         result = corpora.read_corpora(self._data(), "train_corpora")
         features, labels = corpora.example_files(result)
         self.assertEqual(features[0], [c.source for c in result])
-        self.assertEqual(features[1], [DomainLabel(d) for d in SIZES])
+        self.assertEqual(features[1], [constant_label(d) for d in SIZES])
         self.assertEqual(labels, [c.target for c in result])
         features, labels = corpora.example_files(result[:1], classifier=True)
-        self.assertEqual((features, labels), (result[0].source, DomainLabel("medical")))
+        self.assertEqual((features, labels), (result[0].source, "domain:medical"))
+        # Plain strings: the expanded configuration survives yaml.dump/safe_load
+        # (OpenNMT-tf's batch-size auto-tuning re-reads it in child processes).
+        self.assertEqual(yaml.safe_load(yaml.dump({"f": features})), {"f": features})
 
     @parameterized.expand([(0.0,), (0.5,), (1.0,)])
     def test_batches_follow_the_sampling_formula(self, alpha):

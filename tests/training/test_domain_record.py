@@ -2,6 +2,7 @@
 
 import copy
 import os
+import shutil
 
 import numpy as np
 import tensorflow as tf
@@ -82,15 +83,31 @@ class NewDomainTest(helpers.SharedDirTestCase):
         return config
 
     def test_base_model_records_its_domains_and_regions(self):
-        self.assertEqual(domain_record.read_record(self.base_dir), list(BASE))
+        self.assertEqual(domain_record.read_record(self.base_dir), (list(BASE), 3))
+        # Without the record (stock onmt-main), the layers tell which regions the
+        # checkpoint holds: a model built with the base domains + software has 4
+        # regions, the checkpoint the first 3.
         checkpoint = tf.train.latest_checkpoint(self.base_dir)
-        self.assertEqual(domain_record.checkpoint_regions(checkpoint), 3)
+        runner = Runner(_ldr, self._new_config(os.path.join(self.dir, "unused")))
+        model = runner.new_model(runner.finalized_config())
+        model.create_variables()
+        self.assertEqual(model.domain_regions(), 4)
+        self.assertEqual(domain_record.checkpoint_regions(model, checkpoint), 3)
+
+    def test_model_without_record(self):
+        """A model directory without domains.json (trained by stock onmt-main)."""
+        stock_dir = os.path.join(self.dir, "stock")
+        shutil.copytree(self.base_dir, stock_dir)
+        os.remove(os.path.join(stock_dir, domain_record.RECORD))
+        runner = Runner(_ldr, self._new_config(stock_dir))
+        self.assertEqual(runner.finalized_config()["data"]["domain_regions"], 3)
 
     def test_new_domain_falls_back_to_generic_before_training(self):
         config = self._new_config(self.base_dir)
         config["infer"]["with_scores"] = True  # Short-trained: compare scores too.
         runner = Runner(_ldr, config)
-        self.assertEqual(runner._config["data"]["domain_regions"], 3)
+        self.assertEqual(runner.finalized_config()["data"]["domain_regions"], 3)
+        self.assertNotIn("domain_regions", runner.config["data"])  # Not the user's.
         source = os.path.join(self.dir, "data", "train.%s.src" % NEW)
         outputs = {}
         for label in (NEW, domains.GENERIC, "medical"):
@@ -103,7 +120,7 @@ class NewDomainTest(helpers.SharedDirTestCase):
         self.assertEqual(outputs[NEW], outputs[domains.GENERIC])
         self.assertNotEqual(outputs["medical"], outputs[domains.GENERIC])
         # Evaluating does not change what the model is recorded to be trained with.
-        self.assertEqual(domain_record.read_record(self.base_dir), list(BASE))
+        self.assertEqual(domain_record.read_record(self.base_dir), (list(BASE), 3))
 
     def test_continue_on_the_new_domain(self):
         model_dir = os.path.join(self.dir, "added")
@@ -113,7 +130,7 @@ class NewDomainTest(helpers.SharedDirTestCase):
         Runner(_ldr, config, seed=5).train()
         self.assertTrue(tf.train.latest_checkpoint(model_dir).endswith("ckpt-6"))
         # Ids are stable: the old domains keep theirs, the new one is appended.
-        self.assertEqual(domain_record.read_record(model_dir), list(BASE) + [NEW])
+        self.assertEqual(domain_record.read_record(model_dir), (list(BASE) + [NEW], 3))
         base = tf.train.load_checkpoint(self.base_dir)
         added = tf.train.load_checkpoint(model_dir)
         for region, moved in ((0, False), (1, False), (2, True)):

@@ -77,7 +77,7 @@ class RunnerTest(helpers.SharedDirTestCase):
         cls.runner.train(with_eval=True)
 
     def test_training_data_from_corpora(self):
-        data = self.runner._config["data"]
+        data = self.runner.config["data"]
         self.assertEqual(data["domains"], list(SIZES))
         self.assertTrue(data["domain_batches"])
         # |C_i|^(alpha - 1): OpenNMT-tf multiplies by the sizes.
@@ -153,12 +153,19 @@ class RunnerTest(helpers.SharedDirTestCase):
 
     def test_mixed_batches_get_a_full_shuffle_buffer(self):
         config = copy.deepcopy(self.config)
-        config["train"].update(domain_batches=False, sample_buffer_size=-1)
+        config["data"]["domain_batches"] = False
+        config["train"]["sample_buffer_size"] = -1
         runner = Runner(_ldr, config)
-        self.assertNotIn("domain_batches", [k for k, v in runner._config["data"].items() if v])
+        self.assertNotIn("domain_batches", [k for k, v in runner.config["data"].items() if v])
         # OpenNMT-tf refuses -1 for weighted datasets: all corpora together instead.
-        finalized = runner._finalize_config(training=True)
+        finalized = runner.finalized_config(training=True)
         self.assertEqual(finalized["train"]["sample_buffer_size"], sum(SIZES.values()))
+
+    def test_domain_batches_has_one_place(self):
+        config = copy.deepcopy(self.config)
+        config["train"]["domain_batches"] = False
+        with self.assertRaisesRegex(UserError, "^train: domain_batches .* write data: domain_b"):
+            Runner(_ldr, config)
 
     def test_corpora_and_file_lists_are_exclusive(self):
         config = copy.deepcopy(self.config)
