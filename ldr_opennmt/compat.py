@@ -34,7 +34,8 @@ What is here, and why no public equivalent exists:
   from ``sys.argv``; ``ldr-main`` runs it with its own Runner class.
 * :func:`initialize_logging`: ``onmt-main``'s log format (``_initialize_logging``).
 * :func:`training_steps`: ``Trainer._steps``, the training step without the
-  checkpointing and summary loop (benchmarks time it).
+  checkpointing and summary loop (``run/benchmarks.py`` times it), with the
+  ``TrainingStats`` that ``Trainer.__call__`` would create.
 * :func:`install_error_hook`: stock ``onmt-main`` has no error handling to extend,
   so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
 """
@@ -72,10 +73,12 @@ UPSTREAM_NAMES = (
     (onmt_main, "main", "run_onmt_main"),
     (onmt_main, "_initialize_logging", "initialize_logging"),
     (training_module.Trainer, "_steps", "training_steps"),
+    (training_module, "TrainingStats", "training_steps"),
 )
 
 #: Attributes that OpenNMT-tf sets on instances (checked on built objects by the tests).
 RUNNER_INSTANCE_NAMES = ("_config",)
+TRAINER_INSTANCE_NAMES = ("_model", "_optimizer", "_training_stats")
 EVALUATOR_INSTANCE_NAMES = (
     "_model",
     "_dataset",
@@ -309,7 +312,10 @@ def initialize_logging(level_name):
 
 
 def training_steps(trainer, dataset, accum_steps=1):
-    """Iterates the training steps of an ``opennmt.training.Trainer`` (losses)."""
+    """Iterates the training steps of an ``opennmt.training.Trainer`` (losses), without
+    its checkpoint, summary and evaluation loop."""
+    # Trainer.__call__ creates the statistics that _steps updates.
+    trainer._training_stats = training_module.TrainingStats(trainer._model, trainer._optimizer)
     return trainer._steps(dataset, accum_steps=accum_steps)
 
 

@@ -9,4 +9,5 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
 cd "$ROOT"
-exec python -m ldr_opennmt.benchmarks "$@"
+# run/benchmarks.py is a script of the repository, not of the installed package.
+PYTHONPATH="$ROOT/run${PYTHONPATH:+:$PYTHONPATH}" exec python -m benchmarks "$@"

@@ -37,7 +37,7 @@ def main():
         config["model_dir"] = "/tmp/ldr_check_sampling"
         config.setdefault("train", {})["domain_sampling_alpha"] = alpha
         runner = Runner(models.mixed_transformer(num_layers=1, num_units=8, num_heads=1), config)
-        data = runner._config["data"]
+        data = runner.config["data"]
         model = runner.model
         model.initialize(data, params={})
         tf.random.set_seed(args.seed)

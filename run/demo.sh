@@ -7,4 +7,5 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
 cd "$ROOT"
-exec python -m ldr_opennmt.experiments.demo "$@"
+# The drivers are scripts of the repository (run/experiments/), not of the installed package.
+PYTHONPATH="$ROOT/run${PYTHONPATH:+:$PYTHONPATH}" exec python -m experiments.demo "$@"

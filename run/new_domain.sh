@@ -5,4 +5,5 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
 cd "$ROOT"
-exec python -m ldr_opennmt.experiments.new_domain "$@"
+# The drivers are scripts of the repository (run/experiments/), not of the installed package.
+PYTHONPATH="$ROOT/run${PYTHONPATH:+:$PYTHONPATH}" exec python -m experiments.new_domain "$@"

@@ -89,9 +89,7 @@ class InputtersTest(tf.test.TestCase):
         inputter, paths = self._inputter()
         self.assertEqual(constant_label("religious"), "domain:religious")
         for label, expected in (("domain:religious", 1), ("domain:generic", domains.GENERIC_ID)):
-            features = next(
-                iter(inputter.make_inference_dataset([paths["test_src"], label], 100))
-            )
+            features = next(iter(inputter.make_inference_dataset([paths["test_src"], label], 100)))
             self.assertAllEqual(features["domain"], [expected] * 6)
         with self.assertRaisesRegex(UserError, "unknown domain label 'legal'"):
             inputter.make_dataset([paths["test_src"], "domain:legal"])

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 import yaml
 
@@ -52,6 +53,7 @@ def _checkpoints(model_dir):
     return [name for name in os.listdir(model_dir) if name.startswith("ckpt-")]
 
 
+@pytest.mark.e2e
 class OnmtMainTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):

@@ -73,23 +73,37 @@ class System:
                     % (name, unknown or modes, ", ".join(MODES))
                 )
         self.modes = tuple(modes) if modes is not None else None
-        for path in self.config_paths:
-            if not os.path.exists(path):
-                raise UserError("system %s: %s: no such configuration file" % (name, path))
-        # The multi-domain Runner reads per-domain corpora and fine-tuning configs.
         try:
-            self.runner = Runner.from_files(self.config_paths, auto_config=True)
+            self.config = Runner.read_config(self.config_paths)
         except UserError as e:
             raise UserError("system %s: %s" % (name, e)) from e
-        self.config = self.runner.config
-        self.model_dir = self.runner.model_dir
-        self.model = self.runner.model
-        self._domain_inputter = getattr(self.model.features_inputter, "domain_inputter", None)
+        self.model_dir = self.config["model_dir"]
+        self._runner = None
+
+    @property
+    def runner(self):
+        """The multi-domain Runner of the system (reads per-domain corpora and
+        fine-tuning configurations); built on first use."""
+        if self._runner is None:
+            try:
+                self._runner = Runner.from_files(self.config_paths, auto_config=True)
+            except UserError as e:
+                raise UserError("system %s: %s" % (self.name, e)) from e
+        return self._runner
+
+    @property
+    def model(self):
+        return self.runner.model
+
+    @property
+    def _reads_labels(self):
+        return hasattr(self.model.features_inputter, "domain_inputter")
 
     @property
     def uses_domains(self):
         """Whether the labels change the translation (Mixed models ignore them)."""
-        return self._domain_inputter is not None and self._domain_inputter.required
+        domain_inputter = getattr(self.model.features_inputter, "domain_inputter", None)
+        return domain_inputter is not None and domain_inputter.required
 
     def checkpoint(self):
         """The checkpoint translations are made with (the latest one)."""
@@ -101,7 +115,7 @@ class System:
     def translate(self, source_file, label_file, output):
         """Translates with the latest checkpoint into :obj:`output` (atomically)."""
         partial = output + ".partial"
-        features = [source_file, label_file] if self._domain_inputter else source_file
+        features = [source_file, label_file] if self._reads_labels else source_file
         self.runner.infer(features, predictions_file=partial, checkpoint_path=self.checkpoint())
         os.replace(partial, output)
 

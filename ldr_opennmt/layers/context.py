@@ -25,6 +25,8 @@ import threading
 
 import tensorflow as tf
 
+from ldr_opennmt.errors import UserError
+
 _STATE = threading.local()
 
 
@@ -85,12 +87,46 @@ def domain_one_hot(depth, dtype, rank=2):
 
 
 class DomainSpecificLayer:
-    """Mixin for layers that own domain-specific variables.
+    """Mixin for layers that own domain-specific variables: the protocol.
 
-    Subclasses create one set of variables per domain region through
-    :meth:`add_domain_weight`; :meth:`domain_weights` lists them so that
-    Procedure 1 routes gradients and the optimizer skips the update of domains
-    absent from a step.
+    Every model family reaches its per-domain parameters through this protocol,
+    so the model, Procedure 1, the optimizer, the Runner and the exports need no
+    knowledge of the layer. A domain-aware layer:
+
+    1. **Reads the domain** of each sentence with :func:`current_domain` (or
+       :func:`domain_one_hot`) inside its ``call``; it never takes the domain as
+       an argument. The multi-domain model binds the scope (training, evaluation,
+       beam search with beam-tiled ids, SavedModel serving).
+    2. **Declares its regions**: it sets ``self.num_regions`` in ``initialize``
+       (before the model is built) from ``data: domains`` plus its reserved
+       regions, or from ``data: domain_regions`` when a trained checkpoint fixes
+       the count (the multi-domain Runner sets it in the finalized configuration).
+       Region ``k`` belongs to the domain whose id is ``k``;
+       ``MultiDomainModel.domain_regions`` is the largest count of its layers.
+    3. **Creates each per-domain variable** with :meth:`add_domain_weight`, which
+       files it under its region in :meth:`domain_weights`. That is what Procedure 1
+       routes (shared gradients from the generic pass, domain gradients from the
+       true-label pass), what the optimizer skips for domains absent from a step,
+       what regularization leaves out, and how the Runner finds which regions a
+       checkpoint holds. Variables created with plain ``add_weight`` are shared.
+       (The names ``domain_<k>_<name>`` are for people reading checkpoints; no code
+       parses them.)
+    4. **Defines generic**: the reserved id ``GENERIC_ID`` (-1) is an all-zero row
+       of :func:`domain_one_hot`. For LDR and DC it means "no domain parameter".
+       A family whose generic label must select a *general copy* (the Factorized
+       Transformer) maps ``GENERIC_ID`` to that copy itself, keeps the copy shared
+       (plain ``add_weight``) and initializes reserved regions from it, so that a
+       new domain starts equal to generic, as reserved LDR regions do (zero fusion
+       blocks, zero DC vectors; see ``DomainAwareWordEmbedder.is_reserved``).
+    5. **Folds for a fixed domain** (optional): :meth:`fold` returns the weights of
+       the plain layer it equals for that domain (embedders: ``{"embedding":
+       table}``, see ``DomainAwareWordEmbedder.fused_table``). Exports to plain
+       models (CTranslate2) use it; a layer without a fold is refused there in one
+       line, and the SavedModel, which keeps the domain input, serves it.
+
+    Parameter sets that a training stage freezes and ensembles of domain views
+    work on the same two lists: :meth:`domain_weights` (per region) and everything
+    else (shared).
     """
 
     def add_domain_weight(self, region, name, shape, **kwargs):
@@ -106,3 +142,19 @@ class DomainSpecificLayer:
     def domain_weights(self):
         """Returns a dict mapping each domain region to its list of variables."""
         return dict(self.__dict__.get("_domain_weights", {}))
+
+    def fold(self, domain_id):
+        """The weights of the plain layer this layer equals for one domain.
+
+        Args:
+          domain_id: A domain id, or ``GENERIC_ID``.
+
+        Returns:
+          A dict mapping the plain layer's weight names to tensors.
+
+        Raises:
+          UserError: if no fold is defined (the default).
+        """
+        raise UserError(
+            "no fold is defined for %s: it cannot be exported to CTranslate2" % type(self).__name__
+        )

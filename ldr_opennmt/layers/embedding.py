@@ -65,9 +65,10 @@ class DomainAwareWordEmbedder(opennmt.inputters.WordEmbedder, DomainSpecificLaye
         Args:
           domain_id: A domain id, or ``GENERIC_ID`` (-1).
         """
-        raise UserError(
-            "no fold is defined for %s: it cannot be exported to CTranslate2" % type(self).__name__
-        )
+        return DomainSpecificLayer.fold(self, domain_id)  # Refuses: no fold defined.
+
+    def fold(self, domain_id):
+        return {"embedding": self.fused_table(domain_id)}
 
     def is_reserved(self, region):
         """Whether region ``region`` belongs to no declared domain (kept for later).

@@ -33,7 +33,6 @@ from opennmt.utils import misc
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainInputter
-from ldr_opennmt.layers import DomainAwareWordEmbedder
 from ldr_opennmt.layers.context import DomainSpecificLayer
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 
@@ -134,8 +133,8 @@ def folded_embedding(embedder, domain):
     Raises:
       UserError: for a domain-aware embedder that has no fold.
     """
-    if isinstance(embedder, DomainAwareWordEmbedder):
-        return embedder.fused_table(domain)  # Each layer defines its own fold.
+    if isinstance(embedder, DomainSpecificLayer):
+        return embedder.fold(domain)["embedding"]  # Each layer defines its own fold.
     if not isinstance(embedder, opennmt.inputters.WordEmbedder):
         raise UserError(
             "no fold is defined for %s: it cannot be exported to CTranslate2"

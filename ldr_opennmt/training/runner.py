@@ -57,17 +57,15 @@ class Runner(compat.RunnerAdapter):
         self._expand_corpora()
         self._match_trained_domains()
 
-    @classmethod
-    def from_files(cls, config_paths, model_dir=None, model_file=None, auto_config=None, **kwargs):
-        """The Runner of a model directory, as ``ldr-main`` builds it.
+    @staticmethod
+    def read_config(config_paths, model_dir=None, model_file=None):
+        """The configuration of a trained model, merged from :obj:`config_paths`.
 
         Args:
           config_paths: The run configuration files (merged in order).
           model_dir: Overrides ``model_dir`` of the configuration.
-          model_file: A model definition file (default: the model directory's
-            ``model_description.py``, which ``onmt-main``/``ldr-main`` copy there).
-          auto_config: Whether to use the model's automatic configuration.
-          **kwargs: Other ``opennmt.Runner`` arguments (``mixed_precision``, ...).
+          model_file: A model definition file; without one, ``model_dir`` must hold
+            the ``model_description.py`` that ``onmt-main``/``ldr-main`` copy there.
 
         Raises:
           UserError: on a missing configuration file, ``model_dir`` or model definition.
@@ -87,8 +85,27 @@ class Runner(compat.RunnerAdapter):
             os.path.join(config["model_dir"], MODEL_DESCRIPTION)
         ):
             raise UserError(
-                "%s: no trained model (no %s)" % (config["model_dir"], MODEL_DESCRIPTION)
+                "no trained model in %s (no %s)" % (config["model_dir"], MODEL_DESCRIPTION)
             )
+        return config
+
+    @classmethod
+    def from_files(cls, config_paths, model_dir=None, model_file=None, auto_config=None, **kwargs):
+        """The Runner of a model directory, as ``ldr-main`` builds it: the one way the
+        package's commands load a trained model (then :meth:`restore` or :meth:`infer`).
+
+        Args:
+          config_paths: The run configuration files (merged in order).
+          model_dir: Overrides ``model_dir`` of the configuration.
+          model_file: A model definition file (default: the model directory's
+            ``model_description.py``).
+          auto_config: Whether to use the model's automatic configuration.
+          **kwargs: Other ``opennmt.Runner`` arguments (``mixed_precision``, ...).
+
+        Raises:
+          UserError: see :meth:`read_config`, and any configuration error.
+        """
+        config = cls.read_config(config_paths, model_dir=model_dir, model_file=model_file)
         builder = config_util.load_model(
             config["model_dir"], model_file=model_file or "", serialize_model=False, as_builder=True
         )

@@ -7,6 +7,7 @@ import types
 
 import ctranslate2
 import opennmt
+import pytest
 import tensorflow as tf
 import yaml
 
@@ -75,6 +76,7 @@ def _run(argv):
     return subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
 
 
+@pytest.mark.e2e
 class ExportCommandTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
@@ -175,7 +177,7 @@ class ExportCommandTest(helpers.SharedDirTestCase):
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertEqual(
             result.stderr.strip().splitlines()[-1],
-            "ldr-opennmt: error: unknown domain 'legal' "
+            "ldr-export: error: unknown domain 'legal' "
             "(declared: medical, religious, software, generic)",
         )
         self.assertFalse(os.path.exists(output_dir))

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 import yaml
 
@@ -63,6 +64,7 @@ def _train(directory, name, model_def, corpus_dir):
     return path
 
 
+@pytest.mark.e2e
 class EvaluateTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):

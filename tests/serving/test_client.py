@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pyonmttok
+import pytest
 import tensorflow as tf
 import yaml
 from parameterized import parameterized
@@ -66,6 +67,7 @@ def _read(path):
         return f.read().splitlines()
 
 
+@pytest.mark.e2e
 class ClientTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):

@@ -2,12 +2,11 @@ import collections
 import os
 
 import tensorflow as tf
+import yaml
 from parameterized import parameterized
 
 from ldr_opennmt import domains, models
 from ldr_opennmt.errors import UserError
-import yaml
-
 from ldr_opennmt.inputters import constant_label
 from ldr_opennmt.training import corpora
 from tests import corpus, helpers

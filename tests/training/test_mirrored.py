@@ -3,12 +3,14 @@ import os
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 from parameterized import parameterized
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.e2e
 class MirroredStrategyTest(tf.test.TestCase):
     @parameterized.expand([("procedure1",), ("joint",)])
     def test_two_replicas_skip_absent_domains(self, mode):

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import yaml
 
@@ -174,6 +175,7 @@ class RunnerTest(helpers.SharedDirTestCase):
             Runner(_ldr, config)
 
 
+@pytest.mark.e2e
 class LdrMainTest(tf.test.TestCase):
     """The console script: onmt-main's command line with the multi-domain Runner."""
 
@@ -222,6 +224,27 @@ class LdrMainTest(tf.test.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         self.assertIn("Restored checkpoint", result.stderr)
         self.assertLen(result.stdout.splitlines(), domains.count_lines(data + "/test.src"))
+
+    def test_batch_size_autotuning_with_corpora(self):
+        """OpenNMT-tf's auto-tuning (batch_size: 0) re-reads the expanded configuration
+        with yaml.safe_load in child processes running stock opennmt.bin.main."""
+        directory = self.get_temp_dir()
+        config = _config(directory, os.path.join(directory, "auto"), max_step=2)
+        # effective_batch_size caps the search at 40 examples: two child trainings.
+        config["train"].update(
+            batch_size=0,
+            batch_type="examples",
+            effective_batch_size=40,
+            batch_size_autotune_timeout=600,
+            # Auto-tuning pads every batch to these (set by --auto_config otherwise).
+            maximum_features_length=20,
+            maximum_labels_length=20,
+        )
+        result = self._run(config, "train")
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        self.assertIn("succeeded, continue until the search range", result.stderr)
+        self.assertRegex(result.stderr, r"Batch size auto tuned to \d+")
+        self.assertTrue(os.path.exists(os.path.join(directory, "auto", "ckpt-2.index")))
 
     def test_negative_alpha_is_one_line(self):
         directory = self.get_temp_dir()

@@ -1,8 +1,8 @@
 """LDR with domain regions of several sizes on the same data and budget (the LDR
 paper's Table 5, section 4.2).
 
-    python -m ldr_opennmt.experiments.region_sweep [--cells 4 8 16] [--quick]
-    python -m ldr_opennmt.experiments.region_sweep --size paper --cells 4 8 16 32 64 \\
+    bash run/region_sweep.sh [--cells 4 8 16] [--quick]
+    PYTHONPATH=run python -m experiments.region_sweep --size paper --cells 4 8 16 32 64 \\
         --config data_configs/opus_en_fr.yml --data data/opus_en_fr --steps 200000
 
 Each size is an LDR Transformer whose domain regions have that many cells; the
@@ -12,6 +12,9 @@ fit); ``--size paper`` is the paper's 512-unit model (up to 64 cells for six
 domains). Every system is trained by ``ldr-main`` with Procedure 1 and evaluated
 per domain with oracle labels; ``report.md`` has the BLEU table (one row per
 size) and ``bleu_by_cells.png``.
+
+``run/region_sweep.sh`` runs this module from the repository root with ``run/`` on
+``sys.path``, as the second command does.
 """
 
 import argparse
@@ -20,10 +23,11 @@ import sys
 import time
 
 from ldr_opennmt.evaluation import evaluate
-from ldr_opennmt.experiments import common
-from ldr_opennmt.experiments.common import ROOT
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import DEFAULT_CACHE
+
+from . import common
+from .common import ROOT
 
 SIZES = {
     "small": dict(num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256),
@@ -138,7 +142,12 @@ def main(argv=None):
         with open(model_def, "w") as f:
             f.write(model_definition(args.size, size))
         config = common.train_config(
-            slug, {"domain_training": "procedure1"}, common.MIXED_BATCHES, budget, runs_dir
+            slug,
+            {"domain_training": "procedure1"},
+            {},
+            budget,
+            runs_dir,
+            data=common.MIXED_BATCHES,
         )
         config["params"]["decay_params"]["model_dim"] = SIZES[args.size]["num_units"]
         path = common.write_config(config, os.path.join(configs_dir, slug + ".yml"))

@@ -3,7 +3,7 @@
 ::
 
     bash run/bench.sh [--quick] [--out BENCH.md] [--layers 2 --units 256 ...]
-    python -m ldr_opennmt.benchmarks --help
+    python run/benchmarks.py --help
 
 One run measures, on the same synthetic data and the same batches, with models of
 the same size, and prints as markdown with ratios to the vanilla
@@ -27,6 +27,10 @@ The targets of the "Serving and speed" issue are checked (PASS/MISS). The proces
 run this file with :func:`runpy.run_path` rather than ``-m``, so that a CTranslate2
 process does not import TensorFlow (``import ldr_opennmt`` does): the top of this
 module imports the standard library only.
+
+A script of the repository, not of the installed package: ``run/bench.sh`` sets up
+the environment and runs it from the repository root as ``python -m benchmarks`` with
+``run/`` on ``sys.path`` (``python run/benchmarks.py`` runs the same).
 """
 
 import argparse
@@ -659,6 +663,7 @@ def _measure_training(config, system):
     import tensorflow as tf
 
     import ldr_opennmt.models  # noqa: F401 (imports counted before the model)
+    from ldr_opennmt import compat
 
     import_rss = peak_rss_mib()
     tf.random.set_seed(config["seed"])
@@ -686,10 +691,9 @@ def _measure_training(config, system):
         for features, labels in dataset.take(16)
     ]
     trainer = opennmt.training.Trainer(model, optimizer)
-    trainer._training_stats = opennmt.training.TrainingStats(model, optimizer)  # Set by __call__.
     times = []
     start = time.perf_counter()
-    for i, loss in enumerate(trainer._steps(dataset, accum_steps=1)):
+    for i, loss in enumerate(compat.training_steps(trainer, dataset, accum_steps=1)):
         now = time.perf_counter()
         if i >= config["warmup"]:
             times.append(now - start)

@@ -1,5 +1,9 @@
 """Shared steps of the experiment drivers: run a command with progress, write
-configurations, train a system unless it is already trained."""
+configurations, train a system unless it is already trained.
+
+The drivers are scripts of the repository, not part of the installed package: they
+read ``model_defs/`` and ``data_configs/`` from the repository root. ``run/*.sh``
+runs them with ``run/`` on ``sys.path`` (``python -m experiments.demo``)."""
 
 import os
 import shlex
@@ -12,14 +16,18 @@ import yaml
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.utils import write_lines_atomic
 
+# The repository root: this file is <root>/run/experiments/common.py.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# Batches mix domains (domain_batches: false) with P(domain) ~ |C_i|^alpha. With
-# one domain per batch (Procedure 1's sampling, the default of
-# data_configs/default_corpora.yml) these 64-unit models trained markedly worse at
-# this budget: Mixed reached a loss of 5.11 at step 1000 instead of 4.42 and
-# translated every medical sentence alike (BLEU avg 0.2 instead of 8.0 at 1500
-# steps). The option stays one line away for experiments at the paper's scale.
+# Batches mix domains (data: domain_batches: false) with P(domain) ~ |C_i|^alpha
+# (train: domain_sampling_alpha). With one domain per batch (Procedure 1's sampling,
+# the default of data_configs/default_corpora.yml) these 64-unit models trained
+# markedly worse at this budget: Mixed reached a loss of 5.11 at step 1000 instead of
+# 4.42 and translated every medical sentence alike (BLEU avg 0.2 instead of 8.0 at
+# 1500 steps). The option stays one line away for experiments at the paper's scale.
+# MIXED_BATCHES is a fragment of the data section (train_config's ``data``):
+# OpenNMT-tf deep-merges the run configuration's ``data`` into that of the data
+# configuration file given before it on the command line.
 MIXED_BATCHES = {"domain_batches": False}
 
 
@@ -125,25 +133,36 @@ def load_yaml(path):
         return yaml.safe_load(f)
 
 
-def train_config(slug, params, train, budget, runs_dir):
+def train_config(slug, params, train, budget, runs_dir, data=None):
     """The run configuration of a small system: Noam schedule scaled to 64 units, the
-    budget's steps, warmup and decoding length."""
-    return {
-        "model_dir": os.path.join(runs_dir, slug),
-        "params": dict(
-            {
-                "learning_rate": 1.0,
-                "decay_params": {"model_dim": 64, "warmup_steps": budget["warmup"]},
-                "maximum_decoding_length": budget["max_decoding_length"],
-            },
-            **params,
-        ),
-        "train": dict(
-            {
-                "max_step": budget["steps"],
-                "save_summary_steps": budget["log_steps"],
-                "save_checkpoints_steps": max(budget["steps"] // 4, 1),
-            },
-            **train,
-        ),
-    }
+    budget's steps, warmup and decoding length.
+
+    Args:
+      slug: The system's directory name under :obj:`runs_dir`.
+      params: ``params`` options added to the defaults.
+      train: ``train`` options added to the defaults.
+      budget: The driver's budget (steps, warmup, log steps, decoding length).
+      runs_dir: The directory of the model directories.
+      data: ``data`` options (e.g. :data:`MIXED_BATCHES`) merged over those of the
+        data configuration file; no ``data`` section when ``None``.
+    """
+    config = {"model_dir": os.path.join(runs_dir, slug)}
+    if data is not None:
+        config["data"] = dict(data)
+    config["params"] = dict(
+        {
+            "learning_rate": 1.0,
+            "decay_params": {"model_dim": 64, "warmup_steps": budget["warmup"]},
+            "maximum_decoding_length": budget["max_decoding_length"],
+        },
+        **params,
+    )
+    config["train"] = dict(
+        {
+            "max_step": budget["steps"],
+            "save_summary_steps": budget["log_steps"],
+            "save_checkpoints_steps": max(budget["steps"] // 4, 1),
+        },
+        **train,
+    )
+    return config

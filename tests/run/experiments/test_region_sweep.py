@@ -2,7 +2,7 @@ import os
 
 import tensorflow as tf
 
-from ldr_opennmt.experiments import region_sweep
+from experiments import region_sweep
 from ldr_opennmt.layers import LDREmbedder
 
 

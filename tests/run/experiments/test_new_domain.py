@@ -1,6 +1,6 @@
 import tensorflow as tf
 
-from ldr_opennmt.experiments import new_domain
+from experiments import new_domain
 
 DATA = {
     "train_corpora": {

@@ -1,6 +1,7 @@
 """Adding a domain to a trained model (the LDR paper's Table 6, section 4.1).
 
-    python -m ldr_opennmt.experiments.new_domain [--quick] [--new-domain software]
+    bash run/new_domain.sh [--quick] [--new-domain software]
+    PYTHONPATH=run python -m experiments.new_domain [--quick]    # from the repository root
 
 1. trains LDR (with reserved regions, ``model_defs/small/ldr_transformer_reserved.py``)
    and Mixed on every domain of the data configuration except the new one;
@@ -21,10 +22,11 @@ import sys
 import time
 
 from ldr_opennmt.evaluation import evaluate
-from ldr_opennmt.experiments import common
-from ldr_opennmt.experiments.common import ROOT
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import DEFAULT_CACHE
+
+from . import common
+from .common import ROOT
 
 LDR_DEF = "model_defs/small/ldr_transformer_reserved.py"
 MIXED_DEF = "model_defs/small/mixed_transformer.py"
@@ -112,7 +114,9 @@ def main(argv=None):
         ("LDR", "ldr", LDR_DEF, params),
         ("Mixed", "mixed", MIXED_DEF, {}),
     ):
-        config = common.train_config(slug, system_params, common.MIXED_BATCHES, budget, runs_dir)
+        config = common.train_config(
+            slug, system_params, {}, budget, runs_dir, data=common.MIXED_BATCHES
+        )
         path = common.write_config(config, os.path.join(configs_dir, "%s.yml" % slug))
         steps.train(
             "%s on %s" % (name, ", ".join(old)),
@@ -128,12 +132,12 @@ def main(argv=None):
         more = {
             "model_dir": os.path.join(runs_dir, slug + "_added"),
             "finetune": {"base": config["model_dir"], "steps": budget["more_steps"]},
+            "data": dict(common.MIXED_BATCHES),
             "params": config["params"],
-            "train": dict(
-                common.MIXED_BATCHES,
-                save_summary_steps=budget["log_steps"],
-                save_checkpoints_steps=budget["more_steps"],
-            ),
+            "train": {
+                "save_summary_steps": budget["log_steps"],
+                "save_checkpoints_steps": budget["more_steps"],
+            },
         }
         more_path = common.write_config(more, os.path.join(configs_dir, "%s_added.yml" % slug))
         steps.train(

@@ -5,7 +5,7 @@ import os
 import tempfile
 import unittest
 
-from ldr_opennmt import benchmarks
+import benchmarks
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD

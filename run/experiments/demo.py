@@ -1,6 +1,7 @@
 """The README's main command: the whole multi-domain experiment on the default corpus.
 
-    python -m ldr_opennmt.experiments.demo [--quick]
+    bash run/demo.sh [--quick]
+    PYTHONPATH=run python -m experiments.demo [--quick]    # the same, from the repository root
 
 1. builds the default corpus (``ldr-data build default``);
 2. trains Mixed, DC, LDR and LDR^0.5 (small Transformers from ``model_defs/small/``)
@@ -26,22 +27,24 @@ import time
 
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import classification, evaluate
-from ldr_opennmt.experiments import common
-from ldr_opennmt.experiments.common import ROOT
 from ldr_opennmt.utils import DEFAULT_CACHE
+
+from . import common
+from .common import ROOT
 
 DATA_CONFIG = "data_configs/default_corpora.yml"
 CLASSIFIER_DEF = "model_defs/small/domain_classifier.py"
 
 SYSTEMS = [
-    # (row name, directory name, model definition, params, train options, eval label modes)
-    ("Mixed", "mixed", "model_defs/small/mixed_transformer.py", {}, common.MIXED_BATCHES, None),
+    # (row name, directory name, model definition, params, train options, eval label modes).
+    # Every system also gets data: common.MIXED_BATCHES (batches mixing domains).
+    ("Mixed", "mixed", "model_defs/small/mixed_transformer.py", {}, {}, None),
     (
         "DC",
         "dc",
         "model_defs/small/dc_transformer.py",
         {},
-        common.MIXED_BATCHES,
+        {},
         ("oracle", "generic", "wrong"),
     ),
     (
@@ -49,7 +52,7 @@ SYSTEMS = [
         "ldr",
         "model_defs/small/ldr_transformer.py",
         {"domain_training": "procedure1"},
-        common.MIXED_BATCHES,
+        {},
         ("oracle", "generic", "wrong", "pred"),
     ),
     (
@@ -57,7 +60,7 @@ SYSTEMS = [
         "ldr_alpha0.5",
         "model_defs/small/ldr_transformer.py",
         {"domain_training": "procedure1"},
-        dict(common.MIXED_BATCHES, domain_sampling_alpha=0.5),
+        {"domain_sampling_alpha": 0.5},
         ("oracle",),
     ),
 ]
@@ -160,7 +163,9 @@ def main(argv=None):
     systems = []
     configs = {}
     for index, (name, slug, model_def, params, train, modes) in enumerate(SYSTEMS):
-        config = common.train_config(slug, params, train, budget, runs_dir)
+        config = common.train_config(
+            slug, params, train, budget, runs_dir, data=common.MIXED_BATCHES
+        )
         path = common.write_config(config, os.path.join(configs_dir, "%s.yml" % slug))
         configs[name] = config
         demo.train(

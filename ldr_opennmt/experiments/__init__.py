@@ -1,1 +1,0 @@
-"""Experiment drivers (the demo)."""

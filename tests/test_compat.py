@@ -1,0 +1,88 @@
+"""The coupling to OpenNMT-tf: fails loudly, naming the upstream name, when it changes."""
+
+import logging
+import sys
+
+import numpy as np
+import opennmt
+import tensorflow as tf
+from opennmt import runner as runner_module
+from opennmt.bin import main as onmt_main
+
+from ldr_opennmt import compat
+from ldr_opennmt.training.evaluator import MultiDomainEvaluator
+from ldr_opennmt.training.runner import Runner
+from tests import corpus, helpers
+
+
+class CompatTest(tf.test.TestCase):
+    def test_pinned_version(self):
+        self.assertEqual(opennmt.__version__, compat.PINNED_OPENNMT)
+
+    def test_every_upstream_name_exists(self):
+        self.assertEqual(compat.missing_upstream_names(), [])
+
+    def test_instance_attributes(self):
+        model, paths = helpers.build_model(self)
+        runner = Runner(
+            model, {"model_dir": self.get_temp_dir(), "data": corpus.data_config(paths)}
+        )
+        for name in compat.RUNNER_INSTANCE_NAMES:
+            self.assertTrue(hasattr(runner, name), "opennmt.Runner has no %s" % name)
+        evaluator = MultiDomainEvaluator(
+            model, [paths["test_src"], paths["test_domain"]], paths["test_tgt"], batch_size=4
+        )
+        for name in compat.EVALUATOR_INSTANCE_NAMES:
+            self.assertTrue(hasattr(evaluator, name), "opennmt Evaluator has no %s" % name)
+        trainer = opennmt.training.Trainer(model, tf.keras.optimizers.legacy.Adam())
+        for name in compat.TRAINER_INSTANCE_NAMES:
+            self.assertTrue(hasattr(trainer, name), "opennmt Trainer has no %s" % name)
+        loss, _ = evaluator.eval_step(*model.split_features_labels(next(iter(evaluator.dataset))))
+        self.assertTrue(all(tf.math.is_finite(x) for x in tf.nest.flatten(loss)))
+
+    def test_a_missing_name_is_reported(self):
+        names = compat.UPSTREAM_NAMES
+        compat.UPSTREAM_NAMES = names + ((onmt_main, "_no_such_function", "a feature"),)
+        try:
+            self.assertEqual(
+                compat.missing_upstream_names(),
+                ["opennmt.bin.main._no_such_function (used by a feature)"],
+            )
+            version = opennmt.__version__
+            opennmt.__version__ = "9.9.9"
+            try:
+                with self.assertLogs(tf.get_logger(), logging.WARNING) as logs:
+                    compat.check_upstream()
+            finally:
+                opennmt.__version__ = version
+            self.assertRegex(
+                logs.output[0], "pinned to OpenNMT-tf 2.32.0, found 9.9.9: missing opennmt.bin"
+            )
+        finally:
+            compat.UPSTREAM_NAMES = names
+
+    def test_patches_are_undone(self):
+        argv = list(sys.argv)
+        with self.assertRaises(SystemExit):
+            compat.run_onmt_main(["--help"], Runner)
+        self.assertIs(onmt_main.Runner, opennmt.Runner)
+        self.assertEqual(sys.argv, argv)
+        original = runner_module.evaluation
+        with compat.evaluator_class(MultiDomainEvaluator):
+            self.assertIs(runner_module.evaluation.Evaluator, MultiDomainEvaluator)
+        self.assertIs(runner_module.evaluation, original)
+
+    def test_optimizer_mixin_keeps_the_instance(self):
+        optimizer = tf.keras.optimizers.legacy.Adam(learning_rate=0.25)
+        same = compat.add_optimizer_mixin(optimizer, compat.ConditionalUpdateMixin)
+        self.assertIs(same, optimizer)
+        self.assertIsInstance(optimizer, compat.ConditionalUpdateMixin)
+        self.assertIsInstance(optimizer, tf.keras.optimizers.legacy.Adam)
+        self.assertEqual(optimizer.get_config()["learning_rate"], 0.25)
+        variable = tf.Variable([1.0, 2.0])
+        optimizer.apply_gradients([(tf.constant([1.0, 1.0]), variable)])
+        self.assertTrue(np.all(variable.numpy() < [1.0, 2.0]))  # Unconditional by default.
+
+
+if __name__ == "__main__":
+    tf.test.main()
