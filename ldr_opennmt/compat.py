@@ -20,9 +20,9 @@ What is here, and why no public equivalent exists:
   ``opennmt.runner.evaluation`` with no argument to change it (swapped for the
   duration of the call only, see :func:`evaluator_class`).
 * :class:`EvaluatorAdapter` (base of the per-domain evaluator): the evaluation
-  function, dataset, metric names, prediction directory, scorers and result
-  recording of ``opennmt.evaluation.Evaluator``, whose evaluation loop is not
-  factored out.
+  function, dataset, metric names, prediction directory, scorers, early stopping and
+  result recording of ``opennmt.evaluation.Evaluator``, and a copy of its evaluation
+  loop (``evaluate_dataset``), which ``Evaluator.__call__`` does not factor out.
 * :class:`DecodingScopeMixin`: ``SequenceToSequence._dynamic_decode``, the only
   place where beam search starts (the domain ids must be tiled there).
 * :class:`ConditionalUpdateMixin` and :func:`add_optimizer_mixin`: Keras legacy
@@ -51,6 +51,7 @@ from opennmt import evaluation
 from opennmt import runner as runner_module
 from opennmt import training as training_module
 from opennmt.bin import main as onmt_main
+from opennmt.utils import misc
 
 from ldr_opennmt import errors
 
@@ -224,6 +225,48 @@ class EvaluatorAdapter(evaluation.Evaluator):
         self._record_results(step, results)
         self._maybe_export(step, results)
         self._maybe_garbage_collect_exports()
+
+    def evaluate_dataset(self, dataset, output_path=None):
+        """(loss numerator, loss denominator, model metrics) of one evaluation dataset,
+        predictions written to :obj:`output_path` if set.
+
+        A copy of the loop inside ``Evaluator.__call__`` (OpenNMT-tf 2.32), which
+        does not factor it out: the per-domain evaluator runs it once per dev set.
+        """
+        output_file = None
+        if output_path is not None:
+            output_file = tf.io.gfile.GFile(output_path, "w")
+            params = {"n_best": 1}
+            writer = misc.OrderRestorer(
+                lambda prediction: prediction.get("index"),
+                lambda prediction: self.model.print_prediction(
+                    prediction, params=params, stream=output_file
+                ),
+            )
+        loss_num = 0
+        loss_den = 0
+        metrics = self.model.get_metrics()
+        for batch in dataset:
+            features, labels = self.model.split_features_labels(batch)
+            loss, predictions = self.eval_step(features, labels)
+            if isinstance(loss, tuple):
+                loss_num += loss[0]
+                loss_den += loss[1]
+            else:
+                loss_num += loss
+                loss_den += 1
+            if metrics:
+                self.model.update_metrics(metrics, predictions, labels)
+            if output_file is not None:
+                predictions = {k: v.numpy() for k, v in predictions.items()}
+                for prediction in misc.extract_batches(predictions):
+                    writer.push(prediction)
+        if output_file is not None:
+            output_file.close()
+        if loss_den == 0:
+            raise RuntimeError("No examples were evaluated")
+        values = {name: metric.result() for name, metric in (metrics or {}).items()}
+        return loss_num, loss_den, values
 
     def metric_base_name(self, metric):
         """Hook: the metric whose direction (higher or lower is better) applies."""

@@ -12,7 +12,6 @@ drive ``early_stopping`` or ``export_on_best`` (e.g. ``metric: software/bleu``).
 import os
 
 import tensorflow as tf
-from opennmt.utils import misc
 
 from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
@@ -98,43 +97,6 @@ class MultiDomainEvaluator(compat.EvaluatorAdapter):
     def metric_base_name(self, metric):
         return metric.split("/")[-1]
 
-    def _evaluate_set(self, dataset, output_path):
-        """Returns (loss numerator, loss denominator, model metrics) of one dev set."""
-        output_file = None
-        if output_path is not None:
-            output_file = tf.io.gfile.GFile(output_path, "w")
-            params = {"n_best": 1}
-            writer = misc.OrderRestorer(
-                lambda prediction: prediction.get("index"),
-                lambda prediction: self.model.print_prediction(
-                    prediction, params=params, stream=output_file
-                ),
-            )
-        loss_num = 0
-        loss_den = 0
-        metrics = self.model.get_metrics()
-        for batch in dataset:
-            features, labels = self.model.split_features_labels(batch)
-            loss, predictions = self.eval_step(features, labels)
-            if isinstance(loss, tuple):
-                loss_num += loss[0]
-                loss_den += loss[1]
-            else:
-                loss_num += loss
-                loss_den += 1
-            if metrics:
-                self.model.update_metrics(metrics, predictions, labels)
-            if output_file is not None:
-                predictions = {k: v.numpy() for k, v in predictions.items()}
-                for prediction in misc.extract_batches(predictions):
-                    writer.push(prediction)
-        if output_file is not None:
-            output_file.close()
-        if loss_den == 0:
-            raise RuntimeError("No examples were evaluated")
-        values = {name: metric.result() for name, metric in (metrics or {}).items()}
-        return loss_num, loss_den, values
-
     def __call__(self, step):
         if not self.per_domain:
             return super().__call__(step)
@@ -147,7 +109,7 @@ class MultiDomainEvaluator(compat.EvaluatorAdapter):
             output_path = None
             if self.saves_predictions:
                 output_path = os.path.join(self.eval_dir, "predictions.%s.txt.%d" % (domain, step))
-            loss_num, loss_den, values = self._evaluate_set(dataset, output_path)
+            loss_num, loss_den, values = self.evaluate_dataset(dataset, output_path)
             total_num += loss_num
             total_den += loss_den
             loss = loss_num / loss_den

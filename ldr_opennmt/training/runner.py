@@ -281,6 +281,8 @@ class Runner(compat.RunnerAdapter):
 
     def domain_regions(self):
         """The number of domain regions of the model this Runner trains or loads."""
+        if self._regions:
+            return self._regions  # A trained checkpoint's.
         model = self.new_model(self.finalized_config())
         return model.domain_regions() if hasattr(model, "domain_regions") else 0
 

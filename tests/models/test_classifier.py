@@ -3,6 +3,7 @@
 import os
 import random
 
+import pytest
 import tensorflow as tf
 import yaml
 
@@ -45,6 +46,7 @@ def _write_classifier_data(directory, split, count, seed):
     return files, vocab
 
 
+@pytest.mark.slow
 class DomainClassifierTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):

@@ -1,6 +1,7 @@
 import os
 
 import opennmt
+import pytest
 import tensorflow as tf
 from parameterized import parameterized
 
@@ -21,6 +22,7 @@ def _serving_inputs(sentences, labels):
     )
 
 
+@pytest.mark.slow
 class ExportTest(tf.test.TestCase):
     @parameterized.expand([(family,) for family in helpers.FAMILIES])
     def test_saved_model_takes_domain_names(self, family):

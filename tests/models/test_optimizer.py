@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import tensorflow as tf
 from opennmt.utils import misc
 from parameterized import parameterized
@@ -13,6 +14,7 @@ def _train(trainer, optimizer, dataset, steps, accum_steps=2):
     trainer(dataset, max_step=max_step, accum_steps=accum_steps, report_steps=1000)
 
 
+@pytest.mark.slow
 class UpdateSkippingTest(tf.test.TestCase):
     def _check_absent_domains_frozen(self, family="ldr_transformer", params=None, jit=False):
         model, _ = helpers.build_model(self, family, params=dict(PARAMS, **(params or {})))

@@ -11,6 +11,7 @@ from unittest import mock
 
 import ctranslate2
 import opennmt
+import pytest
 import tensorflow as tf
 from parameterized import parameterized
 
@@ -79,6 +80,7 @@ def _translator(model_dir):
     return ctranslate2.Translator(model_dir, device="cpu", inter_threads=1, intra_threads=1)
 
 
+@pytest.mark.slow
 class FoldingTest(tf.test.TestCase):
     @parameterized.expand(FAMILIES)
     def test_folded_and_ctranslate2_models_translate_as_the_multi_domain_model(self, family):
@@ -179,6 +181,7 @@ class FoldingTest(tf.test.TestCase):
                 _ = model.features_inputter.embedding
 
 
+@pytest.mark.slow
 class CTranslate2ExportTest(tf.test.TestCase):
     def test_manifest(self):
         model = _build(self, "ldr_transformer_target")

@@ -5,6 +5,7 @@ import os
 import shutil
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from parameterized import parameterized
 
@@ -67,6 +68,7 @@ class CheckDomainsTest(tf.test.TestCase):
             domain_record.check_domains(declared, ["a", "b"], 3, "m")
 
 
+@pytest.mark.slow
 class NewDomainTest(helpers.SharedDirTestCase):
     """A model trained on medical and religious with one reserved region takes software."""
 

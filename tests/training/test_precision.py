@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import opennmt
+import pytest
 import tensorflow as tf
 from opennmt.utils import misc
 from parameterized import parameterized
@@ -25,6 +26,7 @@ CASES = [(family, "mixed_bfloat16") for family in helpers.FAMILIES]
 CASES += [(family, "xla") for family in TRANSFORMERS]
 
 
+@pytest.mark.slow
 class PrecisionTest(tf.test.TestCase):
     def tearDown(self):
         misc.disable_mixed_precision()

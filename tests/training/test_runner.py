@@ -69,6 +69,7 @@ def _digest(directory):
     return digest.hexdigest()
 
 
+@pytest.mark.slow
 class RunnerTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
