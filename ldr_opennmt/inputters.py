@@ -182,7 +182,8 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
 
     @opennmt.inputters.Inputter.asset_prefix.setter
     def asset_prefix(self, asset_prefix):
-        self._asset_prefix = asset_prefix
+        # The base setter (not MultiInputter's, which numbers the sub-inputters).
+        opennmt.inputters.Inputter.asset_prefix.fset(self, asset_prefix)
         self.word_inputter.asset_prefix = asset_prefix
         self.domain_inputter.asset_prefix = asset_prefix + "domain_"
 

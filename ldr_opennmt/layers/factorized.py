@@ -1,0 +1,666 @@
+"""Factorized Transformer blocks (Deng et al., 2020, section 3, Figure 1).
+
+Every factorized block keeps one weight copy per domain region next to a shared
+part. The schemes of Figure 1 implemented here:
+
+* (F5) multi-head attention, "full" scheme: the Q, K, V and output projections of
+  every attention are per-domain (:class:`DomainDense`, eq. 3);
+* (F2) multi-query attention, "light" scheme: the K and V projections are
+  per-domain and have a single head of size ``d_model / num_heads`` (eq. 4). The
+  projection is tiled ``num_heads`` times along its output axis
+  (:class:`DomainDense` with ``tile=num_heads``), so that OpenNMT-tf's stock
+  ``split_heads`` and its cache of projected keys/values keep working, and the
+  layer folds exactly into an ordinary multi-head K/V kernel;
+* (F3) FFN factorized through ``d_inner``: ``f_i(h) = W_i,d^S (W_i^C h)`` with a
+  shared ``W_i^C`` and a per-domain ``W_i,d^S`` (eq. 6, :class:`FactorizedDense`);
+* (F6) FFN v2: a per-domain square map after the FFN, ``W_d^A FFN(h)`` (eq. 7,
+  :class:`DomainAdaptedDense`, which replaces the FFN's outer linear).
+
+The factorized embeddings (F1, F4) live with the embedders, not here. The paper's
+designs are combinations: PA = F5, SF = F2 + F6, DF = F1 + F2 + F3 + F4;
+:func:`install` puts the attention and FFN blocks of one design into a stock
+``SelfAttentionEncoder`` or ``SelfAttentionDecoder`` (``"df_attention_ffn"`` is the
+F2 + F3 part of DF), and :func:`parameter_count` gives the paper's #P column.
+
+**The general copy.** Every per-domain block also has a *general copy*, a shared
+variable (plain ``add_weight``, not in :meth:`domain_weights`) that the generic
+label (``GENERIC_ID``, -1) selects: it is what the domain-agnostic first stage of
+the curriculum (section 3.1) trains. Every region is created with the general
+copy's initial value, so right after build every domain label computes exactly
+the generic output, and a reserved region starts as generic. :meth:`unfold`
+copies the trained general copy into every region (the start of the
+domain-specific stage). The general copy of the F6 square map is the identity and
+is not trainable: generic is exactly the stock FFN, and a region starts there.
+
+**Efficiency.** A per-sentence kernel ``[batch, d, d]`` is never gathered. When
+every sentence of the batch has the same label (the usual training batch) the
+projection uses that one kernel, selected by index; otherwise it computes the
+projection of each kernel that some sentence needs and selects per row. Both
+paths are graph conditionals (``tf.cond``): no data-dependent Python control
+flow, so XLA and ``tf.function`` work. Variables are read in the layer's compute
+dtype (``mixed_float16``/``mixed_bfloat16``).
+
+**Regions.** These layers live inside the encoder/decoder, which the model does not
+``initialize``: call :meth:`DomainLinear.set_num_regions` before the layer is
+built (:func:`install` does). Region ``k`` is used by domain id ``k``; ids must be
+smaller than ``num_regions``.
+"""
+
+import tensorflow as tf
+from opennmt.layers import common
+from opennmt.utils.misc import shape_list
+
+from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.layers.context import DomainSpecificLayer, current_domain
+
+#: The designs :func:`install` knows.
+DESIGNS = ("pa", "sf", "df_attention_ffn")
+
+#: The designs :func:`parameter_count` knows.
+COUNTED_DESIGNS = ("vanilla", "df", "sf", "pa")
+
+#: The paper's sizes (Transformer base, 5 domains, DF with ``d_inner`` 280).
+PAPER_SIZES = dict(
+    vocab_size=50000,
+    d_model=512,
+    ffn_dim=2048,
+    num_heads=8,
+    encoder_layers=6,
+    decoder_layers=6,
+    num_domains=5,
+    d_inner=280,
+)
+
+
+def _constant_initializer(value):
+    """An initializer returning a fixed tensor (the general copy's initial value)."""
+
+    def _initializer(shape, dtype=None, **kwargs):
+        return tf.cast(value, dtype) if dtype is not None else value
+
+    return _initializer
+
+
+def _fresh(initializer):
+    """A new instance of :obj:`initializer` (an unseeded Keras initializer instance
+    returns the same values at each call: never call one twice)."""
+    if isinstance(initializer, tf.keras.initializers.Initializer):
+        return initializer.__class__.from_config(initializer.get_config())
+    return tf.keras.initializers.get(initializer)
+
+
+def _initial_value(initializer, shape, dtype):
+    """Draws an initial value once, outside any function being traced."""
+    with tf.init_scope():
+        return tf.convert_to_tensor(_fresh(initializer)(shape, dtype=dtype))
+
+
+def _row_index(index, shape):
+    """Per-row copy index of the flattened inputs: ``index [B]`` -> ``[prod(shape[:-1])]``."""
+    rank = len(shape)
+    index = tf.reshape(index, [-1] + [1] * (rank - 2))
+    return tf.reshape(tf.broadcast_to(index, shape[:-1]), [-1])
+
+
+def domain_matmul(inputs, kernels, biases, domain):
+    """Projects each sentence with the copy its domain selects.
+
+    Args:
+      inputs: A tensor ``[batch, ..., n]``.
+      kernels: The copies ``[n, m]``: the general copy first, then region 0, 1, ...
+      biases: The matching ``[m]`` bias copies, or ``None``.
+      domain: The domain ids ``[batch]`` (-1: the general copy).
+
+    Returns:
+      A tensor ``[batch, ..., m]``. A batch of one label costs one matmul with the
+      kernel selected by index; a mixed batch one matmul per copy that some
+      sentence uses, the rows then selected with a mask.
+    """
+    shape = shape_list(inputs)
+    flat = tf.reshape(inputs, [-1, shape[-1]])
+
+    def _project(kernel, bias):
+        outputs = tf.matmul(flat, kernel)
+        return outputs if bias is None else tf.nn.bias_add(outputs, bias)
+
+    if len(kernels) == 1:
+        outputs = _project(kernels[0], biases[0] if biases else None)
+    else:
+        index = tf.cast(domain, tf.int32) + 1  # 0 is the general copy.
+        first, last = tf.reduce_min(index), tf.reduce_max(index)  # Empty batch: mixed.
+
+        def _single():
+            kernel = tf.gather(tf.stack(kernels), last)
+            bias = tf.gather(tf.stack(biases), last) if biases else None
+            return _project(kernel, bias)
+
+        def _mixed():
+            rows = _row_index(index, shape)
+            outputs = tf.zeros([tf.shape(flat)[0], kernels[0].shape[-1]], flat.dtype)
+            for copy, kernel in enumerate(kernels):
+                bias = biases[copy] if biases else None
+                mask = tf.equal(rows, copy)
+                projected = tf.cond(
+                    tf.reduce_any(mask),
+                    lambda kernel=kernel, bias=bias: _project(kernel, bias),
+                    lambda: tf.zeros_like(outputs),
+                )
+                outputs = tf.where(tf.expand_dims(mask, -1), projected, outputs)
+            return outputs
+
+        outputs = tf.cond(tf.equal(first, last), _single, _mixed)
+    return tf.reshape(outputs, shape[:-1] + [outputs.shape[-1] or tf.shape(outputs)[-1]])
+
+
+class DomainLinear(tf.keras.layers.Layer, DomainSpecificLayer):
+    """Base of the factorized layers: general copies, regions, unfold and selection.
+
+    A subclass creates each per-domain weight with :meth:`add_copies` in ``build``
+    and projects with :meth:`project` in ``call``.
+    """
+
+    def __init__(self, units, activation=None, num_regions=None, **kwargs):
+        """Initializes the layer.
+
+        Args:
+          units: The output size.
+          activation: The activation applied to the output (``None``: linear).
+          num_regions: The number of domain regions, or ``None`` to set it later
+            with :meth:`set_num_regions`.
+          **kwargs: Additional layer keyword arguments (``name``, ``dtype``, ...).
+        """
+        super().__init__(**kwargs)
+        if units <= 0:
+            raise UserError("%s: units must be > 0, got %d" % (type(self).__name__, units))
+        self.units = units
+        self.activation = tf.keras.activations.get(activation)
+        self.num_regions = None
+        object.__setattr__(self, "_copies", {})  # Untracked: add_weight tracks the variables.
+        if num_regions is not None:
+            self.set_num_regions(num_regions)
+
+    def set_num_regions(self, num_regions):
+        """Sets the number of domain regions; call it before the layer is built.
+
+        Args:
+          num_regions: The number of regions (declared domains plus reserved ones).
+
+        Raises:
+          UserError: if the count is negative, or differs from the built one.
+        """
+        if num_regions < 0:
+            raise UserError("num_regions must be >= 0, got %d" % num_regions)
+        if self.built and num_regions != self.num_regions:
+            raise UserError(
+                "%s is built with %d domain regions: cannot set %d"
+                % (self.name, self.num_regions, num_regions)
+            )
+        self.num_regions = num_regions
+
+    def add_copies(self, name, shape, initializer, trainable=True):
+        """Creates the general copy ``name`` and one ``domain_<k>_<name>`` per region.
+
+        Every region starts equal to the general copy.
+
+        Args:
+          name: The weight name.
+          shape: The weight shape.
+          initializer: The general copy's initializer.
+          trainable: Whether the general copy is trainable (regions always are).
+
+        Returns:
+          The general copy.
+        """
+        if self.num_regions is None:
+            raise UserError(
+                "%s: call set_num_regions() (or factorized.install) before building it" % self.name
+            )
+        initializer = _constant_initializer(_initial_value(initializer, shape, self.dtype))
+        general = self.add_weight(name, shape, initializer=initializer, trainable=trainable)
+        regions = [
+            self.add_domain_weight(region, name, shape, initializer=initializer)
+            for region in range(self.num_regions)
+        ]
+        self._copies[name] = [general] + regions
+        return general
+
+    def copies(self, name):
+        """The weight ``name``: general copy first, then region 0, 1, ..."""
+        return list(self._copies[name])
+
+    def copy_for(self, name, domain_id):
+        """The copy of weight ``name`` that :obj:`domain_id` uses (-1: the general copy)."""
+        if domain_id != domains_lib.GENERIC_ID and not 0 <= domain_id < self.num_regions:
+            raise UserError(
+                "domain id %d, but %s has %d regions" % (domain_id, self.name, self.num_regions)
+            )
+        return tf.convert_to_tensor(self._copies[name][domain_id + 1])
+
+    def unfold(self):
+        """Copies every general copy into all regions (the curriculum's unfold step)."""
+        for variables in self._copies.values():
+            general = variables[0]
+            for region in variables[1:]:
+                region.assign(tf.convert_to_tensor(general))
+
+    def project(self, inputs, kernel_name, bias_name=None):
+        """Projects :obj:`inputs` with each sentence's copy of a kernel (and bias)."""
+        dtype = self.compute_dtype
+        kernels = [tf.cast(v, dtype) for v in self._copies[kernel_name]]
+        biases = [tf.cast(v, dtype) for v in self._copies[bias_name]] if bias_name else None
+        return domain_matmul(inputs, kernels, biases, current_domain())
+
+    def activate(self, outputs):
+        """Applies the activation, if any."""
+        return self.activation(outputs) if self.activation is not None else outputs
+
+
+class DomainDense(DomainLinear):
+    """A per-domain ``opennmt.layers.Dense`` (schemes F5 and, tiled, F2).
+
+    Weights: the general copy ``kernel`` ``[input_dim, units // tile]`` and ``bias``
+    (so that the layer's plain view is its generic part) and, per region ``k``,
+    ``domain_<k>_kernel`` and ``domain_<k>_bias``. With ``tile > 1`` the layer is a
+    multi-query K/V projection: one head of ``units // tile`` outputs repeated
+    ``tile`` times.
+    """
+
+    def __init__(
+        self,
+        units,
+        use_bias=True,
+        activation=None,
+        tile=1,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        num_regions=None,
+        **kwargs
+    ):
+        """Initializes the layer.
+
+        Args:
+          units: The output size (after tiling).
+          use_bias: Whether the layer has a bias.
+          activation: The activation applied to the output.
+          tile: How many times the projection is repeated along the output axis
+            (the number of heads for a multi-query K/V projection).
+          kernel_initializer: The general copy's kernel initializer.
+          bias_initializer: The general copy's bias initializer.
+          num_regions: The number of domain regions (or :meth:`set_num_regions`).
+          **kwargs: Additional layer keyword arguments.
+
+        Raises:
+          UserError: if :obj:`units` is not a multiple of :obj:`tile`.
+        """
+        super().__init__(units, activation=activation, num_regions=num_regions, **kwargs)
+        if tile <= 0 or units % tile != 0:
+            raise UserError(
+                "DomainDense: units (%d) must be a multiple of tile (%d)" % (units, tile)
+            )
+        self.use_bias = use_bias
+        self.tile = tile
+        self.kernel_initializer = kernel_initializer
+        self.bias_initializer = bias_initializer
+
+    def build(self, input_shape):
+        size = self.units // self.tile
+        self.kernel = self.add_copies("kernel", [input_shape[-1], size], self.kernel_initializer)
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_copies("bias", [size], self.bias_initializer)
+        super().build(input_shape)
+
+    def call(self, inputs):
+        outputs = self.project(inputs, "kernel", "bias" if self.use_bias else None)
+        outputs = self.activate(outputs)
+        if self.tile > 1:
+            outputs = tf.tile(outputs, [1] * (outputs.shape.rank - 1) + [self.tile])
+        return outputs
+
+    def fold(self, domain_id):
+        """The weights of the plain Dense this layer equals for :obj:`domain_id`.
+
+        Returns:
+          ``{"kernel": [input_dim, units], "bias": [units]}`` (no bias without
+          ``use_bias``); a multi-query layer gives its tiled kernel.
+        """
+        weights = {"kernel": tf.tile(self.copy_for("kernel", domain_id), [1, self.tile])}
+        if self.use_bias:
+            weights["bias"] = tf.tile(self.copy_for("bias", domain_id), [self.tile])
+        return weights
+
+
+class DomainAdaptedDense(DomainLinear):
+    """A shared Dense followed by a per-domain square map (scheme F6, eq. 7).
+
+    Replaces the FFN's outer linear: ``outer_d(x) = (x K + b) A_d``. Weights: the
+    shared ``kernel`` and ``bias`` of the outer linear, the general ``adapter``
+    (the identity, not trainable: generic is exactly the stock FFN) and, per region
+    ``k``, ``domain_<k>_adapter`` (trainable, starting at the identity).
+    """
+
+    def __init__(
+        self,
+        units,
+        use_bias=True,
+        activation=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        num_regions=None,
+        **kwargs
+    ):
+        """Initializes the layer.
+
+        Args:
+          units: The output size (and the size of the square map).
+          use_bias: Whether the shared linear has a bias.
+          activation: The activation applied after the square map.
+          kernel_initializer: The shared kernel initializer.
+          bias_initializer: The shared bias initializer.
+          num_regions: The number of domain regions (or :meth:`set_num_regions`).
+          **kwargs: Additional layer keyword arguments.
+        """
+        super().__init__(units, activation=activation, num_regions=num_regions, **kwargs)
+        self.use_bias = use_bias
+        self.kernel_initializer = kernel_initializer
+        self.bias_initializer = bias_initializer
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(
+            "kernel", [input_shape[-1], self.units], initializer=_fresh(self.kernel_initializer)
+        )
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_weight(
+                "bias", [self.units], initializer=_fresh(self.bias_initializer)
+            )
+        self.adapter = self.add_copies(
+            "adapter", [self.units, self.units], "identity", trainable=False
+        )
+        super().build(input_shape)
+
+    def call(self, inputs):
+        kernel = tf.cast(self.kernel, self.compute_dtype)
+        outputs = tf.tensordot(inputs, kernel, axes=1)
+        if self.use_bias:
+            outputs = tf.nn.bias_add(outputs, tf.cast(self.bias, self.compute_dtype))
+        return self.activate(self.project(outputs, "adapter"))
+
+    def fold(self, domain_id):
+        """The plain Dense ``{"kernel": K A_d, "bias": b A_d}`` for :obj:`domain_id`."""
+        adapter = self.copy_for("adapter", domain_id)
+        weights = {"kernel": tf.matmul(tf.convert_to_tensor(self.kernel), adapter)}
+        if self.use_bias:
+            bias = tf.expand_dims(tf.convert_to_tensor(self.bias), 0)
+            weights["bias"] = tf.squeeze(tf.matmul(bias, adapter), 0)
+        return weights
+
+
+class FactorizedDense(DomainLinear):
+    """A linear factorized through ``d_inner`` (scheme F3, eq. 6).
+
+    ``f_d(h) = activation(W_d^S (W^C h) + b_d)`` with the shared ``shared_kernel``
+    ``W^C`` ``[input_dim, d_inner]`` and, per domain, ``W_d^S`` ``[d_inner, units]``
+    and its bias: the general copies ``kernel``/``bias`` and the regions
+    ``domain_<k>_kernel``/``domain_<k>_bias``.
+    """
+
+    def __init__(
+        self,
+        units,
+        d_inner,
+        use_bias=True,
+        activation=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        num_regions=None,
+        **kwargs
+    ):
+        """Initializes the layer.
+
+        Args:
+          units: The output size.
+          d_inner: The inner size of the factorization.
+          use_bias: Whether the per-domain part has a bias.
+          activation: The activation applied to the output.
+          kernel_initializer: The initializer of both factors.
+          bias_initializer: The bias initializer.
+          num_regions: The number of domain regions (or :meth:`set_num_regions`).
+          **kwargs: Additional layer keyword arguments.
+
+        Raises:
+          UserError: if :obj:`d_inner` is not positive.
+        """
+        super().__init__(units, activation=activation, num_regions=num_regions, **kwargs)
+        if d_inner is None or d_inner <= 0:
+            raise UserError("FactorizedDense: d_inner must be > 0, got %s" % d_inner)
+        self.d_inner = d_inner
+        self.use_bias = use_bias
+        self.kernel_initializer = kernel_initializer
+        self.bias_initializer = bias_initializer
+
+    def build(self, input_shape):
+        self.shared_kernel = self.add_weight(
+            "shared_kernel",
+            [input_shape[-1], self.d_inner],
+            initializer=_fresh(self.kernel_initializer),
+        )
+        self.kernel = self.add_copies("kernel", [self.d_inner, self.units], self.kernel_initializer)
+        self.bias = None
+        if self.use_bias:
+            self.bias = self.add_copies("bias", [self.units], self.bias_initializer)
+        super().build(input_shape)
+
+    def call(self, inputs):
+        shared = tf.cast(self.shared_kernel, self.compute_dtype)
+        inner = tf.tensordot(inputs, shared, axes=1)
+        return self.activate(self.project(inner, "kernel", "bias" if self.use_bias else None))
+
+    def fold(self, domain_id):
+        """The plain Dense ``{"kernel": W^C W_d^S, "bias": b_d}`` for :obj:`domain_id`."""
+        shared = tf.convert_to_tensor(self.shared_kernel)
+        weights = {"kernel": tf.matmul(shared, self.copy_for("kernel", domain_id))}
+        if self.use_bias:
+            weights["bias"] = self.copy_for("bias", domain_id)
+        return weights
+
+
+def domain_layers(layer_stack):
+    """The domain-specific layers inside :obj:`layer_stack` (any Keras layer)."""
+    return [m for m in layer_stack.submodules if isinstance(m, DomainSpecificLayer)]
+
+
+def _stock_dense(parent, attribute):
+    """The stock ``opennmt.layers.Dense`` at ``parent.<attribute>``, checked replaceable."""
+    layer = getattr(parent, attribute)
+    if not isinstance(layer, common.Dense):
+        raise UserError(
+            "%s.%s is a %s, not a stock Dense: factorized layers are already installed"
+            % (parent.name, attribute, type(layer).__name__)
+        )
+    if layer.built or layer.weight is not None:
+        raise UserError(
+            "%s.%s is built or shares its kernel: install factorized layers before build"
+            % (parent.name, attribute)
+        )
+    return layer
+
+
+def _replace(parent, attribute, layer_class, **kwargs):
+    """Replaces ``parent.<attribute>`` by a ``layer_class`` with the same units and options."""
+    stock = _stock_dense(parent, attribute)
+    options = dict(
+        use_bias=stock.use_bias,
+        activation=stock.activation,
+        kernel_initializer=stock.kernel_initializer,
+        bias_initializer=stock.bias_initializer,
+        dtype=stock.dtype_policy,
+    )
+    options.update(kwargs)
+    # Keras untracks the replaced layer: it was never built and leaves no variable.
+    setattr(parent, attribute, layer_class(stock.units, **options))
+
+
+def _attentions(layer):
+    """The ``MultiHeadAttention`` layers of an encoder or decoder layer."""
+    wrappers = [layer.self_attention] + list(getattr(layer, "attention", []))
+    return [wrapper.layer for wrapper in wrappers]
+
+
+def _install_attention(attention, design, num_heads):
+    if attention.num_heads != num_heads:
+        raise UserError(
+            "num_heads is %d but the attention layers have %d heads"
+            % (num_heads, attention.num_heads)
+        )
+    if design == "pa":
+        for attribute in ("linear_queries", "linear_keys", "linear_values", "linear_output"):
+            _replace(attention, attribute, DomainDense)
+    else:
+        for attribute in ("linear_keys", "linear_values"):
+            _replace(attention, attribute, DomainDense, tile=num_heads)
+
+
+def _install_ffn(ffn, design, d_inner):
+    if design == "sf":
+        _replace(ffn, "outer", DomainAdaptedDense)
+    elif design == "df_attention_ffn":
+        _replace(ffn, "inner", FactorizedDense, d_inner=d_inner)
+        _replace(ffn, "outer", FactorizedDense, d_inner=d_inner)
+
+
+def install(layer_stack, design, num_heads, num_regions, d_inner=None):
+    """Installs one design's per-domain blocks into a stock self-attention stack.
+
+    Replaces the linear layers of every attention (encoder self-attention, decoder
+    self- and cross-attention) and FFN of :obj:`layer_stack`, after its
+    construction and before it is built; the stock ``call`` and cache code is kept.
+
+    * ``"pa"`` (F5): Q, K, V and output projections become :class:`DomainDense`;
+    * ``"sf"`` (F2 + F6): K and V become multi-query :class:`DomainDense`
+      (``tile=num_heads``), the FFN's outer linear a :class:`DomainAdaptedDense`;
+    * ``"df_attention_ffn"`` (F2 + F3): K and V as in ``"sf"``, both FFN linears
+      :class:`FactorizedDense` through :obj:`d_inner`.
+
+    Args:
+      layer_stack: An unbuilt ``opennmt.encoders.SelfAttentionEncoder`` or
+        ``opennmt.decoders.SelfAttentionDecoder``.
+      design: One of :data:`DESIGNS`.
+      num_heads: The number of attention heads of :obj:`layer_stack`.
+      num_regions: The number of domain regions, set on every installed layer.
+      d_inner: The factorization size, required by ``"df_attention_ffn"``.
+
+    Returns:
+      The installed domain-specific layers.
+
+    Raises:
+      UserError: for an unknown design, a missing or non-positive :obj:`d_inner`,
+        a wrong :obj:`num_heads`, or a stack that is built or already installed.
+    """
+    if design not in DESIGNS:
+        raise UserError(
+            "unknown factorized design %r (expected one of: %s)" % (design, ", ".join(DESIGNS))
+        )
+    if design == "df_attention_ffn" and (d_inner is None or d_inner <= 0):
+        raise UserError("the df_attention_ffn design needs d_inner > 0, got %s" % d_inner)
+    if num_regions < 0:
+        raise UserError("num_regions must be >= 0, got %d" % num_regions)
+    if getattr(layer_stack, "layers", None) is None or layer_stack.built:
+        raise UserError(
+            "factorized layers install into an unbuilt SelfAttentionEncoder or "
+            "SelfAttentionDecoder, not %s" % type(layer_stack).__name__
+        )
+    for layer in layer_stack.layers:
+        for attention in _attentions(layer):
+            _install_attention(attention, design, num_heads)
+        _install_ffn(layer.ffn.layer, design, d_inner)
+    installed = domain_layers(layer_stack)
+    for layer in installed:
+        layer.set_num_regions(num_regions)
+    return installed
+
+
+def _attention_parameters(design, d_model, num_heads, num_domains):
+    if design == "vanilla":
+        return 4 * d_model**2
+    if design == "pa":
+        return num_domains * 4 * d_model**2
+    # Multi-query: shared Q and O, one per-domain K and V head of d_model / num_heads.
+    return 2 * d_model**2 + num_domains * 2 * d_model * (d_model // num_heads)
+
+
+def _ffn_parameters(design, d_model, ffn_dim, num_domains, d_inner):
+    if design == "df":
+        inner = d_model * d_inner + num_domains * d_inner * ffn_dim
+        outer = ffn_dim * d_inner + num_domains * d_inner * d_model
+        return inner + outer
+    parameters = 2 * d_model * ffn_dim
+    if design == "sf":
+        parameters += num_domains * d_model**2
+    return parameters
+
+
+def _embedding_parameters(design, vocab_size, d_model, num_domains, d_inner):
+    if design == "df":
+        return vocab_size * d_inner + num_domains * d_inner * d_model
+    return vocab_size * d_model
+
+
+def parameter_count(
+    design,
+    vocab_size=50000,
+    d_model=512,
+    ffn_dim=2048,
+    num_heads=8,
+    encoder_layers=6,
+    decoder_layers=6,
+    num_domains=5,
+    d_inner=280,
+):
+    """Counts the kernel and embedding parameters of a design (the paper's #P).
+
+    Biases and layer norms are left out, a source table and one target table tied
+    with the output layer are counted, and no general copy is counted (the paper's
+    convention; the layers here keep one more copy of each per-domain block).
+
+    Args:
+      design: One of :data:`COUNTED_DESIGNS` (``"df"`` includes the factorized
+        embeddings F1/F4).
+      vocab_size: The vocabulary size of each side.
+      d_model: The model size.
+      ffn_dim: The FFN inner size.
+      num_heads: The number of attention heads.
+      encoder_layers: The number of encoder layers.
+      decoder_layers: The number of decoder layers.
+      num_domains: The number of domains.
+      d_inner: The factorization size of DF.
+
+    Returns:
+      The number of parameters.
+
+    Raises:
+      UserError: for an unknown design or a non-positive :obj:`d_inner` with DF.
+    """
+    if design not in COUNTED_DESIGNS:
+        raise UserError(
+            "unknown design %r (expected one of: %s)" % (design, ", ".join(COUNTED_DESIGNS))
+        )
+    if design == "df" and (d_inner is None or d_inner <= 0):
+        raise UserError("the df design needs d_inner > 0, got %s" % d_inner)
+    attention = _attention_parameters(design, d_model, num_heads, num_domains)
+    ffn = _ffn_parameters(design, d_model, ffn_dim, num_domains, d_inner)
+    embeddings = _embedding_parameters(design, vocab_size, d_model, num_domains, d_inner)
+    return (
+        2 * embeddings + encoder_layers * (attention + ffn) + decoder_layers * (2 * attention + ffn)
+    )
+
+
+def parameter_ratio(design, **sizes):
+    """The size of :obj:`design` relative to the vanilla Transformer (the paper's #P).
+
+    Args:
+      design: One of :data:`COUNTED_DESIGNS`.
+      **sizes: The keyword arguments of :func:`parameter_count`.
+    """
+    return parameter_count(design, **sizes) / parameter_count("vanilla", **sizes)

@@ -1,0 +1,405 @@
+import numpy as np
+import opennmt
+import tensorflow as tf
+from opennmt.layers import common
+from parameterized import parameterized
+
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.layers import factorized
+from ldr_opennmt.layers.context import DomainSpecificLayer, domain_scope
+
+REGIONS = 3
+UNITS = 8
+HEADS = 2
+MIXED = [1, -1, 0, 1]
+
+
+def _randomize(variables, seed, scale=0.5):
+    rng = np.random.RandomState(seed)
+    for variable in variables:
+        variable.assign(rng.normal(scale=scale, size=variable.shape).astype(np.float32))
+
+
+def _domain_variables(layers):
+    return [v for layer in layers for vs in layer.domain_weights().values() for v in vs]
+
+
+def _is_region(variable):
+    return variable.name.split("/")[-1].startswith("domain_")
+
+
+def _call(layer, inputs, domain):
+    with domain_scope(domain):
+        return layer(inputs)
+
+
+def _built(layer, depth=UNITS, rank=3, seed=0):
+    """Builds :obj:`layer` and gives every variable (general and regions) its own values."""
+    _call(layer, tf.zeros([1] * (rank - 1) + [depth]), [-1])
+    _randomize(layer.weights, seed)
+    return layer
+
+
+def _copies(layer, name):
+    return [v.numpy() for v in layer.copies(name)]
+
+
+def _dense_reference(layer, inputs, domain):
+    """inputs @ kernel_k + bias_k per sentence, tiled (numpy)."""
+    kernels, biases = _copies(layer, "kernel"), _copies(layer, "bias")
+    outputs = np.stack([inputs[i] @ kernels[k + 1] + biases[k + 1] for i, k in enumerate(domain)])
+    return np.tile(outputs, [1] * (outputs.ndim - 1) + [layer.tile])
+
+
+class DomainDenseTest(tf.test.TestCase):
+    @parameterized.expand([(1, 3), (1, 2), (HEADS, 3), (HEADS, 2)])
+    def test_mixed_batch_uses_each_sentence_region(self, tile, rank):
+        layer = _built(factorized.DomainDense(UNITS, tile=tile, num_regions=REGIONS), rank=rank)
+        inputs = np.random.RandomState(1).normal(size=[4, 5, UNITS][: rank - 1] + [UNITS])
+        inputs = inputs.astype(np.float32)
+        outputs = _call(layer, inputs, MIXED)
+        self.assertAllClose(outputs, _dense_reference(layer, inputs, MIXED), atol=1e-5)
+
+    @parameterized.expand([(-1,), (0,), (2,)])
+    def test_single_domain_batch(self, domain):
+        layer = _built(factorized.DomainDense(UNITS, num_regions=REGIONS))
+        inputs = np.random.RandomState(2).normal(size=[3, 4, UNITS]).astype(np.float32)
+        outputs = _call(layer, inputs, [domain] * 3)
+        self.assertAllClose(outputs, _dense_reference(layer, inputs, [domain] * 3), atol=1e-5)
+
+    def test_regions_start_as_generic(self):
+        layer = factorized.DomainDense(UNITS, num_regions=REGIONS)
+        inputs = tf.random.normal([4, 3, UNITS])
+        generic = _call(layer, inputs, [-1] * 4)
+        for domain in ([0] * 4, [2] * 4, MIXED):
+            self.assertAllClose(_call(layer, inputs, domain), generic, atol=1e-6)
+        general = _copies(layer, "kernel")[0]
+        self.assertGreater(np.abs(general).max(), 0)
+        for region in _copies(layer, "kernel")[1:]:
+            self.assertAllEqual(region, general)
+
+    def test_unfold_copies_the_general_copy(self):
+        layer = _built(factorized.DomainDense(UNITS, tile=HEADS, num_regions=REGIONS))
+        layer.unfold()
+        for name in ("kernel", "bias"):
+            general = _copies(layer, name)[0]
+            for region in _copies(layer, name)[1:]:
+                self.assertAllEqual(region, general)
+
+    @parameterized.expand([(-1, 1), (0, 1), (2, 1), (-1, HEADS), (1, HEADS)])
+    def test_fold_equals_the_layer(self, domain, tile):
+        layer = _built(factorized.DomainDense(UNITS, tile=tile, num_regions=REGIONS))
+        inputs = tf.random.normal([2, 3, UNITS])
+        weights = layer.fold(domain)
+        self.assertEqual(sorted(weights), ["bias", "kernel"])
+        self.assertEqual(weights["kernel"].shape, [UNITS, UNITS])
+        expected = tf.tensordot(inputs, weights["kernel"], axes=1) + weights["bias"]
+        self.assertAllClose(_call(layer, inputs, [domain] * 2), expected, atol=1e-5)
+
+    def test_no_bias_and_activation(self):
+        layer = factorized.DomainDense(UNITS, use_bias=False, activation=tf.nn.relu, num_regions=2)
+        _built(layer)
+        inputs = np.random.RandomState(8).normal(size=[2, UNITS]).astype(np.float32)
+        kernels = _copies(layer, "kernel")
+        expected = np.maximum(0, np.stack([inputs[0] @ kernels[2], inputs[1] @ kernels[0]]))
+        self.assertAllClose(_call(layer, inputs, [1, -1]), expected, atol=1e-5)
+        self.assertEqual(sorted(layer.fold(0)), ["kernel"])
+
+    def test_multi_query_heads_are_identical(self):
+        layer = _built(factorized.DomainDense(UNITS, tile=HEADS, num_regions=REGIONS))
+        self.assertEqual(layer.kernel.shape, [UNITS, UNITS // HEADS])
+        outputs = _call(layer, tf.random.normal([4, 3, UNITS]), MIXED).numpy()
+        heads = np.split(outputs, HEADS, axis=-1)
+        for head in heads[1:]:
+            self.assertAllEqual(head, heads[0])
+        kernel = _copies(layer, "kernel")[2]
+        self.assertAllEqual(layer.fold(1)["kernel"], np.concatenate([kernel] * HEADS, axis=1))
+
+    def test_domain_weights_are_the_regions_only(self):
+        layer = _built(factorized.DomainDense(UNITS, num_regions=REGIONS))
+        regions = layer.domain_weights()
+        self.assertEqual(sorted(regions), list(range(REGIONS)))
+        names = {k: sorted(v.name.split("/")[-1] for v in vs) for k, vs in regions.items()}
+        self.assertEqual(names[1], ["domain_1_bias:0", "domain_1_kernel:0"])
+        region_refs = {v.ref() for v in _domain_variables([layer])}
+        self.assertNotIn(layer.kernel.ref(), region_refs)
+        self.assertNotIn(layer.bias.ref(), region_refs)
+        self.assertLen(layer.trainable_weights, 2 * (REGIONS + 1))
+
+    def test_gradients_of_a_single_domain_batch(self):
+        layer = _built(factorized.DomainDense(UNITS, num_regions=REGIONS))
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(_call(layer, tf.random.normal([2, 3, UNITS]), [1, 1]) ** 2)
+        gradients = dict(zip([v.name for v in layer.weights], tape.gradient(loss, layer.weights)))
+        for name, gradient in gradients.items():
+            self.assertIsNotNone(gradient, name)
+            used = "domain_1_" in name
+            self.assertEqual(bool(np.any(tf.convert_to_tensor(gradient) != 0)), used, name)
+
+    def test_graph_and_xla_match_eager(self):
+        layer = _built(factorized.DomainDense(UNITS, tile=HEADS, num_regions=REGIONS))
+        inputs = tf.random.normal([4, 3, UNITS])
+
+        @tf.function(jit_compile=True)
+        def _compiled(inputs, domain):
+            return _call(layer, inputs, domain)
+
+        for domain in (MIXED, [2] * 4, [-1] * 4):
+            domain = tf.constant(domain)
+            self.assertAllClose(_compiled(inputs, domain), _call(layer, inputs, domain), atol=1e-5)
+
+    def test_built_inside_a_function(self):
+        layer = factorized.DomainDense(UNITS, num_regions=REGIONS)
+        inputs = tf.random.normal([4, 3, UNITS])
+        outputs = tf.function(lambda x: _call(layer, x, MIXED))(inputs)
+        self.assertAllClose(outputs, _call(layer, inputs, [-1] * 4), atol=1e-6)
+        self.assertAllEqual(_copies(layer, "kernel")[3], _copies(layer, "kernel")[0])
+
+    @parameterized.expand([("mixed_float16", tf.float16), ("mixed_bfloat16", tf.bfloat16)])
+    def test_mixed_precision(self, policy, dtype):
+        layer = _built(factorized.DomainDense(UNITS, tile=HEADS, num_regions=REGIONS, dtype=policy))
+        self.assertEqual(layer.kernel.dtype, tf.float32)
+        inputs = np.random.RandomState(3).normal(size=[4, 3, UNITS]).astype(np.float32)
+        outputs = _call(layer, inputs, MIXED)
+        self.assertEqual(outputs.dtype, dtype)
+        expected = _dense_reference(layer, inputs, MIXED)
+        self.assertAllClose(tf.cast(outputs, tf.float32), expected, atol=0.1, rtol=0.05)
+        layer.unfold()
+        self.assertEqual(layer.fold(0)["kernel"].dtype, tf.float32)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(UserError, "multiple of tile"):
+            factorized.DomainDense(6, tile=4)
+        with self.assertRaisesRegex(UserError, "set_num_regions"):
+            _call(factorized.DomainDense(UNITS), tf.zeros([1, UNITS]), [-1])
+        with self.assertRaisesRegex(UserError, ">= 0"):
+            factorized.DomainDense(UNITS).set_num_regions(-1)
+        layer = _built(factorized.DomainDense(UNITS, num_regions=2))
+        with self.assertRaisesRegex(UserError, "built with 2 domain regions"):
+            layer.set_num_regions(3)
+        with self.assertRaisesRegex(UserError, "domain id 2"):
+            layer.fold(2)
+        with self.assertRaisesRegex(UserError, "d_inner must be > 0"):
+            factorized.FactorizedDense(UNITS, d_inner=0)
+
+
+class DomainAdaptedDenseTest(tf.test.TestCase):
+    def _layer(self):
+        layer = factorized.DomainAdaptedDense(UNITS, num_regions=REGIONS)
+        _call(layer, tf.zeros([1, 1, 2 * UNITS]), [-1])
+        _randomize([layer.kernel, layer.bias], seed=4)
+        return layer
+
+    def _plain(self, layer, inputs):
+        return tf.tensordot(inputs, layer.kernel, axes=1) + layer.bias
+
+    def test_identity_initialization_equals_the_plain_dense(self):
+        layer = self._layer()
+        self.assertAllEqual(layer.adapter, np.eye(UNITS))
+        self.assertFalse(layer.adapter.trainable)
+        inputs = tf.random.normal([4, 3, 2 * UNITS])
+        for domain in ([-1] * 4, [2] * 4, MIXED):
+            self.assertAllClose(_call(layer, inputs, domain), self._plain(layer, inputs), atol=1e-5)
+
+    def test_random_adapters(self):
+        layer = self._layer()
+        _randomize(_domain_variables([layer]), seed=5)
+        inputs = tf.random.normal([4, 3, 2 * UNITS])
+        plain = self._plain(layer, inputs).numpy()
+        adapters = _copies(layer, "adapter")
+        expected = np.stack([plain[i] @ adapters[k + 1] for i, k in enumerate(MIXED)])
+        self.assertAllClose(_call(layer, inputs, MIXED), expected, atol=1e-4)
+        for domain in (-1, 0, 2):
+            weights = layer.fold(domain)
+            folded = tf.tensordot(inputs, weights["kernel"], axes=1) + weights["bias"]
+            self.assertAllClose(_call(layer, inputs, [domain] * 4), folded, atol=1e-4)
+
+    def test_variables(self):
+        layer = self._layer()
+        self.assertEqual(
+            sorted(v.name.split("/")[-1] for v in layer.domain_weights()[0]), ["domain_0_adapter:0"]
+        )
+        self.assertEqual(
+            sorted(v.name.split("/")[-1] for v in layer.trainable_weights if not _is_region(v)),
+            ["bias:0", "kernel:0"],
+        )
+        self.assertEqual(
+            [v.name.split("/")[-1] for v in layer.non_trainable_weights], ["adapter:0"]
+        )
+
+
+class FactorizedDenseTest(tf.test.TestCase):
+    def test_equation_6_and_fold(self):
+        layer = factorized.FactorizedDense(
+            2 * UNITS, d_inner=3, activation=tf.nn.relu, num_regions=REGIONS
+        )
+        _built(layer)
+        self.assertEqual(layer.shared_kernel.shape, [UNITS, 3])
+        self.assertEqual(layer.kernel.shape, [3, 2 * UNITS])
+        inputs = tf.random.normal([4, 5, UNITS])
+        shared = np.tensordot(inputs, layer.shared_kernel.numpy(), axes=1)
+        kernels, biases = _copies(layer, "kernel"), _copies(layer, "bias")
+        expected = np.stack(
+            [shared[i] @ kernels[k + 1] + biases[k + 1] for i, k in enumerate(MIXED)]
+        )
+        self.assertAllClose(_call(layer, inputs, MIXED), np.maximum(expected, 0), atol=1e-5)
+        weights = layer.fold(1)
+        folded = tf.nn.relu(tf.tensordot(inputs, weights["kernel"], axes=1) + weights["bias"])
+        self.assertAllClose(_call(layer, inputs, [1] * 4), folded, atol=1e-5)
+
+
+def _encoder():
+    return opennmt.encoders.SelfAttentionEncoder(
+        num_layers=1, num_units=UNITS, num_heads=HEADS, ffn_inner_dim=16, dropout=0.0
+    )
+
+
+def _decoder():
+    decoder = opennmt.decoders.SelfAttentionDecoder(
+        num_layers=1, num_units=UNITS, num_heads=HEADS, ffn_inner_dim=16, dropout=0.0
+    )
+    return decoder
+
+
+def _install(stack, design):
+    return factorized.install(stack, design, HEADS, REGIONS, d_inner=4)
+
+
+INSTALLED = {
+    "pa": {
+        "encoder": 4 * [factorized.DomainDense],
+        "decoder": 8 * [factorized.DomainDense],
+    },
+    "sf": {
+        "encoder": 2 * [factorized.DomainDense] + [factorized.DomainAdaptedDense],
+        "decoder": 4 * [factorized.DomainDense] + [factorized.DomainAdaptedDense],
+    },
+    "df_attention_ffn": {
+        "encoder": 2 * [factorized.DomainDense] + 2 * [factorized.FactorizedDense],
+        "decoder": 4 * [factorized.DomainDense] + 2 * [factorized.FactorizedDense],
+    },
+}
+
+
+class InstallTest(tf.test.TestCase):
+    def _assert_differ(self, outputs):
+        for i in range(len(outputs)):
+            for j in range(i + 1, len(outputs)):
+                self.assertGreater(np.abs(outputs[i] - outputs[j]).max(), 1e-3)
+
+    @parameterized.expand([(design,) for design in factorized.DESIGNS])
+    def test_encoder(self, design):
+        encoder = _encoder()
+        stock = [m for m in encoder.submodules if isinstance(m, common.Dense)]
+        installed = _install(encoder, design)
+        self.assertCountEqual([type(layer) for layer in installed], INSTALLED[design]["encoder"])
+        self.assertEqual(factorized.domain_layers(encoder), installed)
+        inputs = tf.random.normal([4, 5, UNITS])
+
+        def _run(domain, x=inputs):
+            with domain_scope(domain):
+                return encoder(x, sequence_length=tf.fill([x.shape[0]], 5), training=False)[0]
+
+        generic = _run([-1] * 4)
+        submodules = encoder.submodules
+        replaced = [d for d in stock if all(d is not m for m in submodules)]
+        self.assertLen(replaced, len(installed))
+        self.assertFalse(any(d.built for d in replaced))
+        self.assertEqual({layer.num_regions for layer in installed}, {REGIONS})
+        named = [v for layer in installed for v in layer.weights if _is_region(v)]
+        self.assertCountEqual(
+            [v.ref() for v in _domain_variables(installed)], [v.ref() for v in named]
+        )
+        for domain in ([0] * 4, [2] * 4, MIXED):
+            self.assertAllClose(_run(domain), generic, atol=1e-5)
+
+        _randomize(_domain_variables(installed), seed=6)
+        outputs = [_run([k] * 4).numpy() for k in (-1, 0, 1, 2)]
+        self._assert_differ(outputs)
+        mixed = _run(MIXED)
+        for i, domain in enumerate(MIXED):
+            self.assertAllClose(mixed[i : i + 1], _run([domain], inputs[i : i + 1]), atol=1e-5)
+
+    @parameterized.expand([(design,) for design in factorized.DESIGNS])
+    def test_decoder_with_incremental_decoding(self, design):
+        decoder = _decoder()
+        installed = _install(decoder, design)
+        self.assertCountEqual([type(layer) for layer in installed], INSTALLED[design]["decoder"])
+        decoder.initialize(vocab_size=11)
+        batch, time = 4, 3
+        inputs = tf.random.normal([batch, time, UNITS])
+        memory = tf.random.normal([batch, 5, UNITS])
+        memory_length = tf.constant([5, 3, 4, 5])
+
+        def _full(domain, rows=slice(None)):
+            with domain_scope(domain):
+                decoder.initial_state(
+                    memory=memory[rows], memory_sequence_length=memory_length[rows]
+                )
+                x = inputs[rows]
+                return decoder(x, tf.fill([x.shape[0]], time), training=False)[0]
+
+        @tf.function
+        def _incremental(domain):
+            with domain_scope(domain):
+                state = decoder.initial_state(memory=memory, memory_sequence_length=memory_length)
+                logits = []
+                for step in range(time):
+                    step_logits, state, _ = decoder(
+                        inputs[:, step], tf.constant(step), state=state, training=False
+                    )
+                    logits.append(step_logits)
+                return tf.stack(logits, axis=1)
+
+        generic = _full([-1] * batch)
+        for domain in ([1] * batch, MIXED):
+            self.assertAllClose(_full(domain), generic, atol=1e-5)
+
+        _randomize(_domain_variables(installed), seed=7)
+        self._assert_differ([_full([k] * batch).numpy() for k in (-1, 0, 1, 2)])
+        mixed = _full(MIXED)
+        self.assertAllClose(_incremental(tf.constant(MIXED)), mixed, atol=1e-5)
+        for i, domain in enumerate(MIXED):
+            self.assertAllClose(mixed[i : i + 1], _full([domain], slice(i, i + 1)), atol=1e-5)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(UserError, "unknown factorized design 'df'"):
+            factorized.install(_encoder(), "df", HEADS, REGIONS)
+        with self.assertRaisesRegex(UserError, "needs d_inner > 0"):
+            factorized.install(_encoder(), "df_attention_ffn", HEADS, REGIONS, d_inner=0)
+        with self.assertRaisesRegex(UserError, "num_heads is 4"):
+            factorized.install(_encoder(), "pa", 4, REGIONS)
+        encoder = _encoder()
+        factorized.install(encoder, "sf", HEADS, REGIONS)
+        with self.assertRaisesRegex(UserError, "already installed"):
+            factorized.install(encoder, "sf", HEADS, REGIONS)
+        built = _encoder()
+        built(tf.zeros([1, 2, UNITS]))
+        with self.assertRaisesRegex(UserError, "unbuilt"):
+            factorized.install(built, "pa", HEADS, REGIONS)
+
+    def test_installed_layers_are_domain_specific(self):
+        decoder = _decoder()
+        for layer in _install(decoder, "sf"):
+            self.assertIsInstance(layer, DomainSpecificLayer)
+
+
+class ParameterCountTest(tf.test.TestCase):
+    @parameterized.expand([("df", 1.01), ("sf", 1.13), ("pa", 1.79)])
+    def test_paper_ratios(self, design, ratio):
+        self.assertEqual(
+            round(factorized.parameter_ratio(design, **factorized.PAPER_SIZES), 2), ratio
+        )
+
+    def test_vanilla(self):
+        # Two 50,000 x 512 tables, 6 x (4 + 8) d^2 + 6 x (8 + 8) d^2 (FFN 2048 = 4 d).
+        self.assertEqual(
+            factorized.parameter_count("vanilla", **factorized.PAPER_SIZES),
+            2 * 50000 * 512 + 6 * 12 * 512**2 + 6 * 16 * 512**2,
+        )
+
+    def test_errors(self):
+        with self.assertRaisesRegex(UserError, "unknown design"):
+            factorized.parameter_count("adapters")
+        with self.assertRaisesRegex(UserError, "d_inner > 0"):
+            factorized.parameter_count("df", d_inner=0)
