@@ -3,9 +3,13 @@
     ldr-analyze polysemy --config data.yml ldr.yml --out results/polysemy \\
         [--min-count 30] [--k 10] [--top 10] [--checkpoint_path PATH]
 
-writes ``polysemy.csv`` (every unit), ``polysemy.md`` (the most polysemous and
+    ldr-analyze parameters [--vocab-size 50000 --d-model 512 --domains 5 --d-inner 280 ...]
+
+The first writes ``polysemy.csv`` (every unit), ``polysemy.md`` (the most polysemous and
 most monosemous units with their neighbours per domain, the shape of Table 7 of
-the LDR paper) and ``polysemy.png`` (distribution of the intersection sizes).
+the LDR paper) and ``polysemy.png`` (distribution of the intersection sizes). The
+second prints the parameters of the Factorized Transformer designs (DF, SF, PA)
+against the vanilla Transformer (the #P column of the Factorized paper's Table 2).
 """
 
 import argparse
@@ -115,6 +119,33 @@ def polysemy_main(args):
     return 0
 
 
+def parameters_main(args):
+    """Prints the parameters of each Factorized design against the vanilla Transformer."""
+    from ldr_opennmt.layers import factorized
+
+    sizes = dict(
+        vocab_size=args.vocab_size,
+        d_model=args.d_model,
+        ffn_dim=args.ffn_dim,
+        num_heads=args.num_heads,
+        encoder_layers=args.layers,
+        decoder_layers=args.layers,
+        num_domains=args.domains,
+        d_inner=args.d_inner,
+    )
+    vanilla = factorized.parameter_count("vanilla", **sizes)
+    print("| design | parameters | x vanilla |")
+    print("|---|---:|---:|")
+    for design in factorized.COUNTED_DESIGNS:
+        count = factorized.parameter_count(design, **sizes)
+        print("| %s | %d | %.2f |" % (design.upper(), count, count / vanilla))
+    print(
+        "\nKernels and embeddings (one target table tied with the output layer), no general "
+        "copy counted, as in the paper's #P column."
+    )
+    return 0
+
+
 def main(argv=None):
     """The ``ldr-analyze`` entry point."""
     return errors.run_main("ldr-analyze", _main, argv)
@@ -130,8 +161,23 @@ def _main(argv):
     sub.add_argument("--k", type=int, default=10, help="number of neighbours")
     sub.add_argument("--top", type=int, default=10, help="units shown at each extreme")
     sub.add_argument("--out", required=True, help="output directory")
+    sizes = factorized_sizes()
+    sub = subparsers.add_parser(
+        "parameters", help="parameters of the Factorized designs against the vanilla Transformer"
+    )
+    for name, default in sizes.items():
+        sub.add_argument("--%s" % name.replace("_", "-"), type=int, default=default)
     args = parser.parse_args(argv)
+    if args.command == "parameters":
+        return parameters_main(args)
     return polysemy_main(args)
+
+
+def factorized_sizes():
+    """The defaults of ``ldr-analyze parameters``: the paper's sizes, 5 domains."""
+    return dict(
+        vocab_size=50000, d_model=512, ffn_dim=2048, num_heads=8, layers=6, domains=5, d_inner=280
+    )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import threading
 
 import tensorflow as tf
 
+from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 
 _STATE = threading.local()
@@ -84,6 +85,38 @@ def domain_one_hot(depth, dtype, rank=2):
     for _ in range(rank - 2):
         one_hot = tf.expand_dims(one_hot, 1)
     return one_hot
+
+
+def configured_regions(data_config, num_reserved_regions, owner):
+    """The declared domains and the number of domain regions a layer must create.
+
+    Args:
+      data_config: The data configuration: ``domains`` and, for a trained
+        checkpoint, ``domain_regions`` (set by the multi-domain Runner, or by hand
+        under stock ``onmt-main``).
+      num_reserved_regions: Regions kept free for domains added later.
+      owner: The layer or model class name, for error messages.
+
+    Returns:
+      ``(domains, num_regions)``.
+
+    Raises:
+      UserError: if no domain is declared, or more than the checkpoint has regions.
+    """
+    domains = domains_lib.validate_domain_names(
+        data_config.get("domains"), source="the data configuration (required by %s)" % owner
+    )
+    regions = data_config.get("domain_regions")
+    if regions is None:
+        return domains, len(domains) + num_reserved_regions
+    # A trained checkpoint's count: domains added to the configuration take its
+    # reserved regions.
+    if len(domains) > regions:
+        raise UserError(
+            "%d domains declared (%s) but the model has %d domain regions"
+            % (len(domains), ", ".join(domains), regions)
+        )
+    return domains, regions
 
 
 class DomainSpecificLayer:

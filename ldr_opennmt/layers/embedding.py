@@ -2,9 +2,8 @@
 
 import opennmt
 
-from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.layers.context import DomainSpecificLayer
+from ldr_opennmt.layers.context import DomainSpecificLayer, configured_regions
 
 
 class DomainAwareWordEmbedder(opennmt.inputters.WordEmbedder, DomainSpecificLayer):
@@ -38,22 +37,9 @@ class DomainAwareWordEmbedder(opennmt.inputters.WordEmbedder, DomainSpecificLaye
                 "%s: pretrained embeddings (%s) are not supported"
                 % (type(self).__name__, self.embedding_file)
             )
-        self.domains = domains_lib.validate_domain_names(
-            data_config.get("domains"),
-            source="the data configuration (required by %s)" % type(self).__name__,
+        self.domains, self.num_regions = configured_regions(
+            data_config, self.num_reserved_regions, type(self).__name__
         )
-        regions = data_config.get("domain_regions")
-        if regions is None:
-            self.num_regions = len(self.domains) + self.num_reserved_regions
-        else:
-            # Set by the multi-domain Runner from a trained checkpoint: domains added
-            # to the configuration take the checkpoint's reserved regions.
-            if len(self.domains) > regions:
-                raise UserError(
-                    "%d domains declared (%s) but the model has %d domain regions"
-                    % (len(self.domains), ", ".join(self.domains), regions)
-                )
-            self.num_regions = regions
 
     def fused_table(self, domain_id):
         """The embedding of every vocabulary unit in one domain, ``[V, output size]``.

@@ -103,7 +103,7 @@ def _row_index(index, shape):
     return tf.reshape(tf.broadcast_to(index, shape[:-1]), [-1])
 
 
-def domain_matmul(inputs, kernels, biases, domain):
+def domain_matmul(inputs, kernels, biases, domain, branch_free=False):
     """Projects each sentence with the copy its domain selects.
 
     Args:
@@ -111,6 +111,10 @@ def domain_matmul(inputs, kernels, biases, domain):
       kernels: The copies ``[n, m]``: the general copy first, then region 0, 1, ...
       biases: The matching ``[m]`` bias copies, or ``None``.
       domain: The domain ids ``[batch]`` (-1: the general copy).
+      branch_free: Compute every copy and select per row, without ``tf.cond``: for
+        XLA (``--jit_compile``), which cannot compile the gradient of a ``tf.cond``
+        in TensorFlow 2.13 (``OptionalFromValue`` has no XLA kernel). It costs one
+        matmul per copy on every batch.
 
     Returns:
       A tensor ``[batch, ..., m]``. A batch of one label costs one matmul with the
@@ -126,6 +130,12 @@ def domain_matmul(inputs, kernels, biases, domain):
 
     if len(kernels) == 1:
         outputs = _project(kernels[0], biases[0] if biases else None)
+    elif branch_free:
+        rows = _row_index(tf.cast(domain, tf.int32) + 1, shape)
+        outputs = tf.zeros([tf.shape(flat)[0], kernels[0].shape[-1]], flat.dtype)
+        for copy, kernel in enumerate(kernels):
+            projected = _project(kernel, biases[copy] if biases else None)
+            outputs = tf.where(tf.expand_dims(tf.equal(rows, copy), -1), projected, outputs)
     else:
         index = tf.cast(domain, tf.int32) + 1  # 0 is the general copy.
         first, last = tf.reduce_min(index), tf.reduce_max(index)  # Empty batch: mixed.
@@ -176,6 +186,8 @@ class DomainLinear(tf.keras.layers.Layer, DomainSpecificLayer):
         self.units = units
         self.activation = tf.keras.activations.get(activation)
         self.num_regions = None
+        #: Set for XLA: see :func:`domain_matmul`.
+        self.branch_free = False
         object.__setattr__(self, "_copies", {})  # Untracked: add_weight tracks the variables.
         if num_regions is not None:
             self.set_num_regions(num_regions)
@@ -249,7 +261,9 @@ class DomainLinear(tf.keras.layers.Layer, DomainSpecificLayer):
         dtype = self.compute_dtype
         kernels = [tf.cast(v, dtype) for v in self._copies[kernel_name]]
         biases = [tf.cast(v, dtype) for v in self._copies[bias_name]] if bias_name else None
-        return domain_matmul(inputs, kernels, biases, current_domain())
+        return domain_matmul(
+            inputs, kernels, biases, current_domain(), branch_free=self.branch_free
+        )
 
     def activate(self, outputs):
         """Applies the activation, if any."""

@@ -3,12 +3,14 @@
 from ldr_opennmt.models.catalog import (
     dc_rnn,
     dc_transformer,
+    factorized_transformer,
     ldr_rnn,
     ldr_transformer,
     mixed_rnn,
     mixed_transformer,
 )
 from ldr_opennmt.models.classifier import DomainClassifier, domain_classifier
+from ldr_opennmt.models.factorized import FactorizedTransformer
 from ldr_opennmt.models.sequence_to_sequence import (
     MultiDomainModel,
     MultiDomainRNN,

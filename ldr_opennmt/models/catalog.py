@@ -1,4 +1,4 @@
-"""Ready-made multi-domain systems: LDR, Mixed and domain control (DC).
+"""Ready-made multi-domain systems: LDR, Mixed, domain control (DC), Factorized.
 
 Model definition files in ``model_defs/`` are one call to these functions.
 Defaults follow the LDR paper (Pham et al., 2019, section 3.2): Transformer
@@ -11,6 +11,7 @@ import opennmt
 
 from ldr_opennmt.layers import DomainControlEmbedder, LDREmbedder
 from ldr_opennmt.models import procedure
+from ldr_opennmt.models.factorized import FactorizedTransformer
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainRNN, MultiDomainTransformer
 
 
@@ -142,4 +143,28 @@ def dc_rnn(
         num_layers=num_layers,
         hidden_size=hidden_size,
         dropout=dropout,
+    )
+
+
+def factorized_transformer(
+    design,
+    num_layers=6,
+    num_units=512,
+    num_heads=8,
+    ffn_inner_dim=2048,
+    dropout=0.1,
+    num_reserved_regions=0,
+    domain_training=procedure.PROCEDURE1,
+):
+    """Factorized Transformer (Deng et al., 2020): ``design`` ``"pa"`` or ``"sf"``;
+    target input and output embeddings shared, as in the paper."""
+    return FactorizedTransformer(
+        design,
+        num_layers=num_layers,
+        num_units=num_units,
+        num_heads=num_heads,
+        ffn_inner_dim=ffn_inner_dim,
+        dropout=dropout,
+        num_reserved_regions=num_reserved_regions,
+        domain_training=domain_training,
     )

@@ -60,6 +60,14 @@ class DomainDenseTest(tf.test.TestCase):
         outputs = _call(layer, inputs, MIXED)
         self.assertAllClose(outputs, _dense_reference(layer, inputs, MIXED), atol=1e-5)
 
+    @parameterized.expand([("mixed", MIXED), ("single", [1, 1, 1, 1])])
+    def test_branch_free_path_for_xla(self, _, domain):
+        layer = _built(factorized.DomainDense(UNITS, tile=HEADS, num_regions=REGIONS))
+        inputs = np.random.RandomState(4).normal(size=[4, 5, UNITS]).astype(np.float32)
+        layer.branch_free = True
+        outputs = tf.function(lambda x: _call(layer, x, domain), jit_compile=True)(inputs)
+        self.assertAllClose(outputs, _dense_reference(layer, inputs, domain), atol=1e-5)
+
     @parameterized.expand([(-1,), (0,), (2,)])
     def test_single_domain_batch(self, domain):
         layer = _built(factorized.DomainDense(UNITS, num_regions=REGIONS))

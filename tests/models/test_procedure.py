@@ -24,7 +24,15 @@ def _with_domain(features, domain_id):
 
 
 class ProcedureTest(tf.test.TestCase):
-    @parameterized.expand([("ldr_transformer",), ("ldr_transformer_target",), ("ldr_rnn",)])
+    @parameterized.expand(
+        [
+            ("ldr_transformer",),
+            ("ldr_transformer_target",),
+            ("ldr_rnn",),
+            ("factorized_pa_transformer",),
+            ("factorized_sf_transformer",),
+        ]
+    )
     def test_procedure1_routes_gradients(self, family):
         model, paths = helpers.build_model(self, family)
         features, labels = helpers.training_batch(model, paths, size=8)

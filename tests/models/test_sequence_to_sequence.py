@@ -17,6 +17,8 @@ class MultiDomainModelTest(tf.test.TestCase):
             ("mixed_transformer",),
             ("ldr_rnn",),
             ("dc_rnn",),
+            ("factorized_pa_transformer",),
+            ("factorized_sf_transformer",),
         ]
     )
     def test_beam_search_batch_equals_alone(self, family):
@@ -29,7 +31,15 @@ class MultiDomainModelTest(tf.test.TestCase):
             self.assertAllEqual(batch["tokens"][i, 0, :length], alone["tokens"][0, 0, :length])
             self.assertAllClose(batch["log_probs"][i], alone["log_probs"][0], atol=1e-4)
 
-    @parameterized.expand([("ldr_transformer",), ("ldr_transformer_target",), ("dc_rnn",)])
+    @parameterized.expand(
+        [
+            ("ldr_transformer",),
+            ("ldr_transformer_target",),
+            ("dc_rnn",),
+            ("factorized_pa_transformer",),
+            ("factorized_sf_transformer",),
+        ]
+    )
     def test_domain_changes_the_output(self, family):
         model, _ = helpers.build_model(self, family, params={"beam_width": 2})
         scores = [

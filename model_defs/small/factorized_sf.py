@@ -1,0 +1,9 @@
+"""Small Factorized Transformer, design SF, for CPU experiments and tests."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.factorized_transformer(
+        "sf", num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256
+    )
