@@ -294,13 +294,16 @@ class ConditionalUpdateMixin:
     """Optimizer mixin: an update runs only when :meth:`should_apply` allows it."""
 
     def should_apply(self, grad, var):
-        """Hook: ``None`` to apply unconditionally, or a scalar boolean tensor."""
+        """Hook: ``None`` to apply unconditionally, ``False`` never, or a scalar
+        boolean tensor."""
         return None
 
     def _conditional(self, grad, var, apply_fn):
         condition = self.should_apply(grad, var)
         if condition is None:
             return apply_fn()
+        if condition is False:
+            return tf.constant(False)
 
         def _apply():
             with tf.control_dependencies([apply_fn()]):

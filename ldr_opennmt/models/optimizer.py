@@ -14,6 +14,10 @@ it needs no extra state and stays consistent with gradient accumulation,
 ``MirroredStrategy`` (the gradient is all-reduced before the update), Horovod and
 loss scaling (``LossScaleOptimizer`` wraps this optimizer and skips whole steps on
 overflow). It is what LazyAdam does for embedding rows, applied per domain.
+
+The same mechanism freezes variables: the update of a frozen variable (slots
+included) never runs, whatever its gradient, the optimizer's restored state or
+its weight decay.
 """
 
 import tensorflow as tf
@@ -52,13 +56,22 @@ class DomainUpdateSkipping(compat.ConditionalUpdateMixin):
             self._domain_variable_refs = refs
         return var.ref() in refs
 
+    def _is_frozen(self, var):
+        refs = getattr(self, "_frozen_variable_refs", None)
+        if refs is None:
+            refs = _variable_refs(self._frozen_variables_fn())
+            self._frozen_variable_refs = refs
+        return var.ref() in refs
+
     def should_apply(self, grad, var):
+        if self._is_frozen(var):
+            return False
         if not self._is_domain_variable(var):
             return None
         return tf.reduce_any(tf.not_equal(grad, 0))
 
 
-def skip_absent_domains(optimizer, domain_variables_fn):
+def skip_absent_domains(optimizer, domain_variables_fn, frozen_variables_fn=None):
     """Makes :obj:`optimizer` skip updates of absent domains, in place.
 
     The instance keeps its configuration, slots and checkpoint layout; only its
@@ -68,6 +81,8 @@ def skip_absent_domains(optimizer, domain_variables_fn):
       optimizer: A ``tf.keras.optimizers.legacy.Optimizer``.
       domain_variables_fn: A callable returning the domain-specific variables
         (called lazily, once the model is built).
+      frozen_variables_fn: A callable returning the variables that are never
+        updated (e.g. the shared ones in the Factorized curriculum's stage 2).
 
     Returns:
       The same optimizer.
@@ -75,4 +90,5 @@ def skip_absent_domains(optimizer, domain_variables_fn):
     compat.add_optimizer_mixin(optimizer, DomainUpdateSkipping)
     # A plain function attribute: not tracked, so checkpoints are unchanged.
     optimizer._domain_variables_fn = domain_variables_fn
+    optimizer._frozen_variables_fn = frozen_variables_fn or list
     return optimizer

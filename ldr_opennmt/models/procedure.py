@@ -6,7 +6,16 @@ shared parameters only; the second pass uses the true labels and its gradients
 update the domain-specific parameters only. ``joint``: one pass with the true
 labels updates every parameter (the ablation).
 
-Both run inside ``Model.compute_gradients``, the hook OpenNMT-tf's trainer calls
+The two stages of the Factorized Transformer's curriculum (Deng et al., 2020,
+section 3.1) are the two halves of Procedure 1 on their own: ``general`` (stage 1)
+runs every batch with the ``generic`` label, so it trains the shared parameters
+and the general copies while domain variables get no gradient; ``domains``
+(stage 2) runs the true labels and computes gradients for the domain variables
+only, the shared ones being **frozen**: the model's optimizer skips their update
+altogether (see :mod:`ldr_opennmt.models.optimizer`), so that a restored Adam
+state, weight decay or regularization cannot move them.
+
+All run inside ``Model.compute_gradients``, the hook OpenNMT-tf's trainer calls
 for every (sub-)batch, so they work under stock ``onmt-main`` with gradient
 accumulation, mixed precision (loss scaling), XLA and distribution strategies.
 """
@@ -17,7 +26,9 @@ from ldr_opennmt import domains as domains_lib
 
 PROCEDURE1 = "procedure1"
 JOINT = "joint"
-MODES = (PROCEDURE1, JOINT)
+GENERAL = "general"
+DOMAINS = "domains"
+MODES = (PROCEDURE1, JOINT, GENERAL, DOMAINS)
 
 
 def _gradients(model, features, labels, optimizer, select, loss_scale, normalize_loss):
@@ -73,7 +84,7 @@ def compute_gradients(
       features: The source features, with a ``domain`` id per sentence.
       labels: The target features.
       optimizer: The optimizer (a ``LossScaleOptimizer`` is supported).
-      mode: :data:`PROCEDURE1` or :data:`JOINT`.
+      mode: One of :data:`MODES`.
       loss_scale: An optional loss scaling factor.
       normalize_loss: Normalize the loss by the sample size.
 
@@ -85,21 +96,34 @@ def compute_gradients(
     """
     if mode not in MODES:
         raise ValueError("domain_training must be one of %s, got %r" % (", ".join(MODES), mode))
-    if mode == JOINT:
+    generic_features = dict(features)
+    generic_features["domain"] = tf.fill(
+        tf.shape(features["domain"]), tf.constant(domains_lib.GENERIC_ID, tf.int32)
+    )
+    if mode in (JOINT, GENERAL):
         loss, gradients, _, sample_size = _gradients(
             model,
-            features,
+            features if mode == JOINT else generic_features,
             labels,
             optimizer,
             lambda: model.trainable_weights,
             loss_scale,
             normalize_loss,
         )
-    else:
-        generic_features = dict(features)
-        generic_features["domain"] = tf.fill(
-            tf.shape(features["domain"]), tf.constant(domains_lib.GENERIC_ID, tf.int32)
+    elif mode == DOMAINS:
+        loss, specific_gradients, specific, sample_size = _gradients(
+            model,
+            features,
+            labels,
+            optimizer,
+            lambda: _split_variables(model)[1],
+            loss_scale,
+            normalize_loss,
         )
+        by_ref = dict(zip((v.ref() for v in specific), specific_gradients))
+        # Shared variables are frozen (the optimizer skips their update): zeros.
+        gradients = [by_ref.get(v.ref(), tf.zeros_like(v)) for v in model.trainable_weights]
+    else:
         _, shared_gradients, shared, sample_size = _gradients(
             model,
             generic_features,

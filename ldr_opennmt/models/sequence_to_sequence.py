@@ -203,7 +203,17 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         optimizer = super().get_optimizer()
         if optimizer is None:
             return None
-        return optimizer_lib.skip_absent_domains(optimizer, self.domain_variables)
+        return optimizer_lib.skip_absent_domains(
+            optimizer, self.domain_variables, frozen_variables_fn=self.frozen_variables
+        )
+
+    def frozen_variables(self):
+        """The variables training never updates: the shared ones in ``domains`` mode
+        (the Factorized curriculum's stage 2), none otherwise."""
+        if self.domain_training != procedure.DOMAINS:
+            return []
+        specific = {v.ref() for v in self.domain_variables()}
+        return [v for v in self.trainable_weights if v.ref() not in specific]
 
     def create_variables(self, optimizer=None):
         # OpenNMT-tf builds the model on a placeholder batch labeled "a".

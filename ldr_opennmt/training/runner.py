@@ -159,6 +159,9 @@ class Runner(compat.RunnerAdapter):
 
     def _expand_corpora(self):
         data = self.config["data"]
+        if (self.config.get("finetune") or {}).get("unfold"):
+            # The curriculum's stage 2: domain blocks only, the rest frozen.
+            self.config.setdefault("params", {}).setdefault("domain_training", "domains")
         train = self.config.setdefault("train", {})
         finetune = self.config.get("finetune")
         if "domain_batches" in train:
@@ -330,10 +333,15 @@ class Runner(compat.RunnerAdapter):
                 "base_step": checkpoint_util.get_step_from_checkpoint_prefix(checkpoint_path),
                 "domain": finetune.get("domain"),
                 "steps": steps,
+                "unfold": bool(finetune.get("unfold")),
             }
+            continue_training = True
+            if state["unfold"]:
+                # Written to model_dir as its first checkpoint: training continues from it.
+                self._unfold(base_dir, checkpoint_path, state["base_step"])
+                checkpoint_path, continue_training = None, False
             tf.io.gfile.makedirs(model_dir)
             write_lines_atomic(state_path, [json.dumps(state, indent=2)])
-            continue_training = True
         max_step = state["base_step"] + steps
         self.config["train"]["max_step"] = max_step
         if (
@@ -353,6 +361,44 @@ class Runner(compat.RunnerAdapter):
             model_dir,
         )
         return {"checkpoint_path": checkpoint_path, "continue_from_checkpoint": continue_training}
+
+    def _unfold(self, base_dir, base_checkpoint, step):
+        """Restores a stage-1 checkpoint (weights and optimizer state), sets every domain
+        copy from its general copy, and saves it as ``model_dir``'s checkpoint ``step``.
+
+        Raises:
+          UserError: if the model has no general copies to unfold, the base was
+            already unfolded, or it is not a checkpoint of this model.
+        """
+        base_state = os.path.join(base_dir, FINETUNE_STATE)
+        if tf.io.gfile.exists(base_state):
+            with tf.io.gfile.GFile(base_state) as f:
+                previous = json.load(f)
+            if previous.get("unfold"):
+                raise UserError(
+                    "finetune: unfold: %s is already unfolded (from %s): unfold a stage-1 model"
+                    % (base_dir, previous.get("base_checkpoint"))
+                )
+        config = self.finalized_config()
+        model = self.new_model(config)
+        if not hasattr(model, "unfold"):
+            raise UserError(
+                "finetune: unfold needs a model with general copies (a Factorized Transformer), "
+                "not %s" % type(model).__name__
+            )
+        optimizer = model.get_optimizer()
+        status = tf.train.Checkpoint(model=model, optimizer=optimizer).restore(base_checkpoint)
+        try:
+            model.create_variables(optimizer=optimizer)
+            status.assert_existing_objects_matched()
+        except (AssertionError, ValueError) as e:
+            raise UserError(
+                "finetune: base %s is not a checkpoint of this model (same design and size): %s"
+                % (base_checkpoint, str(e).splitlines()[0])
+            ) from e
+        model.unfold()
+        checkpoint_util.Checkpoint.from_config(config, model, optimizer=optimizer).save(step)
+        tf.get_logger().info("Unfolded the general copies of %s into every domain", base_checkpoint)
 
     def train(self, *args, **kwargs):
         finetune = self.config.get("finetune")

@@ -1,5 +1,7 @@
 """The Factorized Transformer models (PA, SF): general copies, regions, onmt-main."""
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import yaml
 from parameterized import parameterized
 
 from ldr_opennmt import models
+from ldr_opennmt.cli import analyze
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import folding
 from tests import corpus, helpers
@@ -80,6 +83,15 @@ class FactorizedTransformerTest(tf.test.TestCase):
         other = models.factorized_transformer("sf", **helpers.TINY)
         with self.assertRaisesRegex(UserError, "3 domains declared .* but the model has 2"):
             other.initialize(data, params={})
+
+    def test_parameters_command(self):
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            self.assertEqual(analyze.main(["parameters"]), 0)
+        rows = {line.split("|")[1].strip(): line for line in stdout.getvalue().splitlines()[2:6]}
+        self.assertRegex(rows["DF"], r"\| 1\.01 \|$")
+        self.assertRegex(rows["SF"], r"\| 1\.13 \|$")
+        self.assertRegex(rows["PA"], r"\| 1\.79 \|$")
 
     def test_refusals(self):
         with self.assertRaisesRegex(UserError, "unknown Factorized Transformer design 'df2'"):

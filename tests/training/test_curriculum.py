@@ -1,0 +1,141 @@
+"""The Factorized Transformer's curriculum: stage 1, unfold, stage 2 with real freezing."""
+
+import copy
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from ldr_opennmt import models
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.training.runner import Runner
+from tests import corpus, helpers
+
+SIZES = {"medical": 24, "religious": 24, "software": 24}
+
+
+def _sf():
+    return models.factorized_transformer("sf", **helpers.TINY)
+
+
+def _config(directory, model_dir, **params):
+    paths = corpus.write_corpus(os.path.join(directory, "data"), count=20)
+    return {
+        "model_dir": model_dir,
+        "data": {
+            "source_vocabulary": paths["src_vocab"],
+            "target_vocabulary": paths["tgt_vocab"],
+            "train_corpora": corpus.write_domain_corpora(os.path.join(directory, "data"), SIZES),
+        },
+        "params": dict({"optimizer": "Adam", "learning_rate": 0.01, "beam_width": 1}, **params),
+        "train": {"batch_size": 8, "max_step": 4, "save_checkpoints_steps": 2},
+    }
+
+
+def _model_values(model_dir, step=None):
+    """{variable name: value} of the model variables of a checkpoint (latest by default)."""
+    path = tf.train.latest_checkpoint(model_dir)
+    if step is not None:
+        path = os.path.join(model_dir, "ckpt-%d" % step)
+    reader = tf.train.load_checkpoint(path)
+    return {
+        name: reader.get_tensor(name)
+        for name in reader.get_variable_to_shape_map()
+        if name.startswith("model/")
+        and name.endswith("VARIABLE_VALUE")
+        and "OPTIMIZER_SLOT" not in name
+    }
+
+
+def _region(name):
+    """(general copy name, region) of a region variable name, or None."""
+    parts = name.split("/")
+    leaf = parts[-3]
+    if not leaf.startswith("domain_"):
+        return None
+    region, base = leaf[len("domain_") :].split("_", 1)
+    return "/".join(parts[:-3] + [base] + parts[-2:]), int(region)
+
+
+@pytest.mark.slow
+class CurriculumTest(helpers.SharedDirTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.stage1 = os.path.join(cls.dir, "stage1")
+        cls.config = _config(cls.dir, cls.stage1, domain_training="general")
+        Runner(_sf, copy.deepcopy(cls.config), seed=2).train()
+
+    def _stage2(self, name, **finetune):
+        config = copy.deepcopy(self.config)
+        config["model_dir"] = os.path.join(self.dir, name)
+        del config["params"]["domain_training"]
+        config["finetune"] = dict({"base": self.stage1, "steps": 2, "unfold": True}, **finetune)
+        return config
+
+    def test_stage1_trains_the_general_copies_only(self):
+        values = _model_values(self.stage1)
+        initial = _model_values(self.stage1, step=2)
+        moved_general = moved_region = 0
+        for name, value in values.items():
+            region = _region(name)
+            if region is None:
+                moved_general += int(not np.array_equal(value, initial[name]))
+            else:
+                moved_region += int(not np.array_equal(value, initial[name]))
+        self.assertGreater(moved_general, 0)
+        self.assertEqual(moved_region, 0)
+
+    def test_unfold_then_stage2_freezes_what_is_shared(self):
+        config = self._stage2("stage2")
+        runner = Runner(_sf, config, seed=3)
+        self.assertEqual(runner.config["params"]["domain_training"], "domains")
+        runner.train()
+        stage1 = _model_values(self.stage1)
+        unfolded = _model_values(config["model_dir"], step=4)
+        final = _model_values(config["model_dir"])
+        self.assertTrue(tf.train.latest_checkpoint(config["model_dir"]).endswith("ckpt-6"))
+        for name, value in final.items():
+            region = _region(name)
+            if region is None:
+                # Shared variables and general copies: bit-identical to stage 1's.
+                self.assertAllEqual(value, stage1[name], msg=name)
+            else:
+                # Right after unfolding every region equals its general copy.
+                self.assertAllEqual(unfolded[name], stage1[region[0]], msg=name)
+        moved = [n for n in final if _region(n) and not np.array_equal(final[n], unfolded[n])]
+        self.assertTrue(moved)
+        with open(os.path.join(config["model_dir"], "finetune.json")) as f:
+            self.assertTrue(json.load(f)["unfold"])
+        # A finished stage is not trained again; an unfolded model is not unfolded twice.
+        Runner(_sf, copy.deepcopy(config)).train()
+        self.assertTrue(tf.train.latest_checkpoint(config["model_dir"]).endswith("ckpt-6"))
+        again = self._stage2("stage3", base=config["model_dir"])
+        with self.assertRaisesRegex(UserError, "already unfolded"):
+            Runner(_sf, again).train()
+        self.assertFalse(os.path.exists(again["model_dir"]))
+
+    def test_stage2_on_one_domain_moves_only_its_blocks(self):
+        config = self._stage2("stage2_medical", domain="medical")
+        Runner(_sf, config, seed=4).train()
+        unfolded = _model_values(config["model_dir"], step=4)
+        final = _model_values(config["model_dir"])
+        moved = {
+            _region(n)[1] for n in final if _region(n) and not np.array_equal(final[n], unfolded[n])
+        }
+        self.assertEqual(moved, {0})  # medical is domain 0
+
+    def test_base_of_another_design_is_refused(self):
+        def pa():
+            return models.factorized_transformer("pa", **helpers.TINY)
+
+        config = self._stage2("stage2_pa")
+        with self.assertRaisesRegex(UserError, "is not a checkpoint of this model"):
+            Runner(pa, config).train()
+        self.assertFalse(os.path.exists(config["model_dir"]))
+
+
+if __name__ == "__main__":
+    tf.test.main()
