@@ -3,7 +3,7 @@
     ldr-analyze polysemy --config data.yml ldr.yml --out results/polysemy \\
         [--min-count 30] [--k 10] [--top 10] [--checkpoint_path PATH]
 
-    ldr-analyze parameters [--vocab-size 50000 --d-model 512 --domains 5 --d-inner 280 ...]
+    ldr-analyze parameters [--vocab-size 50000 --d-model 512 --num-domains 5 --d-inner 280 ...]
 
 The first writes ``polysemy.csv`` (every unit), ``polysemy.md`` (the most polysemous and
 most monosemous units with their neighbours per domain, the shape of Table 7 of
@@ -20,6 +20,7 @@ import sys
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import errors
 from ldr_opennmt.analysis import polysemy
+from ldr_opennmt.layers import factorized
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import read_lines, write_lines_atomic
 
@@ -121,18 +122,7 @@ def polysemy_main(args):
 
 def parameters_main(args):
     """Prints the parameters of each Factorized design against the vanilla Transformer."""
-    from ldr_opennmt.layers import factorized
-
-    sizes = dict(
-        vocab_size=args.vocab_size,
-        d_model=args.d_model,
-        ffn_dim=args.ffn_dim,
-        num_heads=args.num_heads,
-        encoder_layers=args.layers,
-        decoder_layers=args.layers,
-        num_domains=args.domains,
-        d_inner=args.d_inner,
-    )
+    sizes = {name: getattr(args, name) for name in factorized.PAPER_SIZES}
     vanilla = factorized.parameter_count("vanilla", **sizes)
     print("| design | parameters | x vanilla |")
     print("|---|---:|---:|")
@@ -161,23 +151,15 @@ def _main(argv):
     sub.add_argument("--k", type=int, default=10, help="number of neighbours")
     sub.add_argument("--top", type=int, default=10, help="units shown at each extreme")
     sub.add_argument("--out", required=True, help="output directory")
-    sizes = factorized_sizes()
     sub = subparsers.add_parser(
         "parameters", help="parameters of the Factorized designs against the vanilla Transformer"
     )
-    for name, default in sizes.items():
+    for name, default in factorized.PAPER_SIZES.items():  # The paper's, 5 domains.
         sub.add_argument("--%s" % name.replace("_", "-"), type=int, default=default)
     args = parser.parse_args(argv)
     if args.command == "parameters":
         return parameters_main(args)
     return polysemy_main(args)
-
-
-def factorized_sizes():
-    """The defaults of ``ldr-analyze parameters``: the paper's sizes, 5 domains."""
-    return dict(
-        vocab_size=50000, d_model=512, ffn_dim=2048, num_heads=8, layers=6, domains=5, d_inner=280
-    )
 
 
 if __name__ == "__main__":

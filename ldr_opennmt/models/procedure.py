@@ -100,51 +100,27 @@ def compute_gradients(
     generic_features["domain"] = tf.fill(
         tf.shape(features["domain"]), tf.constant(domains_lib.GENERIC_ID, tf.int32)
     )
-    if mode in (JOINT, GENERAL):
-        loss, gradients, _, sample_size = _gradients(
-            model,
-            features if mode == JOINT else generic_features,
-            labels,
-            optimizer,
-            lambda: model.trainable_weights,
-            loss_scale,
-            normalize_loss,
+    everything = lambda: model.trainable_weights  # noqa: E731
+    shared = lambda: _split_variables(model)[0]  # noqa: E731
+    specific = lambda: _split_variables(model)[1]  # noqa: E731
+    # Each mode is a list of passes: (labels, variables whose gradients the pass gives).
+    # The reported loss is the last pass's, that of the true labels where there is one.
+    passes = {
+        JOINT: [(features, everything)],
+        GENERAL: [(generic_features, everything)],
+        # The shared variables are frozen (the optimizer skips their update): zeros.
+        DOMAINS: [(features, specific)],
+        PROCEDURE1: [(generic_features, shared), (features, specific)],
+    }[mode]
+    by_ref = {}
+    sample_size = None
+    for pass_features, select in passes:
+        loss, pass_gradients, variables, pass_size = _gradients(
+            model, pass_features, labels, optimizer, select, loss_scale, normalize_loss
         )
-    elif mode == DOMAINS:
-        loss, specific_gradients, specific, sample_size = _gradients(
-            model,
-            features,
-            labels,
-            optimizer,
-            lambda: _split_variables(model)[1],
-            loss_scale,
-            normalize_loss,
-        )
-        by_ref = dict(zip((v.ref() for v in specific), specific_gradients))
-        # Shared variables are frozen (the optimizer skips their update): zeros.
-        gradients = [by_ref.get(v.ref(), tf.zeros_like(v)) for v in model.trainable_weights]
-    else:
-        _, shared_gradients, shared, sample_size = _gradients(
-            model,
-            generic_features,
-            labels,
-            optimizer,
-            lambda: _split_variables(model)[0],
-            loss_scale,
-            normalize_loss,
-        )
-        loss, specific_gradients, specific, _ = _gradients(
-            model,
-            features,
-            labels,
-            optimizer,
-            lambda: _split_variables(model)[1],
-            loss_scale,
-            normalize_loss,
-        )
-        by_ref = dict(zip((v.ref() for v in shared), shared_gradients))
-        by_ref.update(zip((v.ref() for v in specific), specific_gradients))
-        gradients = [by_ref[v.ref()] for v in model.trainable_weights]
+        sample_size = pass_size if sample_size is None else sample_size
+        by_ref.update(zip((v.ref() for v in variables), pass_gradients))
+    gradients = [by_ref.get(v.ref(), tf.zeros_like(v)) for v in model.trainable_weights]
     if normalize_loss:
         return loss, gradients
     return loss, gradients, sample_size
