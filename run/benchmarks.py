@@ -63,18 +63,40 @@ NAMES = {
     "ldr": "LDR",
     "ldr_joint": "LDR joint",
     "ldr_procedure1": "LDR Procedure 1",
+    "fact_pa": "Factorized PA",
+    "fact_sf": "Factorized SF",
+    "fact_df": "Factorized DF",
 }
 RUNTIMES = {TF: "TF SavedModel", CT2: "CTranslate2"}
 TRAIN_SYSTEMS = [VANILLA, "mixed", "dc", "ldr_joint", "ldr_procedure1"]
-TF_SYSTEMS = [VANILLA, "mixed", "dc", "ldr"]
+TRAIN_SYSTEMS += ["fact_pa", "fact_sf", "fact_df"]
+TF_SYSTEMS = [VANILLA, "mixed", "dc", "ldr", "fact_pa", "fact_sf", "fact_df"]
 CT2_SYSTEMS = [VANILLA, "dc", "ldr"]
-# Training mode of each training system (params: domain_training).
+# Training mode of each training system (params: domain_training). The Factorized
+# designs train in one pass over all their variables: the cost of their blocks, as in
+# stage 2 of the curriculum or joint training (Procedure 1's two passes cost what
+# LDR's do).
 DOMAIN_TRAINING = {
     "mixed": "joint",
     "dc": "joint",
     "ldr_joint": "joint",
     "ldr_procedure1": "procedure1",
+    "fact_pa": "joint",
+    "fact_sf": "joint",
+    "fact_df": "joint",
 }
+# The family of each system, for --families (vanilla, the reference, is always run).
+FAMILIES = {
+    "baselines": ("mixed", "dc"),
+    "ldr": ("ldr", "ldr_joint", "ldr_procedure1"),
+    "factorized": ("fact_pa", "fact_sf", "fact_df"),
+}
+# SavedModels fed batches that mix the domains (sentence i gets DOMAINS[i % 3]): the
+# Factorized blocks select a copy per sentence. The others get INFER_DOMAIN, the
+# domain their CTranslate2 fold is for.
+MIXED_DOMAIN_FEED = ("fact_pa", "fact_sf", "fact_df")
+# DF's factorization size relative to the model size: the paper's 280 for 512 units.
+DF_INNER_RATIO = 280 / 512
 
 DEFAULTS = dict(
     layers=2,
@@ -151,6 +173,37 @@ TARGETS = [
         3.0,
     ),
 ]
+
+for _design, _step, _beam in (("sf", 1.15, 1.3), ("df", 1.15, 1.3), ("pa", 1.2, 1.6)):
+    _system = "fact_" + _design
+    TARGETS += [
+        (
+            "Factorized %s training step ≤ %.2f× vanilla (one-domain batches)"
+            % (_design.upper(), _step),
+            (TRAIN, _system),
+            (TRAIN, VANILLA),
+            "ms_per_step",
+            "<=",
+            _step,
+        ),
+        (
+            "Factorized %s training peak memory ≤ 1.3× vanilla" % _design.upper(),
+            (TRAIN, _system),
+            (TRAIN, VANILLA),
+            "peak_rss_mib",
+            "<=",
+            1.3,
+        ),
+        (
+            "Factorized %s SavedModel beam search ≤ %.1f× vanilla's time (3 domains per batch)"
+            % (_design.upper(), _beam),
+            (INFER, "tf:" + _system),
+            (INFER, "tf:" + VANILLA),
+            "ms_per_sentence",
+            "<=",
+            _beam,
+        ),
+    ]
 
 SYMBOLS = {">=": "≥", "<=": "≤"}
 
@@ -379,7 +432,7 @@ def machine_description():
 def _header(config, machine):
     size = config["size"]
     lines = [
-        "# Benchmarks: vanilla OpenNMT-tf Transformer vs Mixed, DC and LDR",
+        "# Benchmarks: vanilla OpenNMT-tf Transformer vs Mixed, DC, LDR and Factorized",
         "",
         "- date: %s" % machine["date"],
         "- machine: %s (%s), %s, %s; 1-minute load average at start: %s"
@@ -388,7 +441,8 @@ def _header(config, machine):
         % (machine["python"], machine["tensorflow"], machine["opennmt"], machine["ctranslate2"]),
         "- models: Transformer, %d+%d layers, %d units, %d heads, FFN %d, dropout 0.1 "
         "(training); vocabularies of %d words (+ specials); %d domains; LDR: regions of 8 "
-        "cells per domain; DC: 2 domain cells"
+        "cells per domain; DC: 2 domain cells; Factorized DF: d_inner = %d (280/512 of the "
+        "units, as in the paper); target embeddings shared in the Factorized designs"
         % (
             size["num_layers"],
             size["num_layers"],
@@ -397,9 +451,10 @@ def _header(config, machine):
             size["ffn_inner_dim"],
             config["vocab"],
             len(DOMAINS),
+            max(1, round(size["num_units"] * DF_INNER_RATIO)),
         ),
         "- data: synthetic, uniformly random words, every sentence %d tokens, domains "
-        "drawn uniformly; models untrained (random weights, seed %d)"
+        "in turn by blocks of one training batch; models untrained (random weights, seed %d)"
         % (config["length"], config["seed"]),
         "- every measurement runs in its own process, one after the other; peak RSS is "
         "that process's peak resident memory (`VmHWM`), runtime and imports included",
@@ -452,7 +507,9 @@ def _train_section(config, results):
         "update) on the same 16 batches of %d sentences, cached in memory; median of %d "
         "steps after %d warm-up steps. tokens/s counts the source and target tokens of a "
         "step (%s per step, target `</s>` included). Mixed, DC and LDR joint train "
-        "jointly; Procedure 1 runs its two passes per step; batches mix the domains."
+        "jointly; Procedure 1 runs its two passes per step; the Factorized designs train "
+        "jointly (one pass over all their variables); every batch has one domain, as "
+        "`ldr-main`'s sampling gives."
         % (config["batch"], config["steps"], config["warmup"], format_number(tokens, 0)),
         "",
         markdown_table(headers, rows),
@@ -523,17 +580,17 @@ def _infer_section(config, results):
     lines = [
         "## Inference on CPU",
         "",
-        "Beam %d; the same %d sentences of %d tokens in %d batches of %d (padded "
-        "token/length tensors built before timing), domain `%s` for the multi-domain "
-        "SavedModels; every output forced to L = %d tokens (minimum = maximum decoding "
-        "length), target tokens counted from the outputs; median of %d pass(es) over all "
-        "batches after 1 warm-up batch, outputs converted to token lists. TF SavedModel: "
-        "`tf.saved_model.load` + `signatures['serving_default']`, %d intra-op threads. "
-        "CTranslate2 in its throughput setting: `Translator(device='cpu', inter_threads=%d, "
-        "intra_threads=1)`, all sentences per call with `max_batch_size` = the batch size, "
-        "so batches run in parallel, `translate_batch(beam_size=%d, "
-        "min/max_decoding_length=L)`, %s; DC and LDR "
-        "folded for `%s`, vanilla converted by the OpenNMT-tf converter."
+        "Beam %d; the same %d sentences of %d tokens in %d batches of %d (padded token/length "
+        "tensors built before timing), domain `%s` for the Mixed, DC and LDR SavedModels, the 3"
+        " domains in turn within every batch for the Factorized ones (each sentence selects its"
+        " copy); every output forced to L = %d tokens (minimum = maximum decoding length), "
+        "target tokens counted from the outputs; median of %d pass(es) over all batches after 1"
+        " warm-up batch, outputs converted to token lists. TF SavedModel: `tf.saved_model.load`"
+        " + `signatures['serving_default']`, %d intra-op threads. CTranslate2 in its throughput"
+        " setting: `Translator(device='cpu', inter_threads=%d, intra_threads=1)`, all sentences"
+        " per call with `max_batch_size` = the batch size, so batches run in parallel, "
+        "`translate_batch(beam_size=%d, min/max_decoding_length=L)`, %s; DC and LDR folded for "
+        "`%s`, vanilla converted by the OpenNMT-tf converter."
         % (
             config["beam"],
             config["sentences"],
@@ -600,8 +657,11 @@ def format_report(config, results, machine, elapsed=None):
 # The synthetic data.
 
 
-def write_data(directory, vocab_size, sentences, length, seed):
+def write_data(directory, vocab_size, sentences, length, seed, block=1):
     """Writes random source/target/domain files and the shared vocabulary.
+
+    The domains come in blocks of :obj:`block` sentences (a training batch), in turn:
+    each training batch has one domain, as ``ldr-main``'s sampling gives.
 
     Returns:
       A dict of paths: ``src``, ``tgt``, ``dom``, ``vocab``.
@@ -612,10 +672,10 @@ def write_data(directory, vocab_size, sentences, length, seed):
     with open(paths["src"], "w") as src, open(paths["tgt"], "w") as tgt, open(
         paths["dom"], "w"
     ) as dom:
-        for _ in range(sentences):
+        for i in range(sentences):
             src.write(" ".join(rng.choices(words, k=length)) + "\n")
             tgt.write(" ".join(rng.choices(words, k=length)) + "\n")
-            dom.write(rng.choice(DOMAINS) + "\n")
+            dom.write(DOMAINS[(i // block) % len(DOMAINS)] + "\n")
     with open(paths["vocab"], "w") as f:
         f.write("\n".join(["<blank>", "<s>", "</s>"] + words) + "\n")
     return paths
@@ -646,6 +706,12 @@ def _build_model(system, config):
         return models.dc_transformer(**size)
     if system.startswith("ldr"):
         return models.ldr_transformer(**size)
+    if system.startswith("fact_"):
+        design = system[len("fact_") :]
+        if design == "df":
+            d_inner = max(1, round(size["num_units"] * DF_INNER_RATIO))
+            return models.factorized_transformer(design, d_inner=d_inner, **size)
+        return models.factorized_transformer(design, **size)
     raise ValueError("unknown system %r" % system)
 
 
@@ -733,7 +799,9 @@ def _prepare_inference(config):
     from ldr_opennmt.serving import ct2_export
 
     exported = {}
-    for system in TF_SYSTEMS + [s for s in CT2_SYSTEMS if s not in TF_SYSTEMS]:
+    tf_systems = selected(TF_SYSTEMS, config["families"])
+    ct2_systems = selected(CT2_SYSTEMS, config["families"])
+    for system in tf_systems + [s for s in ct2_systems if s not in tf_systems]:
         tf.random.set_seed(config["seed"])
         model = _build_model(system, config)
         params = {
@@ -744,11 +812,11 @@ def _prepare_inference(config):
         model.initialize(_data_config(system, config), params=params)
         model.create_variables()
         savedmodel_dir, ct2_dir = _model_dirs(config, system)
-        if system in TF_SYSTEMS:
+        if system in tf_systems:
             model.export(savedmodel_dir)
         if system == VANILLA:
             ct2_export.convert(model, ct2_dir, quantization=config["quantization"])
-        elif system in CT2_SYSTEMS:
+        elif system in ct2_systems:
             ct2_export.export(
                 model, ct2_dir, domains=[INFER_DOMAIN], quantization=config["quantization"]
             )
@@ -777,6 +845,7 @@ def _inference_result(seconds, outputs, model_dir, import_rss):
     tokens = sum(len(output) for output in outputs)
     return {
         "sentences_per_s": len(outputs) / seconds,
+        "ms_per_sentence": 1000 * seconds / len(outputs),
         "tokens_per_s": tokens / seconds,
         "tokens_per_sentence": tokens / len(outputs),
         "sentences": len(outputs),
@@ -805,7 +874,11 @@ def _measure_savedmodel(config, system):
             "length": tf.constant([len(t) for t in batch], tf.int32),
         }
         if "domain" in inputs:
-            feed["domain"] = tf.constant([INFER_DOMAIN] * len(batch))
+            if system in MIXED_DOMAIN_FEED:
+                labels = [DOMAINS[i % len(DOMAINS)] for i in range(len(batch))]
+            else:
+                labels = [INFER_DOMAIN] * len(batch)
+            feed["domain"] = tf.constant(labels)
         feeds.append(feed)
 
     def _translate(feed):
@@ -927,6 +1000,7 @@ def make_config(args, workdir):
     keys = list(DEFAULTS) + ["threads", "quantization", "seed", "quick"]
     config = {key: getattr(args, key) for key in keys}
     config["parts"] = list(args.parts)
+    config["families"] = list(getattr(args, "families", None) or FAMILIES)
     config["workdir"] = workdir
     config["size"] = dict(
         num_layers=args.layers,
@@ -937,14 +1011,20 @@ def make_config(args, workdir):
     return config
 
 
-def _tasks(parts):
+def selected(systems, families):
+    """The systems of :obj:`families` (names of :data:`FAMILIES`), vanilla always first."""
+    chosen = {system for family in families for system in FAMILIES[family]}
+    return [system for system in systems if system == VANILLA or system in chosen]
+
+
+def _tasks(parts, families):
     tasks = []
     if TRAIN in parts:
-        tasks += ["%s:%s" % (TRAIN, system) for system in TRAIN_SYSTEMS]
+        tasks += ["%s:%s" % (TRAIN, system) for system in selected(TRAIN_SYSTEMS, families)]
     if INFER in parts:
         tasks.append("prepare")
-        tasks += ["%s:%s" % (TF, system) for system in TF_SYSTEMS]
-        tasks += ["%s:%s" % (CT2, system) for system in CT2_SYSTEMS]
+        tasks += ["%s:%s" % (TF, system) for system in selected(TF_SYSTEMS, families)]
+        tasks += ["%s:%s" % (CT2, system) for system in selected(CT2_SYSTEMS, families)]
     return tasks
 
 
@@ -955,12 +1035,17 @@ def run_benchmarks(args, workdir):
     config = make_config(args, workdir)
     sentences = max(3000, config["sentences"], 16 * config["batch"])
     config["paths"] = write_data(
-        os.path.join(workdir, "data"), args.vocab, sentences, args.length, args.seed
+        os.path.join(workdir, "data"),
+        args.vocab,
+        sentences,
+        args.length,
+        args.seed,
+        block=config["batch"],
     )
     with open(os.path.join(workdir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     results = {TRAIN: {}, INFER: {}}
-    tasks = _tasks(args.parts)
+    tasks = _tasks(args.parts, args.families)
     failed = False
     prepared = True
     for number, task in enumerate(tasks, start=1):
@@ -996,6 +1081,15 @@ def parse_args(argv=None):
     parser.add_argument("--out", help="Also write the markdown report to this file.")
     parser.add_argument(
         "--parts", nargs="+", choices=PARTS, default=list(PARTS), help="What to measure."
+    )
+    parser.add_argument(
+        "--families",
+        nargs="+",
+        choices=list(FAMILIES),
+        default=list(FAMILIES),
+        help="The systems to measure besides vanilla (default: all): "
+        + "; ".join("%s: %s" % (k, ", ".join(v)) for k, v in FAMILIES.items())
+        + ".",
     )
     sizes = parser.add_argument_group(
         "sizes", "Unset options take the default (or --quick) values shown."

@@ -14,13 +14,20 @@ part. The schemes of Figure 1 implemented here:
 * (F3) FFN factorized through ``d_inner``: ``f_i(h) = W_i,d^S (W_i^C h)`` with a
   shared ``W_i^C`` and a per-domain ``W_i,d^S`` (eq. 6, :class:`FactorizedDense`);
 * (F6) FFN v2: a per-domain square map after the FFN, ``W_d^A FFN(h)`` (eq. 7,
-  :class:`DomainAdaptedDense`, which replaces the FFN's outer linear).
+  :class:`DomainAdaptedDense`, which replaces the FFN's outer linear);
+* (F4) input embeddings factorized through ``d_inner``: a shared table ``W^C``
+  ``[V, d_inner]`` times a per-domain ``W_d^S`` ``[d_inner, d_model]`` (eq. 1,
+  :class:`FactorizedEmbedder`, a word embedder);
+* (F1) output embedding: the same factorization, tied with the target embedder:
+  ``logits = (h W_d^S^T) W^C^T`` (:class:`FactorizedOutput`, a decoder output
+  layer reading the target :class:`FactorizedEmbedder`'s variables).
 
-The factorized embeddings (F1, F4) live with the embedders, not here. The paper's
-designs are combinations: PA = F5, SF = F2 + F6, DF = F1 + F2 + F3 + F4;
+The paper's designs are combinations: PA = F5, SF = F2 + F6, DF = F1 + F2 + F3 + F4;
 :func:`install` puts the attention and FFN blocks of one design into a stock
 ``SelfAttentionEncoder`` or ``SelfAttentionDecoder`` (``"df_attention_ffn"`` is the
-F2 + F3 part of DF), and :func:`parameter_count` gives the paper's #P column.
+F2 + F3 part of DF; the embedders and the output layer are the model's, see
+:class:`ldr_opennmt.models.FactorizedTransformer`), and :func:`parameter_count`
+gives the paper's #P column.
 
 **The general copy.** Every per-domain block also has a *general copy*, a shared
 variable (plain ``add_weight``, not in :meth:`domain_weights`) that the generic
@@ -40,10 +47,11 @@ paths are graph conditionals (``tf.cond``): no data-dependent Python control
 flow, so XLA and ``tf.function`` work. Variables are read in the layer's compute
 dtype (``mixed_float16``/``mixed_bfloat16``).
 
-**Regions.** These layers live inside the encoder/decoder, which the model does not
-``initialize``: call :meth:`DomainLinear.set_num_regions` before the layer is
-built (:func:`install` does). Region ``k`` is used by domain id ``k``; ids must be
-smaller than ``num_regions``.
+**Regions.** The attention and FFN layers live inside the encoder/decoder, which
+the model does not ``initialize``: call :meth:`DomainCopies.set_num_regions` before
+the layer is built (:func:`install` does). The embedders set theirs in
+``initialize`` from the data configuration. Region ``k`` is used by domain id
+``k``; ids must be smaller than ``num_regions``.
 """
 
 import tensorflow as tf
@@ -53,6 +61,7 @@ from opennmt.utils.misc import shape_list
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers.context import DomainSpecificLayer, current_domain
+from ldr_opennmt.layers.embedding import DomainAwareWordEmbedder
 
 #: The designs :func:`install` knows.
 DESIGNS = ("pa", "sf", "df_attention_ffn")
@@ -103,18 +112,20 @@ def _row_index(index, shape):
     return tf.reshape(tf.broadcast_to(index, shape[:-1]), [-1])
 
 
-def domain_matmul(inputs, kernels, biases, domain, branch_free=False):
+def domain_matmul(inputs, kernels, biases, domain, branch_free=False, transpose=False):
     """Projects each sentence with the copy its domain selects.
 
     Args:
       inputs: A tensor ``[batch, ..., n]``.
-      kernels: The copies ``[n, m]``: the general copy first, then region 0, 1, ...
+      kernels: The copies ``[n, m]`` (``[m, n]`` with :obj:`transpose`): the general
+        copy first, then region 0, 1, ...
       biases: The matching ``[m]`` bias copies, or ``None``.
       domain: The domain ids ``[batch]`` (-1: the general copy).
       branch_free: Compute every copy and select per row, without ``tf.cond``: for
         XLA (``--jit_compile``), which cannot compile the gradient of a ``tf.cond``
         in TensorFlow 2.13 (``OptionalFromValue`` has no XLA kernel). It costs one
         matmul per copy on every batch.
+      transpose: Multiply by the transpose of each kernel (without materializing it).
 
     Returns:
       A tensor ``[batch, ..., m]``. A batch of one label costs one matmul with the
@@ -124,15 +135,17 @@ def domain_matmul(inputs, kernels, biases, domain, branch_free=False):
     shape = shape_list(inputs)
     flat = tf.reshape(inputs, [-1, shape[-1]])
 
+    units = kernels[0].shape[0 if transpose else -1]
+
     def _project(kernel, bias):
-        outputs = tf.matmul(flat, kernel)
+        outputs = tf.matmul(flat, kernel, transpose_b=transpose)
         return outputs if bias is None else tf.nn.bias_add(outputs, bias)
 
     if len(kernels) == 1:
         outputs = _project(kernels[0], biases[0] if biases else None)
     elif branch_free:
         rows = _row_index(tf.cast(domain, tf.int32) + 1, shape)
-        outputs = tf.zeros([tf.shape(flat)[0], kernels[0].shape[-1]], flat.dtype)
+        outputs = tf.zeros([tf.shape(flat)[0], units], flat.dtype)
         for copy, kernel in enumerate(kernels):
             projected = _project(kernel, biases[copy] if biases else None)
             outputs = tf.where(tf.expand_dims(tf.equal(rows, copy), -1), projected, outputs)
@@ -147,7 +160,7 @@ def domain_matmul(inputs, kernels, biases, domain, branch_free=False):
 
         def _mixed():
             rows = _row_index(index, shape)
-            outputs = tf.zeros([tf.shape(flat)[0], kernels[0].shape[-1]], flat.dtype)
+            outputs = tf.zeros([tf.shape(flat)[0], units], flat.dtype)
             for copy, kernel in enumerate(kernels):
                 bias = biases[copy] if biases else None
                 mask = tf.equal(rows, copy)
@@ -163,28 +176,22 @@ def domain_matmul(inputs, kernels, biases, domain, branch_free=False):
     return tf.reshape(outputs, shape[:-1] + [outputs.shape[-1] or tf.shape(outputs)[-1]])
 
 
-class DomainLinear(tf.keras.layers.Layer, DomainSpecificLayer):
-    """Base of the factorized layers: general copies, regions, unfold and selection.
+class DomainCopies(DomainSpecificLayer):
+    """Mixin of the Keras layers that keep per-domain copies of some weights.
 
-    A subclass creates each per-domain weight with :meth:`add_copies` in ``build``
-    and projects with :meth:`project` in ``call``.
+    Each such weight has a general copy (shared, selected by ``GENERIC_ID``) and one
+    copy per region, created equal to it by :meth:`add_copies`; :meth:`project`
+    multiplies each sentence by its domain's copy, :meth:`unfold` copies the general
+    copy into every region. The layer calls :meth:`init_copies` in ``__init__``.
     """
 
-    def __init__(self, units, activation=None, num_regions=None, **kwargs):
-        """Initializes the layer.
+    def init_copies(self, num_regions=None):
+        """Initializes the copy registry (call it in ``__init__``).
 
         Args:
-          units: The output size.
-          activation: The activation applied to the output (``None``: linear).
           num_regions: The number of domain regions, or ``None`` to set it later
             with :meth:`set_num_regions`.
-          **kwargs: Additional layer keyword arguments (``name``, ``dtype``, ...).
         """
-        super().__init__(**kwargs)
-        if units <= 0:
-            raise UserError("%s: units must be > 0, got %d" % (type(self).__name__, units))
-        self.units = units
-        self.activation = tf.keras.activations.get(activation)
         self.num_regions = None
         #: Set for XLA: see :func:`domain_matmul`.
         self.branch_free = False
@@ -226,7 +233,8 @@ class DomainLinear(tf.keras.layers.Layer, DomainSpecificLayer):
         """
         if self.num_regions is None:
             raise UserError(
-                "%s: call set_num_regions() (or factorized.install) before building it" % self.name
+                "%s: the number of domain regions is not set: initialize the model (or call "
+                "set_num_regions(), factorized.install) before building it" % self.name
             )
         initializer = _constant_initializer(_initial_value(initializer, shape, self.dtype))
         general = self.add_weight(name, shape, initializer=initializer, trainable=trainable)
@@ -256,14 +264,52 @@ class DomainLinear(tf.keras.layers.Layer, DomainSpecificLayer):
             for region in variables[1:]:
                 region.assign(tf.convert_to_tensor(general))
 
-    def project(self, inputs, kernel_name, bias_name=None):
-        """Projects :obj:`inputs` with each sentence's copy of a kernel (and bias)."""
-        dtype = self.compute_dtype
+    def project(self, inputs, kernel_name, bias_name=None, transpose=False, dtype=None):
+        """Projects :obj:`inputs` with each sentence's copy of a kernel (and bias).
+
+        Args:
+          inputs: A tensor ``[batch, ..., n]``.
+          kernel_name: The kernel, ``[n, m]`` (``[m, n]`` with :obj:`transpose`).
+          bias_name: The bias ``[m]``, or ``None``.
+          transpose: Multiply by the transposed kernels.
+          dtype: The computation dtype (default: the layer's compute dtype).
+        """
+        dtype = dtype or self.compute_dtype
         kernels = [tf.cast(v, dtype) for v in self._copies[kernel_name]]
         biases = [tf.cast(v, dtype) for v in self._copies[bias_name]] if bias_name else None
         return domain_matmul(
-            inputs, kernels, biases, current_domain(), branch_free=self.branch_free
+            inputs,
+            kernels,
+            biases,
+            current_domain(),
+            branch_free=self.branch_free,
+            transpose=transpose,
         )
+
+
+class DomainLinear(tf.keras.layers.Layer, DomainCopies):
+    """Base of the factorized layers: general copies, regions, unfold and selection.
+
+    A subclass creates each per-domain weight with :meth:`add_copies` in ``build``
+    and projects with :meth:`project` in ``call``.
+    """
+
+    def __init__(self, units, activation=None, num_regions=None, **kwargs):
+        """Initializes the layer.
+
+        Args:
+          units: The output size.
+          activation: The activation applied to the output (``None``: linear).
+          num_regions: The number of domain regions, or ``None`` to set it later
+            with :meth:`set_num_regions`.
+          **kwargs: Additional layer keyword arguments (``name``, ``dtype``, ...).
+        """
+        super().__init__(**kwargs)
+        if units <= 0:
+            raise UserError("%s: units must be > 0, got %d" % (type(self).__name__, units))
+        self.units = units
+        self.activation = tf.keras.activations.get(activation)
+        self.init_copies(num_regions)
 
     def activate(self, outputs):
         """Applies the activation, if any."""
@@ -477,6 +523,168 @@ class FactorizedDense(DomainLinear):
         weights = {"kernel": tf.matmul(shared, self.copy_for("kernel", domain_id))}
         if self.use_bias:
             weights["bias"] = self.copy_for("bias", domain_id)
+        return weights
+
+
+class FactorizedEmbedder(DomainAwareWordEmbedder, DomainCopies):
+    """Factorized input embeddings (scheme F4, eq. 1): ``EMB_d(v) = W^C[v] W_d^S``.
+
+    A shared table ``embedding`` ``W^C`` ``[V, d_inner]`` (the conventional name, so
+    that OpenNMT-tf's vocabulary and OOV handling and checkpoints stay those of a
+    :class:`opennmt.inputters.WordEmbedder`) times a per-domain projection
+    ``W_d^S`` ``[d_inner, embedding_size]``: the general copy ``projection``, which
+    the generic label selects, and per region ``k`` ``domain_<k>_projection``,
+    created equal to it. The number of regions comes from the data configuration
+    (``domains`` plus :obj:`num_reserved_regions`, or ``domain_regions``) in
+    :meth:`initialize`.
+
+    The same object, as the target embedder, is the factorized output embedding (F1)
+    through :class:`FactorizedOutput`, which reads its variables (tied).
+    """
+
+    def __init__(self, embedding_size, d_inner, num_reserved_regions=0, dropout=0.0, **kwargs):
+        """Initializes the embedder.
+
+        Args:
+          embedding_size: The output size (the model size).
+          d_inner: The inner size of the factorization (the table's width).
+          num_reserved_regions: Regions kept free for domains added later.
+          dropout: The probability to drop units in the output.
+          **kwargs: Additional layer keyword arguments.
+
+        Raises:
+          UserError: if a size is not positive.
+        """
+        if embedding_size is None or embedding_size <= 0:
+            raise UserError(
+                "FactorizedEmbedder: embedding_size must be > 0, got %s" % embedding_size
+            )
+        if d_inner is None or d_inner <= 0:
+            raise UserError("FactorizedEmbedder: d_inner must be > 0, got %s" % d_inner)
+        super().__init__(
+            embedding_size, num_reserved_regions=num_reserved_regions, dropout=dropout, **kwargs
+        )
+        self.d_inner = d_inner
+        self.init_copies()
+
+    def build(self, input_shape):
+        self.embedding = self.add_weight(
+            "embedding", [self.vocabulary_size, self.d_inner], trainable=self.trainable
+        )
+        self.projection = self.add_copies(
+            "projection", [self.d_inner, self.embedding_size], "glorot_uniform"
+        )
+        self.built = True
+
+    def call(self, features, training=None):
+        ids = features["ids"]
+        if getattr(self, "_tflite_mode", False):
+            inner = tf.gather_nd(self.embedding, tf.expand_dims(ids, axis=-1))
+        else:
+            inner = tf.nn.embedding_lookup(self.embedding, ids)
+        outputs = self.project(tf.cast(inner, self.compute_dtype), "projection")
+        return common.dropout(outputs, self.dropout, training=training)
+
+    def fused_table(self, domain_id):
+        """The embedding of every vocabulary unit in one domain: ``W^C W_d^S``, ``[V, D]``.
+
+        Args:
+          domain_id: A domain id, or ``GENERIC_ID`` (-1) for the general copy.
+        """
+        table = tf.convert_to_tensor(self.embedding)
+        return tf.matmul(table, self.copy_for("projection", domain_id))
+
+    def map_v1_weights(self, weights):
+        raise NotImplementedError("factorized embedders have no OpenNMT-tf V1 counterpart")
+
+
+class FactorizedOutput(tf.keras.layers.Layer):
+    """The factorized output embedding (scheme F1), tied with the target embedder.
+
+    The logits of a sentence of domain ``d`` are ``h (W^C W_d^S)^T + b``, computed as
+    ``(h W_d^S^T) W^C^T``: the ``[V, D]`` product is never formed. ``W^C`` and the
+    ``W_d^S`` copies are the :class:`FactorizedEmbedder`'s own variables, read at
+    each call and not tracked by this layer (no duplicate in checkpoints); the only
+    variable of this layer is the optional shared ``bias`` ``[V]``. The domain
+    comes from the domain scope (beam-tiled during beam search), and the XLA path
+    follows the embedder's ``branch_free``.
+
+    It is installed as an OpenNMT-tf decoder's ``output_layer``; OpenNMT-tf only
+    calls it (training, scoring, beam search, serving). It exposes ``units`` (the
+    vocabulary size), ``use_bias`` and ``bias`` like ``opennmt.layers.Dense``, but no
+    ``kernel``: the output kernel depends on the domain (:meth:`fold` gives it).
+    """
+
+    # The embedder belongs to the target inputter: not a submodule of this layer.
+    _TF_MODULE_IGNORED_PROPERTIES = frozenset(
+        tf.keras.layers.Layer._TF_MODULE_IGNORED_PROPERTIES | {"_embedder"}
+    )
+
+    def __init__(self, embedder, use_bias=True, **kwargs):
+        """Initializes the layer.
+
+        Args:
+          embedder: The target :class:`FactorizedEmbedder` whose weights are tied.
+          use_bias: Whether to add a shared bias of the vocabulary size.
+          **kwargs: Additional layer keyword arguments.
+
+        Raises:
+          UserError: if :obj:`embedder` is not a :class:`FactorizedEmbedder`.
+        """
+        if not isinstance(embedder, FactorizedEmbedder):
+            raise UserError(
+                "FactorizedOutput ties a FactorizedEmbedder, not %s" % type(embedder).__name__
+            )
+        super().__init__(**kwargs)
+        object.__setattr__(self, "_embedder", embedder)  # Untracked: tied, not owned.
+        self.use_bias = use_bias
+        self.bias = None
+
+    @property
+    def embedder(self):
+        """The tied target embedder."""
+        return self._embedder
+
+    @property
+    def units(self):
+        """The output size: the target vocabulary size."""
+        return self._embedder.vocabulary_size
+
+    @property
+    def kernel(self):
+        """Refused: the output kernel depends on the domain."""
+        raise UserError(
+            "the factorized output layer has no single kernel: its projection depends on the "
+            "domain (use fold(domain_id))"
+        )
+
+    def build(self, input_shape):
+        if not self._embedder.built:
+            raise ValueError("FactorizedOutput: build the target embedder first (call it once)")
+        if self.use_bias:
+            self.bias = self.add_weight("bias", [self.units], initializer="zeros")
+        super().build(input_shape)
+
+    def call(self, inputs):
+        embedder = self._embedder
+        dtype = self.compute_dtype
+        inner = embedder.project(inputs, "projection", transpose=True, dtype=dtype)
+        shape = shape_list(inner)
+        table = tf.cast(embedder.embedding, dtype)
+        logits = tf.matmul(tf.reshape(inner, [-1, shape[-1]]), table, transpose_b=True)
+        if self.use_bias:
+            logits = tf.nn.bias_add(logits, tf.cast(self.bias, dtype))
+        return tf.reshape(logits, shape[:-1] + [table.shape[0]])
+
+    def fold(self, domain_id):
+        """The plain output Dense ``{"kernel": (W^C W_d^S)^T, "bias": b}`` for one domain.
+
+        Returns:
+          ``kernel`` ``[D, V]`` (and ``bias`` ``[V]`` with ``use_bias``).
+        """
+        weights = {"kernel": tf.transpose(self._embedder.fused_table(domain_id))}
+        if self.use_bias:
+            weights["bias"] = tf.convert_to_tensor(self.bias)
         return weights
 
 

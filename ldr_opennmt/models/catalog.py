@@ -146,25 +146,9 @@ def dc_rnn(
     )
 
 
-def factorized_transformer(
-    design,
-    num_layers=6,
-    num_units=512,
-    num_heads=8,
-    ffn_inner_dim=2048,
-    dropout=0.1,
-    num_reserved_regions=0,
-    domain_training=procedure.PROCEDURE1,
-):
-    """Factorized Transformer (Deng et al., 2020): ``design`` ``"pa"`` or ``"sf"``;
-    target input and output embeddings shared, as in the paper."""
-    return FactorizedTransformer(
-        design,
-        num_layers=num_layers,
-        num_units=num_units,
-        num_heads=num_heads,
-        ffn_inner_dim=ffn_inner_dim,
-        dropout=dropout,
-        num_reserved_regions=num_reserved_regions,
-        domain_training=domain_training,
-    )
+def factorized_transformer(design, **kwargs):
+    """Factorized Transformer (Deng et al., 2020): ``design`` ``"pa"``, ``"sf"`` or
+    ``"df"`` (which needs ``d_inner``, 280 in the paper); target input and output
+    embeddings shared, as in the paper. The sizes and their paper defaults are
+    :class:`~ldr_opennmt.models.factorized.FactorizedTransformer`'s arguments."""
+    return FactorizedTransformer(design, **kwargs)

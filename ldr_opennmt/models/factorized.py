@@ -1,4 +1,4 @@
-"""The Factorized Transformer (Deng et al., 2020): per-domain attention and FFN blocks.
+"""The Factorized Transformer (Deng et al., 2020): per-domain embedding, attention and FFN blocks.
 
 A :class:`FactorizedTransformer` is a multi-domain Transformer whose encoder and
 decoder get one design's per-domain blocks (:func:`ldr_opennmt.layers.factorized.install`,
@@ -8,7 +8,16 @@ cache):
 * ``pa`` (Parallel Attention, F5): per-domain Q, K, V and output projections in every
   attention (encoder self, decoder self, cross);
 * ``sf`` (Shallow Factorization, F2 + F6): per-domain multi-query K/V in every
-  attention and a per-domain square map after every FFN, identity at the start.
+  attention and a per-domain square map after every FFN, identity at the start;
+* ``df`` (Deep Factorization, F1 + F2 + F3 + F4, ``d_inner`` 280 in the paper):
+  per-domain multi-query K/V in every attention, both FFN linears factorized
+  through ``d_inner`` (eq. 6), factorized source and target embeddings
+  (:class:`~ldr_opennmt.layers.factorized.FactorizedEmbedder`, eq. 1) and the
+  output embedding tied with the target one
+  (:class:`~ldr_opennmt.layers.factorized.FactorizedOutput`: the logits of a
+  sentence of domain ``d`` are ``h (W^C W_d)^T``, sharing ``W^C`` and the ``W_d``
+  copies with the target embedder, as the paper shares target input and output
+  embeddings).
 
 Every block has a general copy, which the ``generic`` label selects, and every
 region starts equal to it. The number of regions (declared domains plus reserved
@@ -31,12 +40,12 @@ from ldr_opennmt.layers.context import configured_regions
 from ldr_opennmt.models import procedure
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainTransformer
 
-#: The designs this model builds (DF needs factorized embeddings, not here yet).
-DESIGNS = ("pa", "sf")
+#: The designs this model builds.
+DESIGNS = ("pa", "sf", "df")
 
 
 class FactorizedTransformer(MultiDomainTransformer):
-    """A Transformer with one Factorized design's per-domain attention/FFN blocks."""
+    """A Transformer with one Factorized design's per-domain blocks."""
 
     def __init__(
         self,
@@ -49,23 +58,28 @@ class FactorizedTransformer(MultiDomainTransformer):
         num_reserved_regions=0,
         share_target_embeddings=True,
         domain_training=procedure.PROCEDURE1,
+        d_inner=None,
     ):
         """Initializes the model.
 
         Args:
-          design: ``"pa"`` or ``"sf"``.
+          design: ``"pa"``, ``"sf"`` or ``"df"``.
           num_layers: Number of encoder and decoder layers.
           num_units: Model size.
           num_heads: Number of attention heads.
           ffn_inner_dim: FFN inner size.
           dropout: Dropout, attention dropout and FFN dropout.
           num_reserved_regions: Domain regions kept free for domains added later.
-          share_target_embeddings: Tie the target input and output embeddings.
+          share_target_embeddings: Tie the target input and output embeddings
+            (``df`` always ties them: F1 is the factorized target embedding).
           domain_training: Default training mode (``params: domain_training``
             overrides it).
+          d_inner: The factorization size of ``df`` (the paper's 280); ``df`` only.
 
         Raises:
-          UserError: on an unknown design or a negative reserved region count.
+          UserError: on an unknown design, a negative reserved region count, a
+            missing or non-positive :obj:`d_inner` with ``df`` (or one given to
+            another design), or untied target embeddings with ``df``.
         """
         if design not in DESIGNS:
             raise UserError(
@@ -75,9 +89,33 @@ class FactorizedTransformer(MultiDomainTransformer):
         if num_reserved_regions < 0:
             raise UserError("num_reserved_regions must be >= 0, got %d" % num_reserved_regions)
         share = opennmt.models.EmbeddingsSharingLevel
+        sharing = share.TARGET if share_target_embeddings else share.NONE
+        if design == "df":
+            if d_inner is None or d_inner <= 0:
+                raise UserError(
+                    "the df Factorized Transformer needs d_inner > 0 (the paper's 280), got %s"
+                    % d_inner
+                )
+            if not share_target_embeddings:
+                raise UserError(
+                    "the df Factorized Transformer ties its target input and output "
+                    "embeddings (F1): share_target_embeddings cannot be False"
+                )
+            source = factorized.FactorizedEmbedder(num_units, d_inner, num_reserved_regions)
+            target = factorized.FactorizedEmbedder(num_units, d_inner, num_reserved_regions)
+            # The output layer reads the target embedder's variables itself: OpenNMT-tf's
+            # reuse_embeddings (a [V, d_model] table) must not be called.
+            sharing = share.NONE
+        else:
+            if d_inner is not None:
+                raise UserError(
+                    "d_inner is a parameter of the df Factorized Transformer, not of %s" % design
+                )
+            source = opennmt.inputters.WordEmbedder(num_units)
+            target = opennmt.inputters.WordEmbedder(num_units)
         super().__init__(
-            opennmt.inputters.WordEmbedder(num_units),
-            opennmt.inputters.WordEmbedder(num_units),
+            source,
+            target,
             domain_training=domain_training,
             num_layers=num_layers,
             num_units=num_units,
@@ -86,12 +124,22 @@ class FactorizedTransformer(MultiDomainTransformer):
             dropout=dropout,
             attention_dropout=dropout,
             ffn_dropout=dropout,
-            share_embeddings=share.TARGET if share_target_embeddings else share.NONE,
+            share_embeddings=sharing,
         )
         self.design = design
+        self.d_inner = d_inner
         self.num_reserved_regions = num_reserved_regions
+        blocks = "df_attention_ffn" if design == "df" else design
         for stack in (self.encoder, self.decoder):
-            factorized.install(stack, design, num_heads, num_regions=0)
+            factorized.install(stack, blocks, num_heads, num_regions=0, d_inner=d_inner)
+        if design == "df":
+            # Set before SequenceToSequence.initialize, whose decoder.initialize then
+            # keeps it instead of creating a plain Dense.
+            self.decoder.initialize(
+                output_layer=factorized.FactorizedOutput(
+                    target, use_bias=self.decoder.output_layer_bias
+                )
+            )
 
     def initialize(self, data_config, params=None):
         super().initialize(data_config, params=params)

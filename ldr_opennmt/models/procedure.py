@@ -59,13 +59,13 @@ def _gradients(model, features, labels, optimizer, select, loss_scale, normalize
     return loss, gradients, variables, sample_size
 
 
-def _split_variables(model):
+def _split_variables(model, mode):
     """Returns (shared, domain-specific) trainable variables."""
     specific_refs = {variable.ref() for variable in model.domain_variables()}
     if not specific_refs:
         raise ValueError(
             "domain_training: %s needs domain-specific parameters, but this model has "
-            "none (use joint)" % PROCEDURE1
+            "none (use joint)" % mode
         )
     trainable = model.trainable_weights
     shared = [v for v in trainable if v.ref() not in specific_refs]
@@ -101,8 +101,8 @@ def compute_gradients(
         tf.shape(features["domain"]), tf.constant(domains_lib.GENERIC_ID, tf.int32)
     )
     everything = lambda: model.trainable_weights  # noqa: E731
-    shared = lambda: _split_variables(model)[0]  # noqa: E731
-    specific = lambda: _split_variables(model)[1]  # noqa: E731
+    shared = lambda: _split_variables(model, mode)[0]  # noqa: E731
+    specific = lambda: _split_variables(model, mode)[1]  # noqa: E731
     # Each mode is a list of passes: (labels, variables whose gradients the pass gives).
     # The reported loss is the last pass's, that of the true labels where there is one.
     passes = {

@@ -161,7 +161,15 @@ class Runner(compat.RunnerAdapter):
         data = self.config["data"]
         if (self.config.get("finetune") or {}).get("unfold"):
             # The curriculum's stage 2: domain blocks only, the rest frozen.
-            self.config.setdefault("params", {}).setdefault("domain_training", "domains")
+            params = self.config.setdefault("params", {})
+            params.setdefault("domain_training", "domains")
+            if params["domain_training"] == "general":
+                # Training the general copies after copying them into the domains
+                # would leave every domain block behind: a stage-1 setting carried over.
+                raise UserError(
+                    "finetune: unfold trains the domain blocks: params: domain_training: "
+                    "general (stage 1's mode) cannot follow it (use domains, or remove the key)"
+                )
         train = self.config.setdefault("train", {})
         finetune = self.config.get("finetune")
         if "domain_batches" in train:

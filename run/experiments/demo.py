@@ -5,11 +5,13 @@
 
 1. builds the default corpus (``ldr-data build default``);
 2. trains Mixed, DC, LDR and LDR^0.5 (small Transformers from ``model_defs/small/``)
-   with ``ldr-main`` on per-domain corpora (``data_configs/default_corpora.yml``);
+   with ``ldr-main`` on per-domain corpora (``data_configs/default_corpora.yml``), and
+   the Factorized Transformer SF with the paper's curriculum (stage 1 domain-agnostic,
+   then unfold and stage 2 on the domain blocks alone);
 3. fine-tunes Mixed on each domain (the FT_* baselines) and trains a domain
    classifier that labels the test sets (LDR_pred);
 4. evaluates every system per domain (``ldr-eval``): oracle, generic and wrong
-   labels for DC and LDR, predicted labels for LDR;
+   labels for DC, LDR and Factorized SF, predicted labels for LDR;
 5. writes ``report.md`` (corpus table, classifier precision/recall, results,
    chart, configs, commands).
 
@@ -67,6 +69,13 @@ SYSTEMS = [
 #: The fine-tuning baselines continue this system on one domain each.
 FINETUNE_BASE = "Mixed"
 
+#: The Factorized design the demo trains, with the curriculum (SF: the cheapest design
+#: that has per-domain blocks in both attention and FFN, 1.13x the parameters at paper
+#: size; PA computes four per-domain projections in every attention, DF factorizes the
+#: embeddings through a d_inner that leaves little at 64 units).
+FACTORIZED = ("Factorized SF", "factorized_sf", "model_defs/small/factorized_sf.py")
+FACTORIZED_MODES = ("oracle", "generic", "wrong")
+
 BUDGETS = {
     # Measured on a 2-core CPU: small LDR Procedure 1 ~3.3 steps/s, Mixed ~5, plus
     # ~20 s of start-up and tracing per command. The full budget is what fits in
@@ -77,6 +86,7 @@ BUDGETS = {
         "steps": 1000,
         "warmup": 400,
         "finetune_steps": 200,
+        "stage2_steps": 300,
         "classifier_steps": 400,
         "eval_sentences": 200,
         "log_steps": 100,
@@ -86,6 +96,7 @@ BUDGETS = {
         "steps": 60,
         "warmup": 30,
         "finetune_steps": 10,
+        "stage2_steps": 10,
         "classifier_steps": 30,
         "eval_sentences": 20,
         "log_steps": 20,
@@ -109,6 +120,33 @@ def _finetune_config(domain, base_config, budget, runs_dir):
         },
     }
     return config
+
+
+def _factorized_configs(slug, budget, runs_dir):
+    """The curriculum's two run configurations: (stage 1, stage 2)."""
+    stage1 = common.train_config(
+        slug + "_stage1",
+        {"domain_training": "general"},
+        {},
+        budget,
+        runs_dir,
+        data=common.MIXED_BATCHES,
+    )
+    steps = budget["stage2_steps"]
+    # Stage 2 keeps stage 1's schedule (the step count continues from it); its
+    # training mode is the unfold default, domains: the domain blocks alone.
+    params = {k: v for k, v in stage1["params"].items() if k != "domain_training"}
+    stage2 = {
+        "model_dir": os.path.join(runs_dir, slug),
+        "data": dict(common.MIXED_BATCHES),
+        "finetune": {"base": stage1["model_dir"], "steps": steps, "unfold": True},
+        "params": params,
+        "train": {
+            "save_summary_steps": max(steps // 4, 1),
+            "save_checkpoints_steps": steps,
+        },
+    }
+    return stage1, stage2
 
 
 def _classifier_config(budget, runs_dir):
@@ -178,6 +216,33 @@ def main(argv=None):
             "2/5 train (%d/%d)" % (index + 1, len(SYSTEMS)),
         )
         systems.append(evaluate.System(name, [data_config, path], modes))
+
+    name, slug, model_def = FACTORIZED
+    stage1, stage2 = _factorized_configs(slug, budget, runs_dir)
+    stage_paths = []
+    for stage, config in (("stage1", stage1), ("stage2", stage2)):
+        stage_paths.append(
+            common.write_config(config, os.path.join(configs_dir, "%s_%s.yml" % (slug, stage)))
+        )
+    demo.train(
+        "%s stage 1 (general)" % name,
+        slug + "_stage1",
+        model_def,
+        [data_config, stage_paths[0]],
+        stage1["model_dir"],
+        budget["steps"],
+        "2/5 train %s, stage 1 (domain-agnostic)" % name,
+    )
+    demo.train(
+        "%s stage 2 (unfold, domain blocks)" % name,
+        slug,
+        model_def,
+        [data_config, stage_paths[1]],
+        stage2["model_dir"],
+        budget["steps"] + budget["stage2_steps"],
+        "2/5 train %s, stage 2 (unfold, %d steps)" % (name, budget["stage2_steps"]),
+    )
+    systems.append(evaluate.System(name, [data_config, stage_paths[1]], FACTORIZED_MODES))
 
     base_def = [s[2] for s in SYSTEMS if s[0] == FINETUNE_BASE][0]
     for domain in info["domains"]:
@@ -271,12 +336,17 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         " on per-domain corpora for %d steps each (batches of 2048 tokens mixing domains, sentences"
         " drawn with P(domain i) ~ |C_i|^alpha; alpha = 1, and 0.5 for LDR^0.5; single-domain"
         " batches trained markedly worse at this size, see demo.py). FT_<domain>: Mixed"
-        " fine-tuned %d more steps on that domain only. LDR (pred): LDR with the labels of a"
+        " fine-tuned %d more steps on that domain only. Factorized SF: the paper's curriculum,"
+        " %d steps of domain-agnostic training (shared parameters and general copies), then"
+        " every domain block set from its general copy and %d steps training the domain"
+        " blocks alone, the rest frozen. LDR (pred): LDR with the labels of a"
         " domain classifier (bidirectional LSTM, %d steps). Evaluation on the first %d test"
         " sentences of each domain, beam 4."
         % (
             budget["steps"],
             budget["finetune_steps"],
+            budget["steps"],
+            budget["stage2_steps"],
             budget["classifier_steps"],
             budget["eval_sentences"],
         ),
@@ -291,8 +361,9 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "",
         "## Results",
         "",
-        "Rows: Mixed (labels ignored); DC and LDR with oracle, generic, wrong (the next domain"
-        " in the list) and predicted labels; LDR^0.5 and the FT_* baselines with oracle labels.",
+        "Rows: Mixed (labels ignored); DC, LDR and Factorized SF with oracle, generic, wrong (the"
+        " next domain in the list) labels, LDR also with predicted labels; LDR^0.5 and the FT_*"
+        " baselines with oracle labels.",
         "",
         evaluate.format_tables(results),
         "",

@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 import opennmt
 import tensorflow as tf
@@ -254,6 +256,228 @@ class FactorizedDenseTest(tf.test.TestCase):
         weights = layer.fold(1)
         folded = tf.nn.relu(tf.tensordot(inputs, weights["kernel"], axes=1) + weights["bias"])
         self.assertAllClose(_call(layer, inputs, [1] * 4), folded, atol=1e-5)
+
+
+D_INNER = 3
+WORDS = ["<blank>", "<s>", "</s>", "x", "y", "z"]
+VOCAB = len(WORDS) + 1  # One OOV bucket.
+
+
+def _embedder(test, reserved=0, randomize=True, dropout=0.0, dtype=None, embedding=None):
+    """An initialized and built FactorizedEmbedder (regions: 3 domains + reserved)."""
+    vocab = os.path.join(test.get_temp_dir(), "vocab.txt")
+    with open(vocab, "w") as f:
+        f.write("\n".join(WORDS) + "\n")
+    kwargs = {"dtype": dtype} if dtype else {}
+    embedder = factorized.FactorizedEmbedder(
+        UNITS, D_INNER, num_reserved_regions=reserved, dropout=dropout, **kwargs
+    )
+    data = {"vocabulary": vocab, "domains": ["a", "b", "c"]}
+    if embedding:
+        data["embedding"] = {"path": embedding}
+    embedder.initialize(data)
+    _call(embedder, {"ids": tf.constant([[0]])}, [-1])
+    if randomize:
+        _randomize(embedder.weights, seed=12)
+    return embedder
+
+
+def _output(embedder, use_bias=True, seed=13, **kwargs):
+    layer = factorized.FactorizedOutput(embedder, use_bias=use_bias, **kwargs)
+    _call(layer, tf.zeros([1, UNITS]), [-1])
+    if use_bias:
+        _randomize([layer.bias], seed)
+    return layer
+
+
+def _embedding_reference(embedder, ids, domain):
+    """table[ids] @ projection_k per sentence (numpy)."""
+    table, projections = embedder.embedding.numpy(), _copies(embedder, "projection")
+    return np.stack([table[ids[i]] @ projections[k + 1] for i, k in enumerate(domain)])
+
+
+def _logits_reference(layer, inputs, domain):
+    """h @ (W^C W_k)^T + b per sentence (numpy)."""
+    embedder = layer.embedder
+    table, projections = embedder.embedding.numpy(), _copies(embedder, "projection")
+    bias = layer.bias.numpy() if layer.use_bias else 0
+    return np.stack(
+        [inputs[i] @ (table @ projections[k + 1]).T + bias for i, k in enumerate(domain)]
+    )
+
+
+IDS = np.random.RandomState(9).randint(0, VOCAB, size=[4, 5])
+
+
+class FactorizedEmbedderTest(tf.test.TestCase):
+    def test_sizes_and_variables(self):
+        embedder = _embedder(self, reserved=1)
+        self.assertEqual(embedder.num_regions, 4)
+        self.assertEqual(embedder.embedding.shape, [VOCAB, D_INNER])
+        self.assertEqual(embedder.projection.shape, [D_INNER, UNITS])
+        self.assertEqual(sorted(embedder.domain_weights()), [0, 1, 2, 3])
+        self.assertEqual(
+            [v.name.split("/")[-1] for v in embedder.domain_weights()[3]],
+            ["domain_3_projection:0"],
+        )
+        shared = [v for v in embedder.trainable_weights if not _is_region(v)]
+        self.assertEqual(
+            sorted(v.name.split("/")[-1] for v in shared), ["embedding:0", "projection:0"]
+        )
+        self.assertIsInstance(embedder, opennmt.inputters.WordEmbedder)
+        self.assertIsInstance(embedder, DomainSpecificLayer)
+
+    def test_regions_start_as_generic(self):
+        embedder = _embedder(self, reserved=1, randomize=False)
+        general = _copies(embedder, "projection")[0]
+        self.assertGreater(np.abs(general).max(), 0)
+        for region in _copies(embedder, "projection")[1:]:
+            self.assertAllEqual(region, general)
+        generic = _call(embedder, {"ids": IDS}, [-1] * 4)
+        for domain in ([0] * 4, [3] * 4, MIXED):
+            self.assertAllEqual(_call(embedder, {"ids": IDS}, domain), generic)
+
+    @parameterized.expand([("mixed", MIXED), ("generic", [-1] * 4), ("single", [2] * 4)])
+    def test_each_sentence_uses_its_region(self, _, domain):
+        embedder = _embedder(self)
+        outputs = _call(embedder, {"ids": IDS}, domain)
+        self.assertAllClose(outputs, _embedding_reference(embedder, IDS, domain), atol=1e-5)
+        # Beam search: one id per (tiled) sentence.
+        outputs = _call(embedder, {"ids": IDS[:, 0]}, domain)
+        self.assertAllClose(outputs, _embedding_reference(embedder, IDS[:, 0], domain), atol=1e-5)
+
+    @parameterized.expand([("mixed", MIXED), ("single", [1] * 4)])
+    def test_branch_free_path_for_xla(self, _, domain):
+        embedder = _embedder(self)
+        embedder.branch_free = True
+        compiled = tf.function(lambda ids: _call(embedder, {"ids": ids}, domain), jit_compile=True)
+        outputs = compiled(tf.constant(IDS))
+        self.assertAllClose(outputs, _embedding_reference(embedder, IDS, domain), atol=1e-5)
+
+    @parameterized.expand([(-1,), (0,), (2,)])
+    def test_fold_equals_the_output(self, domain):
+        embedder = _embedder(self)
+        weights = embedder.fold(domain)
+        self.assertEqual(sorted(weights), ["embedding"])
+        self.assertEqual(weights["embedding"].shape, [VOCAB, UNITS])
+        outputs = _call(embedder, {"ids": tf.range(VOCAB)[tf.newaxis]}, [domain])
+        self.assertAllClose(weights["embedding"], outputs[0], atol=1e-5)
+
+    def test_unfold_copies_the_general_copy(self):
+        embedder = _embedder(self)
+        generic = _call(embedder, {"ids": IDS}, [-1] * 4)
+        self.assertNotAllClose(_call(embedder, {"ids": IDS}, [0] * 4), generic)
+        embedder.unfold()
+        general = _copies(embedder, "projection")[0]
+        for region in _copies(embedder, "projection")[1:]:
+            self.assertAllEqual(region, general)
+        self.assertAllClose(_call(embedder, {"ids": IDS}, MIXED), generic, atol=1e-6)
+
+    def test_dropout(self):
+        embedder = _embedder(self, dropout=0.5)
+        ids = {"ids": tf.constant(IDS)}
+        with domain_scope([1] * 4):
+            inference = embedder(ids, training=False)
+            training = embedder(ids, training=True)
+        self.assertAllClose(inference, _embedding_reference(embedder, IDS, [1] * 4), atol=1e-5)
+        self.assertTrue(np.any(training.numpy() == 0))
+        kept = training.numpy() != 0
+        self.assertAllClose(training.numpy()[kept], 2 * inference.numpy()[kept], atol=1e-5)
+
+    def test_mixed_precision(self):
+        embedder = _embedder(self, dtype="mixed_bfloat16")
+        self.assertEqual(embedder.embedding.dtype, tf.float32)
+        outputs = _call(embedder, {"ids": IDS}, MIXED)
+        self.assertEqual(outputs.dtype, tf.bfloat16)
+        expected = _embedding_reference(embedder, IDS, MIXED)
+        self.assertAllClose(tf.cast(outputs, tf.float32), expected, atol=0.05, rtol=0.05)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(UserError, "d_inner must be > 0"):
+            factorized.FactorizedEmbedder(UNITS, 0)
+        with self.assertRaisesRegex(UserError, "embedding_size must be > 0"):
+            factorized.FactorizedEmbedder(0, D_INNER)
+        with self.assertRaisesRegex(UserError, "^FactorizedEmbedder: pretrained embeddings"):
+            _embedder(self, embedding="glove.txt")
+        embedder = _embedder(self)
+        with self.assertRaisesRegex(UserError, "domain id 3"):
+            embedder.fold(3)
+        with self.assertRaisesRegex(UserError, "built with 3 domain regions"):
+            embedder.set_num_regions(4)
+
+
+class FactorizedOutputTest(tf.test.TestCase):
+    @parameterized.expand([("mixed", MIXED), ("generic", [-1] * 4), ("single", [0] * 4)])
+    def test_logits_are_the_tied_factorized_embedding(self, _, domain):
+        layer = _output(_embedder(self))
+        for shape in ([4, 3, UNITS], [4, UNITS]):  # Teacher forcing, one decoding step.
+            inputs = np.random.RandomState(5).normal(size=shape).astype(np.float32)
+            logits = _call(layer, inputs, domain)
+            self.assertEqual(logits.shape, shape[:-1] + [VOCAB])
+            self.assertAllClose(logits, _logits_reference(layer, inputs, domain), atol=1e-4)
+
+    def test_tied_variables_only(self):
+        embedder = _embedder(self)
+        layer = _output(embedder)
+        self.assertIs(layer.embedder, embedder)
+        self.assertEqual([v.name.split("/")[-1] for v in layer.weights], ["bias:0"])
+        self.assertEqual(layer.bias.shape, [VOCAB])
+        self.assertEqual(list(layer.submodules), [])
+        self.assertNotIsInstance(layer, DomainSpecificLayer)
+        self.assertEqual(_output(embedder, use_bias=False).weights, [])
+        # One checkpoint entry per variable: the embedder's are not saved again.
+        path = tf.train.Checkpoint(embedder=embedder, output=layer).write(
+            os.path.join(self.get_temp_dir(), "ckpt")
+        )
+        names = [n for n in tf.train.list_variables(path) if n[0].endswith("VARIABLE_VALUE")]
+        self.assertLen(names, len(embedder.weights) + 1)
+        # Tied: the logits train the embedder's table and the sentence's region.
+        inputs = tf.random.normal([4, 3, UNITS])
+        variables = [embedder.embedding] + embedder.copies("projection")
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(_call(layer, inputs, [1] * 4) ** 2)
+        gradients = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
+        used = [True, False, False, True, False]  # Table, general, region 0, 1, 2.
+        for gradient, expected in zip(gradients, used):
+            self.assertEqual(bool(np.any(gradient.numpy() != 0)), expected)
+
+    def test_attributes(self):
+        layer = _output(_embedder(self))
+        self.assertEqual(layer.units, VOCAB)
+        self.assertTrue(layer.use_bias)
+        with self.assertRaisesRegex(UserError, "no single kernel"):
+            layer.kernel
+
+    @parameterized.expand([(-1,), (0,), (2,)])
+    def test_fold_equals_the_layer(self, domain):
+        layer = _output(_embedder(self))
+        weights = layer.fold(domain)
+        self.assertEqual(weights["kernel"].shape, [UNITS, VOCAB])
+        inputs = tf.random.normal([2, 3, UNITS])
+        expected = tf.tensordot(inputs, weights["kernel"], axes=1) + weights["bias"]
+        self.assertAllClose(_call(layer, inputs, [domain] * 2), expected, atol=1e-4)
+
+    def test_branch_free_follows_the_embedder(self):
+        layer = _output(_embedder(self))
+        layer.embedder.branch_free = True
+        inputs = np.random.RandomState(6).normal(size=[4, UNITS]).astype(np.float32)
+        compiled = tf.function(lambda x: _call(layer, x, MIXED), jit_compile=True)
+        self.assertAllClose(compiled(inputs), _logits_reference(layer, inputs, MIXED), atol=1e-4)
+
+    def test_mixed_precision(self):
+        layer = _output(_embedder(self, dtype="mixed_bfloat16"), dtype="mixed_bfloat16")
+        inputs = np.random.RandomState(7).normal(size=[4, 3, UNITS]).astype(np.float32)
+        logits = _call(layer, inputs, MIXED)
+        self.assertEqual(logits.dtype, tf.bfloat16)
+        expected = _logits_reference(layer, inputs, MIXED)
+        self.assertAllClose(tf.cast(logits, tf.float32), expected, atol=0.1, rtol=0.05)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(UserError, "ties a FactorizedEmbedder, not WordEmbedder"):
+            factorized.FactorizedOutput(opennmt.inputters.WordEmbedder(UNITS))
+        unbuilt = factorized.FactorizedEmbedder(UNITS, D_INNER)
+        with self.assertRaisesRegex(ValueError, "build the target embedder first"):
+            _call(factorized.FactorizedOutput(unbuilt), tf.zeros([1, UNITS]), [-1])
 
 
 def _encoder():

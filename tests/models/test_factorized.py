@@ -1,12 +1,14 @@
-"""The Factorized Transformer models (PA, SF): general copies, regions, onmt-main."""
+"""The Factorized Transformer models (PA, SF, DF): general copies, regions, onmt-main."""
 
 import contextlib
 import io
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
+import opennmt
 import pytest
 import tensorflow as tf
 import yaml
@@ -15,19 +17,28 @@ from parameterized import parameterized
 from ldr_opennmt import models
 from ldr_opennmt.cli import analyze
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.layers import factorized
 from ldr_opennmt.serving import folding
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SENTENCES = ["the big cell", "a host is here now", "spirit"]
-DESIGNS = [("pa",), ("sf",)]
+DESIGNS = [("pa",), ("sf",), ("df",)]
+#: The tiny DF's factorization size.
+D_INNER = 8
 
 
-def _model(test, design, randomize=False, **kwargs):
+def _new_model(design, **kwargs):
+    sizes = dict(helpers.TINY, d_inner=D_INNER) if design == "df" else helpers.TINY
+    return models.factorized_transformer(design, **dict(sizes, **kwargs))
+
+
+def _model(test, design, randomize=False, params=None, **kwargs):
     paths = corpus.write_corpus(os.path.join(test.get_temp_dir(), "corpus"), count=20)
-    model = models.factorized_transformer(design, **dict(helpers.TINY, **kwargs))
+    model = _new_model(design, **kwargs)
     model.initialize(
-        corpus.data_config(paths), params={"beam_width": 2, "maximum_decoding_length": 6}
+        corpus.data_config(paths),
+        params=dict({"beam_width": 2, "maximum_decoding_length": 6}, **(params or {})),
     )
     model.create_variables()
     if randomize:
@@ -74,6 +85,64 @@ class FactorizedTransformerTest(tf.test.TestCase):
         adapters = [v for v in sf.weights if v.name.endswith("/adapter:0")]
         self.assertLen(adapters, 2)
         self.assertTrue(all(v.ref() not in specific for v in adapters))
+        df = _model(self, "df", num_reserved_regions=1)
+        # DF: K and V of 3 attentions, 2 x 2 factorized FFN linears, 2 embedders.
+        types = [type(layer).__name__ for layer in df.domain_layers()]
+        self.assertEqual(types.count("DomainDense"), 6)
+        self.assertEqual(types.count("FactorizedDense"), 4)
+        self.assertEqual(types.count("FactorizedEmbedder"), 2)
+        self.assertLen(types, 12)
+        self.assertEqual(df.domain_regions(), 4)
+        self.assertEqual({layer.num_regions for layer in df.domain_layers()}, {4})
+        self.assertEqual(sorted(df.domain_weights()), [0, 1, 2, 3])
+
+    def test_df_output_embedding_is_the_tied_target_embedding(self):
+        model = _model(self, "df", randomize=True)
+        embedder, output = model.labels_inputter, model.decoder.output_layer
+        self.assertIsInstance(embedder, factorized.FactorizedEmbedder)
+        self.assertIsInstance(model.features_inputter.word_inputter, factorized.FactorizedEmbedder)
+        self.assertIsNot(model.features_inputter.word_inputter, embedder)
+        self.assertIsInstance(output, factorized.FactorizedOutput)
+        self.assertIs(output.embedder, embedder)
+        self.assertEqual(model.share_embeddings, opennmt.models.EmbeddingsSharingLevel.NONE)
+        self.assertEqual(output.units, embedder.vocabulary_size)
+        self.assertEqual([v.name.split("/")[-1] for v in output.weights], ["bias:0"])
+        self.assertEqual(embedder.embedding.shape, [embedder.vocabulary_size, D_INNER])
+        # Every variable once in the model and in a checkpoint.
+        self.assertLen({v.ref() for v in model.weights}, len(model.weights))
+        path = tf.train.Checkpoint(model=model).write(os.path.join(self.get_temp_dir(), "ckpt"))
+        saved = [n for n, _ in tf.train.list_variables(path) if n.endswith("VARIABLE_VALUE")]
+        self.assertLen(saved, len(model.weights))
+        tables = [n for n in saved if n.endswith("/embedding/.ATTRIBUTES/VARIABLE_VALUE")]
+        self.assertCountEqual(
+            tables,
+            [
+                "model/examples_inputter/features_inputter/word_inputter/embedding/"
+                ".ATTRIBUTES/VARIABLE_VALUE",
+                "model/examples_inputter/labels_inputter/embedding/.ATTRIBUTES/VARIABLE_VALUE",
+            ],
+        )
+        # Teacher forcing: the logits are the decoder output times (W^C W_d)^T + b.
+        features = helpers.source_features(model, SENTENCES, ["religious", "generic", "software"])
+        targets = [["la", "cellule", ""], ["un", "hote", "ici"], ["x", "", ""]]
+        labels = model.labels_inputter.make_features(
+            features={"tokens": tf.constant(targets), "length": tf.constant([2, 3, 1])}
+        )
+        recorded = []
+        call = factorized.FactorizedOutput.call
+
+        def _record(layer, inputs):
+            recorded.append(inputs)
+            return call(layer, inputs)
+
+        with mock.patch.object(factorized.FactorizedOutput, "call", _record):
+            outputs, _ = model(features, labels, training=True)  # TINY: no dropout.
+        self.assertLen(recorded, 1)
+        self.assertEqual(outputs["logits"].shape[-1], embedder.vocabulary_size)
+        for i, domain in enumerate(features["domain"].numpy()):
+            weights = output.fold(int(domain))
+            expected = np.dot(recorded[0][i], weights["kernel"]) + weights["bias"]
+            self.assertAllClose(outputs["logits"][i], expected, atol=1e-4)
 
     def test_reserved_regions_and_checkpoint_count(self):
         model = _model(self, "sf", num_reserved_regions=2)
@@ -96,13 +165,49 @@ class FactorizedTransformerTest(tf.test.TestCase):
     def test_refusals(self):
         with self.assertRaisesRegex(UserError, "unknown Factorized Transformer design 'df2'"):
             models.factorized_transformer("df2", **helpers.TINY)
-        model = _model(self, "pa")
-        with self.assertRaisesRegex(UserError, "cannot be folded"):
-            folding.check_foldable(model)
+        for d_inner in (None, 0, -3):
+            with self.assertRaisesRegex(
+                UserError, r"^the df Factorized Transformer needs d_inner > 0 \(the paper's 280\)"
+            ):
+                models.factorized_transformer("df", d_inner=d_inner, **helpers.TINY)
+        with self.assertRaisesRegex(UserError, "d_inner is a parameter of the df .* not of sf"):
+            models.factorized_transformer("sf", d_inner=8, **helpers.TINY)
+        with self.assertRaisesRegex(UserError, "ties its target input and output embeddings"):
+            models.FactorizedTransformer(
+                "df", d_inner=8, share_target_embeddings=False, **helpers.TINY
+            )
+        for design in ("pa", "df"):
+            model = _model(self, design)
+            with self.assertRaisesRegex(UserError, "cannot be folded"):
+                folding.check_foldable(model)
+        with self.assertRaisesRegex(UserError, "no single kernel"):
+            model.decoder.output_layer.kernel
+        with self.assertRaisesRegex(UserError, "source embedding of FactorizedEmbedder is not"):
+            model.features_inputter.embedding
+        with self.assertRaisesRegex(UserError, "update_vocab is not supported"):
+            model.transfer_weights(_model(self, "df"))
 
-    def test_domain_blocks_get_no_generic_gradient(self):
+    @parameterized.expand([("df", 2), ("df", 1)])
+    def test_beam_search_batch_equals_alone(self, design, beam_width):
+        """A batch mixing domains translates each sentence as it would alone."""
+        model = _model(self, design, randomize=True, params={"beam_width": beam_width})
+        sentences = SENTENCES + ["red cell a host"]
+        labels = ["religious", "medical", "generic", "software"]
+        batch = model.infer(helpers.source_features(model, sentences, labels))
+        for i, (sentence, label) in enumerate(zip(sentences, labels)):
+            alone = model.infer(helpers.source_features(model, [sentence], [label]))
+            length = alone["length"][0, 0]
+            self.assertEqual(batch["length"][i, 0], length)
+            self.assertAllEqual(batch["tokens"][i, 0, :length], alone["tokens"][0, 0, :length])
+            self.assertAllClose(batch["log_probs"][i], alone["log_probs"][0], atol=1e-4)
+        scores = [_translate(model, label)["log_probs"] for label in ("medical", "religious")]
+        self.assertNotAllClose(scores[0], scores[1])
+        self.assertNotAllClose(scores[0], _translate(model, "generic")["log_probs"])
+
+    @parameterized.expand([("pa",), ("df",)])
+    def test_domain_blocks_get_no_generic_gradient(self, design):
         """Procedure 1's generic pass trains the general copies, not the regions."""
-        model = _model(self, "pa", randomize=True)
+        model = _model(self, design, randomize=True)
         features = helpers.source_features(model, SENTENCES, ["generic"] * 3)
         targets = [["la", "cellule", ""], ["un", "hote", "ici"], ["x", "", ""]]
         labels = model.labels_inputter.make_features(

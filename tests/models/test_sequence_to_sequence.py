@@ -19,6 +19,7 @@ class MultiDomainModelTest(tf.test.TestCase):
             ("dc_rnn",),
             ("factorized_pa_transformer",),
             ("factorized_sf_transformer",),
+            ("factorized_df_transformer",),
         ]
     )
     def test_beam_search_batch_equals_alone(self, family):
@@ -38,6 +39,7 @@ class MultiDomainModelTest(tf.test.TestCase):
             ("dc_rnn",),
             ("factorized_pa_transformer",),
             ("factorized_sf_transformer",),
+            ("factorized_df_transformer",),
         ]
     )
     def test_domain_changes_the_output(self, family):

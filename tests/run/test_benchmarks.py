@@ -69,7 +69,9 @@ class BenchmarkHelpersTest(unittest.TestCase):
         checks = benchmarks.check_targets(_results())
         self.assertEqual(len(checks), len(benchmarks.TARGETS))
         # DC's CTranslate2 model was not measured.
-        self.assertEqual([c[4] for c in checks], ["PASS", "PASS", "PASS", "PASS", "n/a"])
+        self.assertEqual([c[4] for c in checks[:5]], ["PASS", "PASS", "PASS", "PASS", "n/a"])
+        # The Factorized systems were not measured.
+        self.assertEqual({c[4] for c in checks[5:]}, {"n/a"})
         self.assertAlmostEqual(checks[0][1], 0.96)
         self.assertAlmostEqual(checks[1][1], 2.0)
         self.assertAlmostEqual(checks[3][1], 3.1)
@@ -78,7 +80,36 @@ class BenchmarkHelpersTest(unittest.TestCase):
         checks = benchmarks.check_targets(
             _results(ldr_tokens=94.0, procedure1_ms=210.0, ldr_tf=9.0, ldr_ct2=26.0, dc_ct2=29.0)
         )
-        self.assertEqual([c[4] for c in checks], ["MISS"] * 5)
+        self.assertEqual([c[4] for c in checks[:5]], ["MISS"] * 5)
+
+    def test_factorized_targets(self):
+        results = _results()
+        results["train"]["vanilla"]["peak_rss_mib"] = 1000.0
+        results["infer"]["tf:vanilla"]["ms_per_sentence"] = 100.0
+        for design, step, rss, beam in (("sf", 115.0, 1300.0, 130.0), ("pa", 121.0, 900.0, 170.0)):
+            results["train"]["fact_" + design] = {"ms_per_step": step, "peak_rss_mib": rss}
+            results["infer"]["tf:fact_" + design] = {"ms_per_sentence": beam}
+        checks = {c[0]: c for c in benchmarks.check_targets(results)}
+        sf = [c for name, c in checks.items() if name.startswith("Factorized SF")]
+        self.assertEqual([c[4] for c in sf], ["PASS", "PASS", "PASS"])
+        pa = [c for name, c in checks.items() if name.startswith("Factorized PA")]
+        self.assertEqual([c[4] for c in pa], ["MISS", "PASS", "MISS"])
+        self.assertAlmostEqual(pa[2][1], 1.7)
+        df = [c for name, c in checks.items() if name.startswith("Factorized DF")]
+        self.assertEqual([c[4] for c in df], ["n/a"] * 3)
+
+    def test_families_and_domain_blocks(self):
+        tasks = benchmarks._tasks(["train", "infer"], ["factorized"])
+        self.assertEqual(
+            tasks,
+            ["train:vanilla", "train:fact_pa", "train:fact_sf", "train:fact_df", "prepare"]
+            + ["tf:vanilla", "tf:fact_pa", "tf:fact_sf", "tf:fact_df", "ct2:vanilla"],
+        )
+        self.assertIn("ct2:ldr", benchmarks._tasks(["infer"], list(benchmarks.FAMILIES)))
+        with tempfile.TemporaryDirectory() as directory:
+            paths = benchmarks.write_data(directory, 10, 7, 3, seed=1, block=3)
+            with open(paths["dom"]) as f:
+                self.assertEqual(f.read().split(), ["d0"] * 3 + ["d1"] * 3 + ["d2"])
 
     def test_failed_measurement_is_not_checked(self):
         results = _results()

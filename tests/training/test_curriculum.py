@@ -136,6 +136,21 @@ class CurriculumTest(helpers.SharedDirTestCase):
             Runner(pa, config).train()
         self.assertFalse(os.path.exists(config["model_dir"]))
 
+    def test_stage2_refusals(self):
+        config = self._stage2("stage2_general")
+        config["params"]["domain_training"] = "general"
+        with self.assertRaisesRegex(UserError, "general .stage 1's mode. cannot follow it"):
+            Runner(_sf, config).train()
+        config = self._stage2("stage2_legal", domain="legal")
+        with self.assertRaisesRegex(UserError, "domain 'legal' is not declared"):
+            Runner(_sf, config).train()
+        # Declared (a reserved domain) but without a corpus to train its blocks on.
+        config["data"]["domains"] = sorted(SIZES) + ["legal"]
+        with self.assertRaisesRegex(UserError, "domain .legal. has no corpus"):
+            Runner(_sf, config).train()
+        for name in ("stage2_general", "stage2_legal"):
+            self.assertFalse(os.path.exists(os.path.join(self.dir, name)))
+
 
 if __name__ == "__main__":
     tf.test.main()

@@ -1,0 +1,8 @@
+"""Factorized Transformer, design DF (Deng et al., 2020): 6+6 layers, 512 units, 8 heads,
+FFN 2048, d_inner 280, target input and output embeddings shared (factorized, tied)."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.factorized_transformer("df", d_inner=280)
