@@ -73,10 +73,13 @@ def write_config(config, path):
 class Steps:
     """Runs training steps, recording commands and timings for a report."""
 
-    def __init__(self, out, name="demo"):
+    def __init__(self, out, name="demo", options=()):
         """Creates ``out`` and its ``configs``/``logs`` directories (``runs`` is made
-        by training). Paths are relative to the repository root, the working directory."""
+        by training). Paths are relative to the repository root, the working directory.
+        :obj:`options` go to every training command before ``train`` (e.g.
+        ``--mixed_precision``)."""
         self.name = name
+        self.options = list(options)
         self.out = out
         self.runs_dir, self.configs_dir, self.logs_dir = (
             os.path.join(out, d) for d in ("runs", "configs", "logs")
@@ -89,7 +92,7 @@ class Steps:
 
     def train(self, title, slug, model_def, config_paths, model_dir, final_step, progress):
         command = ["ldr-main", "--model", model_def, "--config", *config_paths]
-        command += ["--auto_config", "train"]
+        command += ["--auto_config"] + self.options + ["train"]
         self.commands.append(("Train %s" % title, command))
         final = os.path.join(model_dir, "ckpt-%d.index" % final_step)
         t0 = time.time()
@@ -131,6 +134,74 @@ def load_yaml(path):
     """Reads a YAML file relative to the repository root."""
     with open(os.path.join(ROOT, path)) as f:
         return yaml.safe_load(f)
+
+
+def curriculum_configs(slug, budget, runs_dir, model_dim=64):
+    """The Factorized curriculum's two run configurations: (stage 1, stage 2).
+
+    Stage 1 (``<slug>_stage1``) trains the shared parameters and general copies on
+    every sentence as generic for ``budget["steps"]``; stage 2 (``<slug>``) restores
+    it, unfolds (every domain block := its general copy) and trains the domain blocks
+    alone for ``budget["stage2_steps"]``, the rest frozen (``domain_training:
+    domains``, the unfold default). Batches mix domains (:data:`MIXED_BATCHES`).
+    """
+    stage1 = train_config(
+        slug + "_stage1", {"domain_training": "general"}, {}, budget, runs_dir, data=MIXED_BATCHES
+    )
+    stage1["params"]["decay_params"]["model_dim"] = model_dim
+    steps = budget["stage2_steps"]
+    # Stage 2 keeps stage 1's schedule (its step count continues from stage 1's).
+    params = {k: v for k, v in stage1["params"].items() if k != "domain_training"}
+    stage2 = {
+        "model_dir": os.path.join(runs_dir, slug),
+        "data": dict(MIXED_BATCHES),
+        "finetune": {"base": stage1["model_dir"], "steps": steps, "unfold": True},
+        "params": params,
+        "train": {"save_summary_steps": max(steps // 4, 1), "save_checkpoints_steps": steps},
+    }
+    return stage1, stage2
+
+
+def train_curriculum(steps, name, slug, model_def, data_config, budget, progress, model_dim=64):
+    """Trains one Factorized system through both stages (each skipped when done).
+
+    Args:
+      steps: The driver's :class:`Steps`.
+      name: The system's row name.
+      slug: Its directory name (stage 1 in ``<slug>_stage1``).
+      model_def: Its model definition file.
+      data_config: The data configuration file.
+      budget: The driver's budget (``steps``, ``stage2_steps``, ...).
+      progress: The progress prefix of the log lines.
+      model_dim: The model size (the learning-rate schedule's ``model_dim``).
+
+    Returns:
+      The configuration files of the final (stage 2) model.
+    """
+    stage1, stage2 = curriculum_configs(slug, budget, steps.runs_dir, model_dim=model_dim)
+    paths = [
+        write_config(config, os.path.join(steps.configs_dir, "%s_%s.yml" % (slug, stage)))
+        for stage, config in (("stage1", stage1), ("stage2", stage2))
+    ]
+    steps.train(
+        "%s stage 1 (general)" % name,
+        slug + "_stage1",
+        model_def,
+        [data_config, paths[0]],
+        stage1["model_dir"],
+        budget["steps"],
+        "%s %s, stage 1 (domain-agnostic)" % (progress, name),
+    )
+    steps.train(
+        "%s stage 2 (unfold, domain blocks)" % name,
+        slug,
+        model_def,
+        [data_config, paths[1]],
+        stage2["model_dir"],
+        budget["steps"] + budget["stage2_steps"],
+        "%s %s, stage 2 (unfold, %d steps)" % (progress, name, budget["stage2_steps"]),
+    )
+    return [data_config, paths[1]]
 
 
 def train_config(slug, params, train, budget, runs_dir, data=None):

@@ -122,33 +122,6 @@ def _finetune_config(domain, base_config, budget, runs_dir):
     return config
 
 
-def _factorized_configs(slug, budget, runs_dir):
-    """The curriculum's two run configurations: (stage 1, stage 2)."""
-    stage1 = common.train_config(
-        slug + "_stage1",
-        {"domain_training": "general"},
-        {},
-        budget,
-        runs_dir,
-        data=common.MIXED_BATCHES,
-    )
-    steps = budget["stage2_steps"]
-    # Stage 2 keeps stage 1's schedule (the step count continues from it); its
-    # training mode is the unfold default, domains: the domain blocks alone.
-    params = {k: v for k, v in stage1["params"].items() if k != "domain_training"}
-    stage2 = {
-        "model_dir": os.path.join(runs_dir, slug),
-        "data": dict(common.MIXED_BATCHES),
-        "finetune": {"base": stage1["model_dir"], "steps": steps, "unfold": True},
-        "params": params,
-        "train": {
-            "save_summary_steps": max(steps // 4, 1),
-            "save_checkpoints_steps": steps,
-        },
-    }
-    return stage1, stage2
-
-
 def _classifier_config(budget, runs_dir):
     return {
         "model_dir": os.path.join(runs_dir, "classifier"),
@@ -218,31 +191,8 @@ def main(argv=None):
         systems.append(evaluate.System(name, [data_config, path], modes))
 
     name, slug, model_def = FACTORIZED
-    stage1, stage2 = _factorized_configs(slug, budget, runs_dir)
-    stage_paths = []
-    for stage, config in (("stage1", stage1), ("stage2", stage2)):
-        stage_paths.append(
-            common.write_config(config, os.path.join(configs_dir, "%s_%s.yml" % (slug, stage)))
-        )
-    demo.train(
-        "%s stage 1 (general)" % name,
-        slug + "_stage1",
-        model_def,
-        [data_config, stage_paths[0]],
-        stage1["model_dir"],
-        budget["steps"],
-        "2/5 train %s, stage 1 (domain-agnostic)" % name,
-    )
-    demo.train(
-        "%s stage 2 (unfold, domain blocks)" % name,
-        slug,
-        model_def,
-        [data_config, stage_paths[1]],
-        stage2["model_dir"],
-        budget["steps"] + budget["stage2_steps"],
-        "2/5 train %s, stage 2 (unfold, %d steps)" % (name, budget["stage2_steps"]),
-    )
-    systems.append(evaluate.System(name, [data_config, stage_paths[1]], FACTORIZED_MODES))
+    paths = common.train_curriculum(demo, name, slug, model_def, data_config, budget, "2/5 train")
+    systems.append(evaluate.System(name, paths, FACTORIZED_MODES))
 
     base_def = [s[2] for s in SYSTEMS if s[0] == FINETUNE_BASE][0]
     for domain in info["domains"]:

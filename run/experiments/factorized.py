@@ -1,0 +1,192 @@
+"""The Factorized Transformer's designs side by side (Deng et al., 2020, Table 2's shape).
+
+    bash run/factorized.sh [--quick] [--designs pa sf df]
+    PYTHONPATH=run python -m experiments.factorized --size paper \\
+        --config data_configs/opus_en_fr.yml --data data/opus_en_fr --steps 200000 \\
+        --stage2-steps 50000
+
+Trains Mixed (the same Transformer, domain labels ignored) and every chosen design with
+the paper's curriculum (section 3.1): stage 1 trains the shared parameters and the
+general copies on all data as one domain, then every domain block is set from its
+general copy and stage 2 trains the domain blocks alone, the rest frozen. Each
+Factorized system is evaluated per domain with oracle, generic and wrong labels
+(generic: the general copies, i.e. the stage-1 model), Mixed without labels;
+``report.md`` has the BLEU table, each system's parameter count against the vanilla
+Transformer, and ``bleu.png``.
+
+``--size small`` (default) uses ``model_defs/small/factorized_*.py`` (2 layers, 64
+units, CPU); ``--size paper`` uses ``model_defs/factorized_*.py`` (6+6 layers, 512
+units, 8 heads, FFN 2048, DF's d_inner 280), for a machine with a GPU
+(``--onmt-options=--mixed_precision,--jit_compile`` passes these ``onmt-main`` options
+to every training).
+Every step resumes like the demo's: a finished stage is skipped, an interrupted one
+continues from its last checkpoint.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+from ldr_opennmt.evaluation import evaluate
+from ldr_opennmt.layers import factorized as factorized_layers
+from ldr_opennmt.training import corpora as corpora_lib
+from ldr_opennmt.utils import DEFAULT_CACHE
+
+from . import common
+from .common import ROOT
+
+DESIGNS = ("pa", "sf", "df")
+MODEL_DIRS = {"small": "model_defs/small", "paper": "model_defs"}
+UNITS = {"small": 64, "paper": 512}
+MODES = ("oracle", "generic", "wrong")
+
+BUDGETS = {
+    # Small SF/DF stage 1 runs about 4 steps/s on 2 CPU cores, PA about 3; stage 2
+    # trains only the domain blocks. About 25 minutes for Mixed and three designs.
+    "full": {
+        "steps": 1000,
+        "stage2_steps": 300,
+        "warmup": 400,
+        "eval_sentences": 200,
+        "log_steps": 100,
+        "max_decoding_length": 100,
+    },
+    "quick": {
+        "steps": 30,
+        "stage2_steps": 10,
+        "warmup": 15,
+        "eval_sentences": 10,
+        "log_steps": 10,
+        "max_decoding_length": 20,
+    },
+}
+
+
+def model_def(size, design):
+    """The model definition file of one design at one size."""
+    if design == "mixed":
+        return os.path.join(MODEL_DIRS[size], "mixed_transformer.py")
+    return os.path.join(MODEL_DIRS[size], "factorized_%s.py" % design)
+
+
+def row_name(design):
+    """The table row of a design."""
+    return "Factorized %s" % design.upper()
+
+
+def parameter_lines(designs, num_domains, size):
+    """The designs' parameter counts against the vanilla Transformer (the paper's #P),
+    at the size of the run, with the paper's 50,000-word vocabulary."""
+    sizes = dict(factorized_layers.PAPER_SIZES, num_domains=num_domains)
+    if size == "small":
+        sizes.update(encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, d_inner=32)
+    lines = ["| system | parameters × vanilla |", "|---|---:|"]
+    for design in designs:
+        value = factorized_layers.parameter_ratio(design, **sizes)
+        lines.append("| %s | %.2fx |" % (row_name(design), value))
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Train and compare the Factorized designs.")
+    parser.add_argument("--designs", nargs="+", choices=DESIGNS, default=list(DESIGNS))
+    parser.add_argument("--size", choices=sorted(MODEL_DIRS), default="small")
+    parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
+    parser.add_argument("--steps", type=int, help="stage-1 (and Mixed) training steps")
+    parser.add_argument("--stage2-steps", type=int, help="stage-2 training steps")
+    parser.add_argument("--config", default="data_configs/default_corpora.yml")
+    parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
+    parser.add_argument("--out", help="results directory (default results/factorized[-quick])")
+    parser.add_argument("--cache", default=DEFAULT_CACHE)
+    parser.add_argument(
+        "--onmt-options",
+        default="",
+        help="comma-separated options given to every training command before `train` "
+        "(e.g. --mixed_precision,--jit_compile on a GPU)",
+    )
+    args = parser.parse_args(argv)
+    mode = "quick" if args.quick else "full"
+    budget = dict(BUDGETS[mode])
+    if args.steps:
+        budget["steps"] = args.steps
+    if args.stage2_steps:
+        budget["stage2_steps"] = args.stage2_steps
+    designs = [d for d in DESIGNS if d in args.designs]
+    out = args.out or ("results/factorized-quick" if args.quick else "results/factorized")
+    os.chdir(ROOT)
+    num_domains = len(corpora_lib.domain_names(common.load_yaml(args.config)["data"]))
+    options = [o for o in args.onmt_options.split(",") if o]
+    steps = common.Steps(out, name="factorized", options=options)
+    start = time.time()
+    common.prepare_corpus(args.data, args.cache)
+    units = UNITS[args.size]
+
+    config = common.train_config("mixed", {}, {}, budget, steps.runs_dir, data=common.MIXED_BATCHES)
+    config["params"]["decay_params"]["model_dim"] = units
+    path = common.write_config(config, os.path.join(steps.configs_dir, "mixed.yml"))
+    steps.train(
+        "Mixed",
+        "mixed",
+        model_def(args.size, "mixed"),
+        [args.config, path],
+        config["model_dir"],
+        budget["steps"],
+        "train (1/%d)" % (len(designs) + 1),
+    )
+    systems = [evaluate.System("Mixed", [args.config, path], None)]
+    for index, design in enumerate(designs):
+        paths = common.train_curriculum(
+            steps,
+            row_name(design),
+            "factorized_%s" % design,
+            model_def(args.size, design),
+            args.config,
+            budget,
+            "train (%d/%d)" % (index + 2, len(designs) + 1),
+            model_dim=units,
+        )
+        systems.append(evaluate.System(row_name(design), paths, MODES))
+
+    common.log("[factorized] evaluate (%d test sentences per domain)" % budget["eval_sentences"])
+    t0 = time.time()
+    eval_dir = os.path.join(out, "eval")
+    results = evaluate.evaluate(
+        args.data, systems, eval_dir, baseline="Mixed", max_sentences=budget["eval_sentences"]
+    )
+    steps.timings.append(("evaluate", time.time() - t0))
+    total = time.time() - start
+    tables = evaluate.format_tables(results)
+    lines = [
+        "# Factorized Transformer designs (%s, %s size)" % (mode, args.size),
+        "",
+        "Mixed and the Factorized designs %s (%s), trained on %s: Mixed %d steps; each"
+        " design %d steps of stage 1 (domain-agnostic: shared parameters and general"
+        " copies), then unfolded and %d steps of stage 2 (domain blocks alone, the rest"
+        " frozen). Labels: oracle, generic (the general copies), wrong (the next domain in"
+        " the list); first %d test sentences per domain, beam 4."
+        % (
+            ", ".join(d.upper() for d in designs),
+            MODEL_DIRS[args.size],
+            args.config,
+            budget["steps"],
+            budget["steps"],
+            budget["stage2_steps"],
+            budget["eval_sentences"],
+        ),
+        "",
+        tables,
+        "",
+        "![BLEU per domain](eval/bleu.png)",
+        "",
+        "Parameters against the vanilla Transformer of the same size (%d domains, a"
+        " 50,000-word vocabulary, one tied target embedding, kernels and embeddings):"
+        % num_domains,
+        "",
+    ] + parameter_lines(designs, num_domains, args.size)
+    steps.write_report(lines, tables, total)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
