@@ -184,22 +184,22 @@ def train_curriculum(steps, name, slug, model_def, data_config, budget, progress
         for stage, config in (("stage1", stage1), ("stage2", stage2))
     ]
     steps.train(
-        "%s stage 1 (general)" % name,
+        "%s stage 1 (domain-agnostic, %d steps)" % (name, budget["steps"]),
         slug + "_stage1",
         model_def,
         [data_config, paths[0]],
         stage1["model_dir"],
         budget["steps"],
-        "%s %s, stage 1 (domain-agnostic)" % (progress, name),
+        progress,
     )
     steps.train(
-        "%s stage 2 (unfold, domain blocks)" % name,
+        "%s stage 2 (unfold, domain blocks, %d steps)" % (name, budget["stage2_steps"]),
         slug,
         model_def,
         [data_config, paths[1]],
         stage2["model_dir"],
         budget["steps"] + budget["stage2_steps"],
-        "%s %s, stage 2 (unfold, %d steps)" % (progress, name, budget["stage2_steps"]),
+        progress,
     )
     return [data_config, paths[1]]
 
