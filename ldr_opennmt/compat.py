@@ -30,12 +30,18 @@ What is here, and why no public equivalent exists:
   ``_resource_apply_sparse``; the optimizer object is built by OpenNMT-tf's
   ``make_optimizer`` from the configuration, so the mixin is added to the class
   of that object (a new object would lose the configured learning-rate schedule).
+* :func:`add_mixin`, for the stock Transformer layers too: domain mixing
+  (:mod:`ldr_opennmt.layers.mixing`) runs the stock ``SelfAttentionEncoderLayer.call``
+  / ``SelfAttentionDecoderLayer.call`` inside a scope that gives the layer's domain
+  proportions to its projections, without copying those layers.
 * :func:`run_onmt_main`: ``onmt-main``'s ``main()`` builds ``opennmt.bin.main.Runner``
   from ``sys.argv``; ``ldr-main`` runs it with its own Runner class.
 * :func:`initialize_logging`: ``onmt-main``'s log format (``_initialize_logging``).
 * :func:`training_steps`: ``Trainer._steps``, the training step without the
   checkpointing and summary loop (``run/benchmarks.py`` times it), with the
   ``TrainingStats`` that ``Trainer.__call__`` would create.
+* :func:`decode_target`: the teacher-forced decoder pass of
+  ``SequenceToSequence.call`` (``_decode_target``), for analyses of the decoder layers.
 * :func:`install_error_hook`: stock ``onmt-main`` has no error handling to extend,
   so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
 """
@@ -68,6 +74,7 @@ UPSTREAM_NAMES = (
     (evaluation.Evaluator, "_maybe_garbage_collect_exports", "EvaluatorAdapter.record"),
     (evaluation.Evaluator, "_is_higher_better_for_metric", "EvaluatorAdapter.metric_base_name"),
     (opennmt.models.SequenceToSequence, "_dynamic_decode", "DecodingScopeMixin"),
+    (opennmt.models.SequenceToSequence, "_decode_target", "decode_target"),
     (tf.keras.optimizers.legacy.Optimizer, "_resource_apply_dense", "ConditionalUpdateMixin"),
     (tf.keras.optimizers.legacy.Optimizer, "_resource_apply_sparse", "ConditionalUpdateMixin"),
     (onmt_main, "Runner", "run_onmt_main"),
@@ -322,6 +329,30 @@ class ConditionalUpdateMixin:
         )
 
 
+_MIXIN_CLASSES = {}
+
+
+def add_mixin(instance, mixin):
+    """Adds :obj:`mixin` first to the class of an existing object, in place.
+
+    For objects that OpenNMT-tf constructs itself (the optimizer from the
+    configuration, the layers of a stock encoder or decoder): the instance keeps its
+    state, sublayers, configuration and checkpoint layout; the mixin's methods run
+    before the stock ones (``super()`` reaches them). One class per (class, mixin).
+
+    Returns:
+      The same object.
+    """
+    if isinstance(instance, mixin):
+        return instance
+    key = (instance.__class__, mixin)
+    if key not in _MIXIN_CLASSES:
+        name = "%s%s" % (mixin.__name__.lstrip("_"), key[0].__name__)
+        _MIXIN_CLASSES[key] = type(name, (mixin, key[0]), {})
+    instance.__class__ = _MIXIN_CLASSES[key]
+    return instance
+
+
 def add_optimizer_mixin(optimizer, mixin):
     """Adds :obj:`mixin` to the class of an existing optimizer, in place.
 
@@ -331,11 +362,7 @@ def add_optimizer_mixin(optimizer, mixin):
     Returns:
       The same optimizer.
     """
-    if isinstance(optimizer, mixin):
-        return optimizer
-    cls = optimizer.__class__
-    optimizer.__class__ = type("%s%s" % (mixin.__name__, cls.__name__), (mixin, cls), {})
-    return optimizer
+    return add_mixin(optimizer, mixin)
 
 
 def run_onmt_main(argv, runner_class):
@@ -355,6 +382,13 @@ def run_onmt_main(argv, runner_class):
 def initialize_logging(level_name):
     """Sets up logging as ``onmt-main`` does (level name, e.g. ``"INFO"``)."""
     onmt_main._initialize_logging(getattr(logging, level_name))
+
+
+def decode_target(model, labels, memory, state, memory_length, training=None):
+    """The teacher-forced decoder pass of a ``SequenceToSequence`` model
+    (``_decode_target``), without the rest of ``call`` (for analyses that read the
+    decoder layers, e.g. the domain proportions of a mixing model)."""
+    return model._decode_target(labels, memory, state, memory_length, training=training)
 
 
 def training_steps(trainer, dataset, accum_steps=1):

@@ -85,6 +85,7 @@ class DomainInputter(opennmt.inputters.Inputter):
         """
         super().__init__(**kwargs)
         self.required = required
+        self.optional_labels = False
         self.domains = None
         self._table = None
         self._any_label_is_generic = False
@@ -140,6 +141,8 @@ class DomainInputter(opennmt.inputters.Inputter):
         return dataset_util.make_datasets(tf.data.TextLineDataset, data_file)
 
     def input_signature(self):
+        if self.optional_labels:
+            return {}  # Serving needs no label.
         return {"domain": tf.TensorSpec([None], tf.string)}
 
     def make_features(self, element=None, features=None, training=None):
@@ -168,17 +171,34 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
     ``domain``...) and its output is the single embedding of the word inputter.
     """
 
-    def __init__(self, word_inputter, domains_required=True):
+    def __init__(self, word_inputter, domains_required=True, optional_labels=False):
         """Initializes the inputter.
 
         Args:
           word_inputter: The :class:`opennmt.inputters.WordEmbedder` (or a
             domain-aware subclass) embedding the source tokens.
           domains_required: Whether a declared domain list is mandatory.
+          optional_labels: See :attr:`optional_labels`.
         """
         self.word_inputter = word_inputter
         self.domain_inputter = DomainInputter(required=domains_required)
         super().__init__([word_inputter, self.domain_inputter], combine_features=False)
+        self.optional_labels = optional_labels
+
+    @property
+    def optional_labels(self):
+        """Labels needed for training only (models that use them only in their loss).
+
+        When ``True``: a training corpus must have labels, any other source file
+        (inference, scoring, evaluation) may come alone, its sentences then being
+        ``generic``; features without ``domain`` get ``generic`` ids; the serving
+        signature has no ``domain`` input. A given label file is still checked.
+        """
+        return self.domain_inputter.optional_labels
+
+    @optional_labels.setter
+    def optional_labels(self, optional):
+        self.domain_inputter.optional_labels = bool(optional)
 
     @opennmt.inputters.Inputter.asset_prefix.setter
     def asset_prefix(self, asset_prefix):
@@ -268,7 +288,9 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
             return sources, labels
         if isinstance(data_file, (list, tuple)) and len(data_file) == 1:
             data_file = data_file[0]
-        if isinstance(data_file, str) and not self.domain_inputter.required:
+        if isinstance(data_file, str) and (
+            not self.domain_inputter.required or self.optional_labels
+        ):
             return data_file, None
         raise UserError(
             "expected a source file and an aligned domain label file "
@@ -277,6 +299,12 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
 
     def make_dataset(self, data_file, training=None):
         source_files, label_files = self.split_files(data_file)
+        if label_files is None and training and self.optional_labels:
+            raise UserError(
+                "training needs domain labels (this model's loss uses them): give "
+                "features_file: [train.src, train.domain] or data: train_corpora, got %r"
+                % (data_file,)
+            )
         if label_files is not None:
             pairs = (
                 zip(source_files, label_files)
@@ -348,6 +376,12 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
             features=features,
             training=training,
         )
+        if domain is None and element is None and self.optional_labels:
+            # Served or hand-made features without labels: every sentence is generic.
+            features["domain"] = tf.fill(
+                tf.shape(features["length"]), tf.constant(domains_lib.GENERIC_ID, tf.int32)
+            )
+            return features
         domain_features = {} if domain is None else {"domain": domain}
         features.update(
             self.domain_inputter.make_features(

@@ -26,6 +26,7 @@ FAMILIES = {
     "factorized_pa_transformer": lambda: models.factorized_transformer("pa", **TINY),
     "factorized_sf_transformer": lambda: models.factorized_transformer("sf", **TINY),
     "factorized_df_transformer": lambda: models.factorized_transformer("df", d_inner=8, **TINY),
+    "mixing_transformer": lambda: models.mixing_transformer(**TINY),
     "ldr_rnn": lambda: models.ldr_rnn(domain_region_size=2, **TINY_RNN),
     "dc_rnn": lambda: models.dc_rnn(**TINY_RNN),
     "mixed_rnn": lambda: models.mixed_rnn(**TINY_RNN),

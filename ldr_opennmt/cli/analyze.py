@@ -20,8 +20,8 @@ import sys
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import errors
 from ldr_opennmt.analysis import polysemy
-from ldr_opennmt.layers import factorized
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.layers import factorized
 from ldr_opennmt.utils import read_lines, write_lines_atomic
 
 

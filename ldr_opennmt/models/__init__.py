@@ -8,9 +8,11 @@ from ldr_opennmt.models.catalog import (
     ldr_transformer,
     mixed_rnn,
     mixed_transformer,
+    mixing_transformer,
 )
 from ldr_opennmt.models.classifier import DomainClassifier, domain_classifier
 from ldr_opennmt.models.factorized import FactorizedTransformer
+from ldr_opennmt.models.mixing import MixingTransformer
 from ldr_opennmt.models.sequence_to_sequence import (
     MultiDomainModel,
     MultiDomainRNN,

@@ -1,4 +1,5 @@
-"""Ready-made multi-domain systems: LDR, Mixed, domain control (DC), Factorized.
+"""Ready-made multi-domain systems: LDR, Mixed, domain control (DC), Factorized, domain
+mixing.
 
 Model definition files in ``model_defs/`` are one call to these functions.
 Defaults follow the LDR paper (Pham et al., 2019, section 3.2): Transformer
@@ -12,6 +13,7 @@ import opennmt
 from ldr_opennmt.layers import DomainControlEmbedder, LDREmbedder
 from ldr_opennmt.models import procedure
 from ldr_opennmt.models.factorized import FactorizedTransformer
+from ldr_opennmt.models.mixing import MixingTransformer
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainRNN, MultiDomainTransformer
 
 
@@ -152,3 +154,13 @@ def factorized_transformer(design, **kwargs):
     embeddings shared, as in the paper. The sizes and their paper defaults are
     :class:`~ldr_opennmt.models.factorized.FactorizedTransformer`'s arguments."""
     return FactorizedTransformer(design, **kwargs)
+
+
+def mixing_transformer(**kwargs):
+    """Word-level adaptive layer-wise domain mixing (Jiang et al., 2020): per-domain
+    attention Q/K/V and FFN weights mixed per word by each layer's learned domain
+    proportions, trained with ``L_gen + L_mix`` (domain labels for training only).
+    The options (``epsilon`` 0.05, ``cut``, ``variant`` ``"encoder_decoder"`` or
+    ``"encoder"``) and sizes are
+    :class:`~ldr_opennmt.models.mixing.MixingTransformer`'s arguments."""
+    return MixingTransformer(**kwargs)

@@ -15,11 +15,13 @@ LABELS = ["religious", "generic", "software"]
 def _serving_inputs(sentences, labels):
     tokens = [s.split() for s in sentences]
     length = max(len(t) for t in tokens)
-    return dict(
+    inputs = dict(
         tokens=tf.constant([t + [""] * (length - len(t)) for t in tokens]),
         length=tf.constant([len(t) for t in tokens], tf.int32),
-        domain=tf.constant(labels),
     )
+    if labels is not None:
+        inputs["domain"] = tf.constant(labels)
+    return inputs
 
 
 @pytest.mark.slow
@@ -34,10 +36,17 @@ class ExportTest(tf.test.TestCase):
             self.assertEqual(f.read().splitlines(), model.domains or [])
 
         serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-        outputs = serve(**_serving_inputs(SENTENCES, LABELS))
+        # Models using labels for training only (domain mixing) serve without them.
+        takes_labels = not getattr(model.features_inputter, "optional_labels", False)
+        self.assertEqual("domain" in serve.structured_input_signature[1], takes_labels)
+        outputs = serve(**_serving_inputs(SENTENCES, LABELS if takes_labels else None))
         self.assertAllEqual(outputs["tokens"], expected["tokens"])
         self.assertAllEqual(outputs["length"], expected["length"])
         self.assertAllClose(outputs["log_probs"], expected["log_probs"], atol=1e-5)
+        if not takes_labels:
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "2 in length, 3 in tokens"):
+                serve(tokens=tf.constant([["cell"]] * 3), length=tf.constant([1, 1], tf.int32))
+            return
         if model.domains is not None:
             with self.assertRaisesRegex(
                 tf.errors.InvalidArgumentError, r"Unknown domain label .{0,2}legal"
