@@ -66,11 +66,17 @@ NAMES = {
     "fact_pa": "Factorized PA",
     "fact_sf": "Factorized SF",
     "fact_df": "Factorized DF",
+    "mix_k2": "Domain mixing, k = 2",
+    "mix_k3": "Domain mixing, k = 3",
+    "mix_k6": "Domain mixing, k = 6",
 }
+#: The domain counts of the domain-mixing systems (its cost grows with k).
+MIXING_KS = (2, 3, 6)
 RUNTIMES = {TF: "TF SavedModel", CT2: "CTranslate2"}
 TRAIN_SYSTEMS = [VANILLA, "mixed", "dc", "ldr_joint", "ldr_procedure1"]
-TRAIN_SYSTEMS += ["fact_pa", "fact_sf", "fact_df"]
+TRAIN_SYSTEMS += ["fact_pa", "fact_sf", "fact_df", "mix_k2", "mix_k3", "mix_k6"]
 TF_SYSTEMS = [VANILLA, "mixed", "dc", "ldr", "fact_pa", "fact_sf", "fact_df"]
+TF_SYSTEMS += ["mix_k2", "mix_k3", "mix_k6"]
 CT2_SYSTEMS = [VANILLA, "dc", "ldr"]
 # Training mode of each training system (params: domain_training). The Factorized
 # designs train in one pass over all their variables: the cost of their blocks, as in
@@ -84,12 +90,16 @@ DOMAIN_TRAINING = {
     "fact_pa": "joint",
     "fact_sf": "joint",
     "fact_df": "joint",
+    "mix_k2": "joint",
+    "mix_k3": "joint",
+    "mix_k6": "joint",
 }
 # The family of each system, for --families (vanilla, the reference, is always run).
 FAMILIES = {
     "baselines": ("mixed", "dc"),
     "ldr": ("ldr", "ldr_joint", "ldr_procedure1"),
     "factorized": ("fact_pa", "fact_sf", "fact_df"),
+    "mixing": ("mix_k2", "mix_k3", "mix_k6"),
 }
 # SavedModels fed batches that mix the domains (sentence i gets DOMAINS[i % 3]): the
 # Factorized blocks select a copy per sentence. The others get INFER_DOMAIN, the
@@ -267,19 +277,98 @@ def metric(results, where, name):
     return entry.get(name)
 
 
-def check_targets(results):
+def transformer_flops(size, vocab, length, decode_length, beam, k=None):
+    """Matmul FLOPs of one sentence: (training forward pass, beam-search translation).
+
+    A multiply-add counts 2. ``k=None``: the vanilla Transformer; ``k``: domain mixing
+    (E/DC), whose Q/K/V and FFN linears cost ``k`` times theirs, plus the proportion
+    layers (``d x k`` per word and layer). Training is teacher-forced on source and
+    target of :obj:`length` words (a backward pass costs about twice the forward in
+    both models, so the ratio is that of the forward); translation runs the encoder
+    once and :obj:`decode_length` incremental decoder steps on :obj:`beam`
+    hypotheses, cross-attention keys and values computed once per hypothesis.
+    Attention scores, the output projection and the embeddings are not mixed.
+    """
+    d, f, layers = size["num_units"], size["ffn_inner_dim"], size["num_layers"]
+    m = 1 if k is None else k
+    extra = 0 if k is None else 2 * d * k  # The proportions of one word in one layer.
+
+    def attention(queries, keys):  # Scores and weighted sum: 2 x (2 * queries * keys * d).
+        return 4 * queries * keys * d
+
+    ffn = 2 * 2 * d * f * m
+    # Encoder layer, per source word: mixed Q/K/V, shared output projection, FFN.
+    encoder = length * (2 * 3 * d * d * m + 2 * d * d + ffn + extra) + attention(length, length)
+    memory_kv = length * (2 * 2 * d * d * m + extra)  # Cross-attention K/V of the memory.
+
+    def decoder_word(prefix):
+        self_attention = 2 * 3 * d * d * m + 2 * d * d + attention(1, prefix)
+        cross = 2 * d * d * m + 2 * d * d + attention(1, length)
+        return self_attention + cross + ffn + extra
+
+    output = 2 * d * vocab
+    train = layers * (encoder + memory_kv + sum(decoder_word(t + 1) for t in range(length)))
+    train += length * output
+    decode = layers * (encoder + beam * memory_kv)
+    decode += beam * sum(layers * decoder_word(t + 1) + output for t in range(decode_length))
+    return train, decode
+
+
+def mixing_flop_ratios(config, k):
+    """(training, translation) FLOP ratios of domain mixing with ``k`` domains to vanilla."""
+    args = (config["size"], config["vocab"] + 3, config["length"])
+    args += (config["decode_length"], config["beam"])
+    vanilla = transformer_flops(*args)
+    mixing = transformer_flops(*args, k=k)
+    return mixing[0] / vanilla[0], mixing[1] / vanilla[1]
+
+
+def mixing_targets(config):
+    """The domain-mixing targets of a run: each step and translation at most the FLOP
+    ratio / 0.8 times vanilla's (80% of the throughput the FLOPs predict)."""
+    targets = []
+    for k in MIXING_KS:
+        system = "mix_k%d" % k
+        train, decode = mixing_flop_ratios(config, k)
+        targets += [
+            (
+                "Domain mixing k = %d training step ≤ %.2f× vanilla (FLOPs %.2f×, / 0.8)"
+                % (k, train / 0.8, train),
+                (TRAIN, system),
+                (TRAIN, VANILLA),
+                "ms_per_step",
+                "<=",
+                train / 0.8,
+            ),
+            (
+                "Domain mixing k = %d SavedModel beam search ≤ %.2f× vanilla's time "
+                "(FLOPs %.2f×, / 0.8)" % (k, decode / 0.8, decode),
+                (INFER, "tf:" + system),
+                (INFER, "tf:" + VANILLA),
+                "ms_per_sentence",
+                "<=",
+                decode / 0.8,
+            ),
+        ]
+    return targets
+
+
+def check_targets(results, config=None):
     """Checks the targets of the issue.
 
     Args:
       results: ``{"train": {system: measurement}, "infer": {"tf:ldr": measurement,
         ...}}`` (a measurement is a dict of metrics, or ``{"error": ...}``).
+      config: The run configuration; with it, the domain-mixing targets, which
+        depend on the sizes (:func:`mixing_targets`), are checked too.
 
     Returns:
       A list of ``(description, measured ratio or None, comparison, threshold,
       "PASS" | "MISS" | "n/a")``.
     """
     checks = []
-    for description, where, reference, name, comparison, threshold in TARGETS:
+    targets = TARGETS + (mixing_targets(config) if config else [])
+    for description, where, reference, name, comparison, threshold in targets:
         value = ratio(metric(results, where, name), metric(results, reference, name))
         checks.append(
             (description, value, comparison, threshold, check(value, comparison, threshold))
@@ -508,7 +597,8 @@ def _train_section(config, results):
         "steps after %d warm-up steps. tokens/s counts the source and target tokens of a "
         "step (%s per step, target `</s>` included). Mixed, DC and LDR joint train "
         "jointly; Procedure 1 runs its two passes per step; the Factorized designs train "
-        "jointly (one pass over all their variables); every batch has one domain, as "
+        "jointly (one pass over all their variables), and so does domain mixing (L_gen + "
+        "L_mix, E/DC, k declared domains); every batch has one domain, as "
         "`ldr-main`'s sampling gives."
         % (config["batch"], config["steps"], config["warmup"], format_number(tokens, 0)),
         "",
@@ -619,10 +709,10 @@ def _infer_section(config, results):
     return lines
 
 
-def _targets_section(results):
+def _targets_section(results, config=None):
     rows = [
         [description, format_ratio(value), "%s %.2fx" % (SYMBOLS[comparison], threshold), status]
-        for description, value, comparison, threshold, status in check_targets(results)
+        for description, value, comparison, threshold, status in check_targets(results, config)
     ]
     return [
         "## Targets",
@@ -648,13 +738,20 @@ def format_report(config, results, machine, elapsed=None):
         lines += [""] + _train_section(config, results)
     if INFER in config["parts"]:
         lines += [""] + _infer_section(config, results)
-    lines += [""] + _targets_section(results)
+    lines += [""] + _targets_section(results, config)
     if elapsed is not None:
         lines += ["", "Run time: %.1f min." % (elapsed / 60)]
     return "\n".join(lines) + "\n"
 
 
 # The synthetic data.
+
+
+def write_labels(path, sentences, domains, block):
+    """Writes a label file: :obj:`domains` in turn by blocks of :obj:`block` lines."""
+    with open(path, "w") as f:
+        for i in range(sentences):
+            f.write(domains[(i // block) % len(domains)] + "\n")
 
 
 def write_data(directory, vocab_size, sentences, length, seed, block=1):
@@ -706,6 +803,8 @@ def _build_model(system, config):
         return models.dc_transformer(**size)
     if system.startswith("ldr"):
         return models.ldr_transformer(**size)
+    if system.startswith("mix_k"):
+        return models.mixing_transformer(**size)
     if system.startswith("fact_"):
         design = system[len("fact_") :]
         if design == "df":
@@ -715,11 +814,31 @@ def _build_model(system, config):
     raise ValueError("unknown system %r" % system)
 
 
+def system_domains(system):
+    """The declared domains of a system (``None`` for vanilla)."""
+    if system == VANILLA:
+        return None
+    if system.startswith("mix_k"):
+        return ["d%d" % i for i in range(int(system[len("mix_k") :]))]
+    return DOMAINS
+
+
+def _label_file(system, config):
+    """The training label file of a system: its domains by blocks of one batch."""
+    domains = system_domains(system)
+    if domains == DOMAINS:
+        return config["paths"]["dom"]
+    path = os.path.join(config["workdir"], "data", "dom_%d" % len(domains))
+    if not os.path.exists(path):
+        write_labels(path, config["data_sentences"], domains, config["batch"])
+    return path
+
+
 def _data_config(system, config):
     paths = config["paths"]
     data = {"source_vocabulary": paths["vocab"], "target_vocabulary": paths["vocab"]}
     if system != VANILLA:
-        data["domains"] = DOMAINS
+        data["domains"] = system_domains(system)
     return data
 
 
@@ -740,7 +859,9 @@ def _measure_training(config, system):
         params["domain_training"] = DOMAIN_TRAINING[system]
     model.initialize(_data_config(system, config), params=params)
     optimizer = model.get_optimizer()
-    features_file = paths["src"] if system == VANILLA else [paths["src"], paths["dom"]]
+    features_file = (
+        paths["src"] if system == VANILLA else [paths["src"], _label_file(system, config)]
+    )
     dataset = model.examples_inputter.make_training_dataset(
         features_file,
         paths["tgt"],
@@ -1034,6 +1155,7 @@ def run_benchmarks(args, workdir):
         os.makedirs(os.path.join(workdir, name), exist_ok=True)
     config = make_config(args, workdir)
     sentences = max(3000, config["sentences"], 16 * config["batch"])
+    config["data_sentences"] = sentences
     config["paths"] = write_data(
         os.path.join(workdir, "data"),
         args.vocab,

@@ -98,6 +98,29 @@ class BenchmarkHelpersTest(unittest.TestCase):
         df = [c for name, c in checks.items() if name.startswith("Factorized DF")]
         self.assertEqual([c[4] for c in df], ["n/a"] * 3)
 
+    def test_mixing_flops_and_targets(self):
+        config = _config()
+        self.assertAlmostEqual(benchmarks.mixing_flop_ratios(config, 1)[0], 1.0, delta=0.02)
+        ratios = [benchmarks.mixing_flop_ratios(config, k) for k in benchmarks.MIXING_KS]
+        self.assertEqual(ratios, sorted(ratios))
+        for train, decode in ratios:
+            self.assertGreater(train, 1.0)
+            self.assertGreater(decode, 1.0)
+        results = _results()
+        results["train"]["vanilla"]["ms_per_step"] = 100.0
+        train2 = ratios[0][0]
+        results["train"]["mix_k2"] = {"ms_per_step": 100.0 * train2 / 0.8 - 1}
+        results["train"]["mix_k3"] = {"ms_per_step": 100.0 * ratios[1][0] / 0.8 + 1}
+        checks = benchmarks.check_targets(results, config)
+        self.assertEqual(len(checks), len(benchmarks.TARGETS) + 2 * len(benchmarks.MIXING_KS))
+        mixing = {c[0]: c[4] for c in checks[len(benchmarks.TARGETS) :]}
+        self.assertEqual(
+            [status for name, status in mixing.items() if "training" in name],
+            ["PASS", "MISS", "n/a"],
+        )
+        self.assertEqual(benchmarks.system_domains("mix_k6"), ["d%d" % i for i in range(6)])
+        self.assertIsNone(benchmarks.system_domains("vanilla"))
+
     def test_families_and_domain_blocks(self):
         tasks = benchmarks._tasks(["train", "infer"], ["factorized"])
         self.assertEqual(
