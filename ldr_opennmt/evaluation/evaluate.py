@@ -101,9 +101,14 @@ class System:
 
     @property
     def uses_domains(self):
-        """Whether the labels change the translation (Mixed models ignore them)."""
+        """Whether the labels change the translation: Mixed models ignore them, domain
+        mixing models read them for training only (``optional_labels``)."""
         domain_inputter = getattr(self.model.features_inputter, "domain_inputter", None)
-        return domain_inputter is not None and domain_inputter.required
+        return (
+            domain_inputter is not None
+            and domain_inputter.required
+            and not domain_inputter.optional_labels
+        )
 
     def checkpoint(self):
         """The checkpoint translations are made with (the latest one)."""
