@@ -469,6 +469,34 @@ class MixingLearningTest(tf.test.TestCase):
         self.assertGreater(np.mean(list(accuracy.values())), chance + 0.4, accuracy)
 
 
+@pytest.mark.slow
+class MixingRunnerTest(tf.test.TestCase):
+    def test_ldr_main_runner_with_train_corpora(self):
+        """ldr-main's Runner gives the labels of per-domain corpora to L_mix."""
+        from ldr_opennmt.training.runner import Runner
+
+        directory = self.get_temp_dir()
+        paths = corpus.write_corpus(os.path.join(directory, "data"), count=20)
+        sizes = {"medical": 16, "religious": 16, "software": 16}
+        config = {
+            "model_dir": os.path.join(directory, "mixing"),
+            "data": {
+                "source_vocabulary": paths["src_vocab"],
+                "target_vocabulary": paths["tgt_vocab"],
+                "train_corpora": corpus.write_domain_corpora(
+                    os.path.join(directory, "data"), sizes
+                ),
+            },
+            "params": {"optimizer": "Adam", "learning_rate": 0.01},
+            "train": {"batch_size": 8, "max_step": 2, "save_checkpoints_steps": 2},
+        }
+        runner = Runner(lambda: models.mixing_transformer(**helpers.TINY), config, seed=1)
+        runner.train()
+        self.assertTrue(tf.train.latest_checkpoint(config["model_dir"]).endswith("ckpt-2"))
+        with open(os.path.join(config["model_dir"], "domains.json")) as f:
+            self.assertIn("medical", f.read())
+
+
 @pytest.mark.e2e
 class MixingOnmtMainTest(tf.test.TestCase):
     def test_train_and_translate_without_labels(self):
