@@ -709,10 +709,21 @@ def _infer_section(config, results):
     return lines
 
 
+def _measured(where, results):
+    """Whether the system of a target's ``(table, row)`` was measured in this run."""
+    table, row = where
+    return row in results.get(table, {})
+
+
 def _targets_section(results, config=None):
+    # Only the targets of the systems this run measured (--families).
+    targets = TARGETS + (mixing_targets(config) if config else [])
     rows = [
         [description, format_ratio(value), "%s %.2fx" % (SYMBOLS[comparison], threshold), status]
-        for description, value, comparison, threshold, status in check_targets(results, config)
+        for (description, value, comparison, threshold, status), target in zip(
+            check_targets(results, config), targets
+        )
+        if _measured(target[1], results)
     ]
     return [
         "## Targets",
