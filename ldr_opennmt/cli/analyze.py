@@ -1,15 +1,23 @@
-"""``ldr-analyze``: analyses of a trained LDR model.
+"""``ldr-analyze``: analyses of trained multi-domain models.
 
     ldr-analyze polysemy --config data.yml ldr.yml --out results/polysemy \\
         [--min-count 30] [--k 10] [--top 10] [--checkpoint_path PATH]
 
     ldr-analyze parameters [--vocab-size 50000 --d-model 512 --num-domains 5 --d-inner 280 ...]
 
+    ldr-analyze proportions --config data.yml mixing.yml --features_file test.en \\
+        [--labels_file test.domain] [--target_file test.fr] [--sentence 0] \\
+        [--max_sentences M] [--checkpoint PATH] --out results/proportions
+
 The first writes ``polysemy.csv`` (every unit), ``polysemy.md`` (the most polysemous and
 most monosemous units with their neighbours per domain, the shape of Table 7 of
 the LDR paper) and ``polysemy.png`` (distribution of the intersection sizes). The
 second prints the parameters of the Factorized Transformer designs (DF, SF, PA)
 against the vanilla Transformer (the #P column of the Factorized paper's Table 2).
+The third reads a domain-mixing model's word-level domain proportions
+(:mod:`ldr_opennmt.analysis.proportions`) and writes ``sentence_<N>.png`` (Figure 7 of
+the mixing paper), ``histograms.png`` (Figure 9) and ``proportions.md`` (per layer: mean
+proportion per domain and, with labels, argmax accuracy).
 """
 
 import argparse
@@ -19,7 +27,7 @@ import sys
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import errors
-from ldr_opennmt.analysis import polysemy
+from ldr_opennmt.analysis import polysemy, proportions
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import factorized
 from ldr_opennmt.utils import read_lines, write_lines_atomic
@@ -136,6 +144,33 @@ def parameters_main(args):
     return 0
 
 
+def proportions_main(args):
+    """Writes the domain-proportion plots and table of a mixing model."""
+    _, model, checkpoint = proportions.load_model(
+        args.config, checkpoint_path=args.checkpoint, model_dir=args.model_dir
+    )
+    proportions.check_inputs(
+        model,
+        args.features_file,
+        labels_file=args.labels_file,
+        target_file=args.target_file,
+        sentence=args.sentence,
+        max_sentences=args.max_sentences,
+    )
+    result = proportions.compute(
+        model,
+        args.features_file,
+        labels_file=args.labels_file,
+        target_file=args.target_file,
+        batch_size=args.batch_size,
+        max_sentences=args.max_sentences,
+    )
+    files = " ".join(f for f in (args.features_file, args.labels_file, args.target_file) if f)
+    report = proportions.write_report(result, args.out, args.sentence, checkpoint, files=files)
+    print("\n".join(report))
+    return 0
+
+
 def main(argv=None):
     """The ``ldr-analyze`` entry point."""
     return errors.run_main("ldr-analyze", _main, argv)
@@ -156,9 +191,26 @@ def _main(argv):
     )
     for name, default in factorized.PAPER_SIZES.items():  # The paper's, 5 domains.
         sub.add_argument("--%s" % name.replace("_", "-"), type=int, default=default)
+    sub = subparsers.add_parser(
+        "proportions", help="word-level domain proportions of a domain-mixing model"
+    )
+    sub.add_argument("--config", nargs="+", required=True, help="run configuration(s)")
+    sub.add_argument("--model_dir", help="overrides the configuration's model_dir")
+    sub.add_argument(
+        "--checkpoint", "--checkpoint_path", dest="checkpoint", help="default: the latest"
+    )
+    sub.add_argument("--features_file", required=True, help="source file")
+    sub.add_argument("--labels_file", help="domain labels aligned with it (or domain:NAME)")
+    sub.add_argument("--target_file", help="target file: adds the decoder layers")
+    sub.add_argument("--sentence", type=int, default=0, help="sentence of the word plot")
+    sub.add_argument("--max_sentences", type=int, help="analyze the first M sentences")
+    sub.add_argument("--batch_size", type=int, default=32, help="sentences per batch")
+    sub.add_argument("--out", required=True, help="output directory")
     args = parser.parse_args(argv)
     if args.command == "parameters":
         return parameters_main(args)
+    if args.command == "proportions":
+        return proportions_main(args)
     return polysemy_main(args)
 
 
