@@ -62,6 +62,7 @@ from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers.context import DomainSpecificLayer, current_domain
 from ldr_opennmt.layers.embedding import DomainAwareWordEmbedder
+from ldr_opennmt.layers.replace import replace_dense
 
 #: The designs :func:`install` knows.
 DESIGNS = ("pa", "sf", "df_attention_ffn")
@@ -693,35 +694,9 @@ def domain_layers(layer_stack):
     return [m for m in layer_stack.submodules if isinstance(m, DomainSpecificLayer)]
 
 
-def _stock_dense(parent, attribute):
-    """The stock ``opennmt.layers.Dense`` at ``parent.<attribute>``, checked replaceable."""
-    layer = getattr(parent, attribute)
-    if not isinstance(layer, common.Dense):
-        raise UserError(
-            "%s.%s is a %s, not a stock Dense: factorized layers are already installed"
-            % (parent.name, attribute, type(layer).__name__)
-        )
-    if layer.built or layer.weight is not None:
-        raise UserError(
-            "%s.%s is built or shares its kernel: install factorized layers before build"
-            % (parent.name, attribute)
-        )
-    return layer
-
-
 def _replace(parent, attribute, layer_class, **kwargs):
     """Replaces ``parent.<attribute>`` by a ``layer_class`` with the same units and options."""
-    stock = _stock_dense(parent, attribute)
-    options = dict(
-        use_bias=stock.use_bias,
-        activation=stock.activation,
-        kernel_initializer=stock.kernel_initializer,
-        bias_initializer=stock.bias_initializer,
-        dtype=stock.dtype_policy,
-    )
-    options.update(kwargs)
-    # Keras untracks the replaced layer: it was never built and leaves no variable.
-    setattr(parent, attribute, layer_class(stock.units, **options))
+    replace_dense(parent, attribute, layer_class, "factorized", **kwargs)
 
 
 def _attentions(layer):

@@ -77,12 +77,12 @@ import threading
 
 import opennmt
 import tensorflow as tf
-from opennmt.layers import common
 from opennmt.utils.misc import shape_list
 
 from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers.context import DomainSpecificLayer
+from ldr_opennmt.layers.replace import replace_dense
 
 #: The side of a proportion record: source positions (encoder layers, and the decoder's
 #: proportions of the encoder output) or target positions (decoder layers).
@@ -556,32 +556,7 @@ class _MixingDecoderLayer(_MixingLayer):
 
 def _replace(parent, attribute, role, num_domains):
     """Replaces the stock Dense ``parent.<attribute>`` by a :class:`MixedDense`."""
-    stock = getattr(parent, attribute)
-    if not isinstance(stock, common.Dense):
-        raise UserError(
-            "%s.%s is a %s, not a stock Dense: mixed layers install into a stock stack once"
-            % (parent.name, attribute, type(stock).__name__)
-        )
-    if stock.built or stock.weight is not None:
-        raise UserError(
-            "%s.%s is built or shares its kernel: install mixed layers before build"
-            % (parent.name, attribute)
-        )
-    # Keras untracks the replaced layer: it was never built and leaves no variable.
-    setattr(
-        parent,
-        attribute,
-        MixedDense(
-            stock.units,
-            use_bias=stock.use_bias,
-            activation=stock.activation,
-            role=role,
-            kernel_initializer=stock.kernel_initializer,
-            bias_initializer=stock.bias_initializer,
-            num_domains=num_domains,
-            dtype=stock.dtype_policy,
-        ),
-    )
+    replace_dense(parent, attribute, MixedDense, "mixed", role=role, num_domains=num_domains)
 
 
 def install(layer_stack, num_domains=None, epsilon=DEFAULT_EPSILON, cut=True, name=None):
