@@ -25,11 +25,14 @@ import pyonmttok
 import yaml
 from tqdm import tqdm
 
-from ldr_opennmt.data import sources
+from ldr_opennmt.data import filters, sources
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import read_lines, write_lines
 
 SPLITS = ("train", "dev", "test")
+#: Bumped when a change to the build changes the corpus (2: the cleaning filters): a
+#: default corpus built by another version is rebuilt.
+CORPUS_VERSION = 2
 TOKENIZER_OPTIONS = {"mode": "aggressive", "joiner_annotate": True, "segment_numbers": True}
 
 
@@ -139,9 +142,27 @@ def build(
     os.makedirs(raw_dir, exist_ok=True)
     stats = collections.OrderedDict()
     all_splits = collections.OrderedDict()
+    filter_counts = collections.OrderedDict()
     for domain, pairs in domain_pairs.items():
         if not pairs:
             raise UserError("domain %r has an empty corpus" % domain)
+        pairs, filter_counts[domain] = filters.clean(pairs)
+        unique = len(dedupe(pairs))
+        filter_counts[domain]["duplicate_source"] = {"removed": len(pairs) - unique, "modified": 0}
+        log(
+            "[data] %s: %d pairs kept of %d (%s)"
+            % (
+                domain,
+                unique,
+                len(domain_pairs[domain]),
+                ", ".join(
+                    "%s -%d%s"
+                    % (name, c["removed"], " ~%d" % c["modified"] if c["modified"] else "")
+                    for name, c in filter_counts[domain].items()
+                    if c["removed"] or c["modified"]
+                ),
+            )
+        )
         all_splits[domain] = split_pairs(pairs, dev_size, test_size)
     # The same source can occur in two domains (e.g. a field label in two .po
     # files): no training pair may share its source with any dev or test pair.
@@ -152,7 +173,12 @@ def build(
         for source, _ in splits[split]
     }
     for domain, splits in all_splits.items():
+        before = len(splits["train"])
         splits["train"] = [pair for pair in splits["train"] if pair[0] not in held_out]
+        filter_counts[domain]["held_out_source"] = {
+            "removed": before - len(splits["train"]),
+            "modified": 0,
+        }
         stats[domain] = {}
         for split, split_pairs_ in splits.items():
             for i, lang in enumerate(langs):
@@ -207,16 +233,21 @@ def build(
         )
 
     info = {
+        "version": CORPUS_VERSION,
         "domains": domains,
         "source_lang": source_lang,
         "target_lang": target_lang,
         "stats": stats,
+        "filters": filter_counts,
     }
     with open(os.path.join(out, "corpus.json"), "w") as f:
         json.dump(info, f, indent=2)
     table = corpus_table(info)
+    cleaning = filters.table(filter_counts)
+    log("[data] cleaning (pairs removed per filter, rewritten in parentheses):\n" + cleaning)
     with open(os.path.join(out, "corpus.md"), "w") as f:
-        f.write(table + "\n")
+        f.write(table + "\n\nCleaning (pairs removed; rewritten pairs in parentheses):\n\n")
+        f.write(cleaning + "\n")
     with open(done, "w") as f:
         f.write("complete\n")
     return info
@@ -279,8 +310,15 @@ DEFAULT_DOMAINS = collections.OrderedDict(
 def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, log=_stderr):
     """Builds the default English->French corpus (medical, religious, software)."""
     if is_built(out):
-        log("[data] %s is already built" % out)
-        return load_info(out)
+        info = load_info(out)
+        if info.get("version") == CORPUS_VERSION:
+            log("[data] %s is already built" % out)
+            return info
+        log(
+            "[data] %s was built by an older ldr-data (corpus version %s, now %d): rebuilding;"
+            " models trained on it do not match the new vocabularies"
+            % (out, info.get("version", 1), CORPUS_VERSION)
+        )
     domain_pairs = collections.OrderedDict()
     for domain, extract in tqdm(
         DEFAULT_DOMAINS.items(), desc="extracting", unit="domain", disable=None
