@@ -7,6 +7,8 @@ setup(
     version="0.1.0",
     description="Multi-domain NMT (lexicalized domain representations) for OpenNMT-tf",
     packages=find_packages(exclude=["tests", "tests.*"]),
+    # The seed words of the contrastive lexical-choice test (ldr-eval contrastive).
+    package_data={"ldr_opennmt.evaluation": ["contrastive_words.txt"]},
     python_requires=">=3.11,<3.12",
     # Pinned: opennmt-tf 2.32 is validated against TensorFlow 2.13; the
     # opennmt-tf[tensorflow] extra is avoided on purpose (it pulls tensorflow-text,

@@ -33,6 +33,44 @@ FAMILIES = {
 }
 
 
+def _runs_layer_norm(policy):
+    try:
+        layer = opennmt.layers.LayerNorm(dtype=policy)
+        layer(tf.zeros([1, 2, 4], dtype=layer.compute_dtype))
+        return True
+    except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError):
+        return False
+
+
+_MIXED_PRECISION = []
+
+
+def mixed_precision_policy():
+    """The mixed-precision policy this machine's CPU kernels can train with, or ``None``.
+
+    ``onmt-main --mixed_precision`` sets ``mixed_float16`` on GPUs. On a CPU, which
+    half-precision LayerNorm (FusedBatchNormV3) kernel exists depends on the machine:
+    measured, an AVX512 machine (oneDNN kernels) had bfloat16 and no float16, an
+    AVX2-only one float16 and no bfloat16. The tests take the first that runs, so the
+    same code path (compute dtype != variable dtype, loss-scale optimizer) is exercised;
+    where none runs they are skipped, saying why.
+    """
+    if not _MIXED_PRECISION:
+        found = [p for p in ("mixed_bfloat16", "mixed_float16") if _runs_layer_norm(p)]
+        _MIXED_PRECISION.append(found[0] if found else None)
+    return _MIXED_PRECISION[0]
+
+
+def skip_without_mixed_precision(test):
+    """Skips :obj:`test` (a TestCase) when :func:`mixed_precision_policy` is ``None``."""
+    if mixed_precision_policy() is None:
+        test.skipTest(
+            "this CPU has no bfloat16 or float16 LayerNorm kernel (FusedBatchNormV3): mixed"
+            " precision runs on GPUs and bfloat16-capable CPUs only"
+        )
+    return mixed_precision_policy()
+
+
 def build_model(test, family="ldr_transformer", params=None, count=20, seed=7):
     """Builds, initializes and creates the variables of a tiny model.
 

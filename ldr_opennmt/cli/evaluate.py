@@ -2,14 +2,24 @@
 
     ldr-eval --corpus data/default --out results/eval --baseline Mixed \\
         --system Mixed=runs/mixed.yml --system DC=runs/dc.yml --system LDR=runs/ldr.yml
+
+``ldr-eval contrastive`` runs the contrastive test of domain-dependent lexical choice
+(:mod:`ldr_opennmt.evaluation.contrastive`) instead: it builds the items from the corpus (or
+reads ``--items``) and scores them with each system and label mode::
+
+    ldr-eval contrastive --corpus data/default --out results/contrastive \\
+        --system Mixed=runs/mixed.yml --system LDR=runs/ldr.yml [--system-modes LDR=oracle,flipped]
 """
 
 import argparse
+import os
 import sys
 
 from ldr_opennmt import errors
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.evaluation import evaluate
+from ldr_opennmt.evaluation import contrastive, evaluate
+
+CONTRASTIVE = "contrastive"
 
 
 def main(argv=None):
@@ -18,7 +28,14 @@ def main(argv=None):
 
 
 def _main(argv):
-    parser = argparse.ArgumentParser(prog="ldr-eval", description=__doc__.split("\n")[0])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [CONTRASTIVE]:
+        return _contrastive_main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="ldr-eval",
+        description=__doc__.split("\n")[0],
+        epilog="`ldr-eval %s --help`: the contrastive lexical-choice test." % CONTRASTIVE,
+    )
     parser.add_argument("--corpus", required=True, help="corpus directory built by ldr-data")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument(
@@ -72,6 +89,108 @@ def _main(argv):
         bootstrap_samples=args.bootstrap_samples,
     )
     print(evaluate.format_tables(results))
+    return 0
+
+
+def _named_values(items, option):
+    """``NAME=A,B`` arguments as an ordered ``{NAME: [A, B]}``."""
+    values = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise UserError("%s expects NAME=VALUE[,VALUE...], got %r" % (option, item))
+        if name in values:
+            raise UserError("%s: %s is given twice" % (option, name))
+        values[name] = value.split(",")
+    return values
+
+
+def _contrastive_main(argv):
+    parser = argparse.ArgumentParser(
+        prog="ldr-eval %s" % CONTRASTIVE,
+        description="Contrastive test of domain-dependent lexical choice: does a system score "
+        "the reference above variants that use another domain's translation of a word?",
+    )
+    parser.add_argument("--corpus", required=True, help="corpus directory built by ldr-data")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument(
+        "--system",
+        action="append",
+        default=[],
+        metavar="NAME=CONFIG[,CONFIG...]",
+        help="a system and its OpenNMT-tf run configuration(s); without any, only build the items",
+    )
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=list(contrastive.MODES),
+        choices=contrastive.MODES,
+        help="label modes for systems that use domains",
+    )
+    parser.add_argument(
+        "--system-modes",
+        action="append",
+        default=[],
+        metavar="NAME=MODE[,MODE...]",
+        help="label modes for one system (overrides --modes), e.g. DC=oracle,flipped",
+    )
+    parser.add_argument(
+        "--items", help="an items file (JSON lines) to score instead of building {out}/items.jsonl"
+    )
+    parser.add_argument(
+        "--seed-words",
+        default=contrastive.DEFAULT_SEED_WORDS,
+        help="seed word file (default: the package's contrastive_words.txt; 'none': no seeds)",
+    )
+    parser.add_argument(
+        "--splits",
+        nargs="+",
+        default=list(contrastive.ITEM_SPLITS),
+        help="splits the items come from, in order of preference",
+    )
+    parser.add_argument("--max-per-word", type=int, default=20, help="items per (domain, word)")
+    parser.add_argument("--max-items", type=int, default=500, help="items in all")
+    parser.add_argument(
+        "--min-count",
+        type=int,
+        default=4,
+        help="training pairs an automatic candidate word needs in at least two domains",
+    )
+    args = parser.parse_args(argv)
+    system_modes = _named_values(args.system_modes, "--system-modes")
+    systems = []
+    for name, configs in _named_values(args.system, "--system").items():
+        systems.append(evaluate.System(name, configs))
+    unknown = [name for name in system_modes if name not in {s.name for s in systems}]
+    if unknown:
+        raise UserError("--system-modes names no --system: %s" % ", ".join(unknown))
+    items_path = args.items
+    if items_path is None:
+        items_path = os.path.join(args.out, contrastive.ITEMS_FILE)
+        items = contrastive.build_items(
+            args.corpus,
+            items_path,
+            seed_words=None if args.seed_words == "none" else args.seed_words,
+            splits=args.splits,
+            max_per_word=args.max_per_word,
+            max_items=args.max_items,
+            min_count=args.min_count,
+        )
+        print(
+            "%d contrastive items written to %s (summary: %s.md)"
+            % (len(items), items_path, os.path.splitext(items_path)[0])
+        )
+    if not systems:
+        return 0
+    results = contrastive.evaluate(
+        args.corpus,
+        systems,
+        args.out,
+        items_path=items_path,
+        modes=args.modes,
+        system_modes=system_modes,
+    )
+    print(contrastive.markdown_table(results))
     return 0
 
 

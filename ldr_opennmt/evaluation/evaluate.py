@@ -96,7 +96,8 @@ class System:
         return self.runner.model
 
     @property
-    def _reads_labels(self):
+    def reads_labels(self):
+        """Whether the model's inputs include a label file (read or ignored)."""
         return hasattr(self.model.features_inputter, "domain_inputter")
 
     @property
@@ -120,7 +121,7 @@ class System:
     def translate(self, source_file, label_file, output):
         """Translates with the latest checkpoint into :obj:`output` (atomically)."""
         partial = output + ".partial"
-        features = [source_file, label_file] if self._reads_labels else source_file
+        features = [source_file, label_file] if self.reads_labels else source_file
         self.runner.infer(features, predictions_file=partial, checkpoint_path=self.checkpoint())
         os.replace(partial, output)
 
@@ -272,6 +273,8 @@ def evaluate(
         "significance": significance,
         "baseline": baseline,
         "signatures": scoring.signatures(),
+        # The tokenized translations of each row, in the order of the domains.
+        "outputs": collections.OrderedDict((row, output) for row, output in outputs.values()),
     }
     with open(os.path.join(out_dir, "scores.json"), "w") as f:
         json.dump(results, f, indent=2)
@@ -279,6 +282,61 @@ def evaluate(
         f.write(format_tables(results) + "\n")
     scoring.bar_chart(rows, domains, "bleu", os.path.join(out_dir, "bleu.png"), "BLEU per domain")
     return results
+
+
+def examples(corpus_dir, results, per_domain=2, rows=None, min_words=4, max_words=25):
+    """Example translations next to their source and reference, as Markdown.
+
+    The examples are the first :obj:`per_domain` test sentences of each domain whose
+    source has :obj:`min_words` to :obj:`max_words` words (short enough to read in a table); the
+    choice does not depend on the systems' outputs.
+
+    Args:
+      corpus_dir: The corpus the results were computed on.
+      results: The results of :func:`evaluate`.
+      per_domain: Examples per domain.
+      rows: The rows to show (default: all, in the results' order).
+      min_words: The shortest source shown.
+      max_words: The longest source shown.
+
+    Returns:
+      A Markdown string: one table per example (system, translation).
+    """
+    info = corpus_lib.load_info(corpus_dir)
+    src, tgt = info["source_lang"], info["target_lang"]
+    detok = corpus_lib.load_tokenizer(corpus_dir, tgt)
+    rows = rows or [row for row, _ in results["rows"]]
+    outputs = {row: read_lines(results["outputs"][row]) for row in rows}
+    lines = []
+    start = 0
+    for domain in results["domains"]:
+        count = results["sentences"][domain]
+        sources = read_lines(os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, src)))
+        references = read_lines(os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)))
+        chosen = [i for i in range(count) if min_words <= len(sources[i].split()) <= max_words]
+        for number, i in enumerate(chosen[:per_domain], start=1):
+            lines += [
+                "**%s %d** (test line %d): %s" % (domain, number, i + 1, sources[i]),
+                "",
+                "| system | translation |",
+                "|---|---|",
+                "| *reference* | %s |" % _cell(references[i]),
+            ]
+            for row in rows:
+                hypothesis = detok.detokenize(outputs[row][start + i].split())
+                lines.append("| %s | %s |" % (row, _cell(hypothesis)))
+            lines.append("")
+        start += count
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _cell(text):
+    return text.replace("|", "\\|")
+
+
+def average(scores, metric="bleu"):
+    """The average of a row's per-domain scores."""
+    return sum(s[metric] for s in scores.values()) / len(scores)
 
 
 def format_tables(results):

@@ -6,6 +6,7 @@ read ``model_defs/`` and ``data_configs/`` from the repository root. ``run/*.sh`
 runs them with ``run/`` on ``sys.path`` (``python -m experiments.demo``)."""
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -63,6 +64,25 @@ def run_streaming(args, log_path, keep=("Step =", "Restored", "Saved checkpoint"
         )
 
 
+_STEP_LOG = re.compile(
+    r"Step = \d+ ; steps/s = ([\d.]+), tokens/s = \d+ \(\d+ source, (\d+) target\)"
+)
+
+
+def training_speed(log_path):
+    """The mean (steps/s, target tokens/s) of the step logs of the last training command
+    in a log file (``None`` when it has none: e.g. a training skipped as done)."""
+    if not os.path.exists(log_path):
+        return None
+    with open(log_path) as f:
+        text = f.read()
+    last = text.rsplit("\n$ ", 1)[-1]  # run_streaming writes "$ command" before each run.
+    found = [(float(a), float(b)) for a, b in _STEP_LOG.findall(last)]
+    if not found:
+        return None
+    return tuple(sum(values) / len(found) for values in zip(*found))
+
+
 def write_config(config, path):
     """Writes a YAML configuration and returns its path."""
     with open(path, "w") as f:
@@ -88,28 +108,38 @@ class Steps:
             os.makedirs(directory, exist_ok=True)
         self.commands = []
         self.timings = []
+        # Training speed of each trained system: title -> (steps/s, target tokens/s).
+        self.speeds = {}
         self.ldr_main = os.path.join(os.path.dirname(sys.executable), "ldr-main")
 
-    def train(self, title, slug, model_def, config_paths, model_dir, final_step, progress):
+    def train(
+        self, title, slug, model_def, config_paths, model_dir, final_step, progress, options=()
+    ):
         command = ["ldr-main", "--model", model_def, "--config", *config_paths]
-        command += ["--auto_config"] + self.options + ["train"]
+        command += ["--auto_config"] + self.options + list(options) + ["train"]
         self.commands.append(("Train %s" % title, command))
         final = os.path.join(model_dir, "ckpt-%d.index" % final_step)
+        log_path = os.path.join(self.logs_dir, "%s.train.log" % slug)
         t0 = time.time()
         if os.path.exists(final):
             log("[%s] %s %s: already trained (%s)" % (self.name, progress, title, final))
         else:
             log("[%s] %s %s" % (self.name, progress, title))
-            run_streaming(
-                [self.ldr_main] + command[1:], os.path.join(self.logs_dir, "%s.train.log" % slug)
-            )
+            run_streaming([self.ldr_main] + command[1:], log_path)
         self.timings.append(("train %s" % title, time.time() - t0))
+        speed = training_speed(log_path)
+        if speed is not None:
+            self.speeds["train %s" % title] = speed
 
     def timing_lines(self, total):
-        """The timings as a markdown table, with the total (seconds) in the last row."""
-        lines = ["| step | minutes |", "|---|---:|"]
-        lines += ["| %s | %.1f |" % (name, seconds / 60) for name, seconds in self.timings]
-        return lines + ["| total | %.1f |" % (total / 60)]
+        """The timings as a markdown table, with the total (seconds) in the last row and
+        the training speed (OpenNMT-tf's step logs, averaged) of each training."""
+        lines = ["| step | minutes | steps/s | target tokens/s |", "|---|---:|---:|---:|"]
+        for name, seconds in self.timings:
+            speed = self.speeds.get(name)
+            cells = ("%.2f" % speed[0], "%.0f" % speed[1]) if speed else ("", "")
+            lines.append("| %s | %.1f | %s | %s |" % ((name, seconds / 60) + cells))
+        return lines + ["| total | %.1f | | |" % (total / 60)]
 
     def write_report(self, lines, tables, total):
         """Writes ``out/report.md`` (atomically): :obj:`lines`, the timings and the

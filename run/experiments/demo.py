@@ -1,24 +1,29 @@
 """The README's main command: the whole multi-domain experiment on the default corpus.
 
-    bash run/demo.sh [--quick]
-    PYTHONPATH=run python -m experiments.demo [--quick]    # the same, from the repository root
+    bash run/demo.sh [--quick] [--full]
+    PYTHONPATH=run python -m experiments.demo [--quick] [--full]    # the same, from the root
 
-1. builds the default corpus (``ldr-data build default``);
-2. trains Mixed, DC, LDR and LDR^0.5 (small Transformers from ``model_defs/small/``)
-   with ``ldr-main`` on per-domain corpora (``data_configs/default_corpora.yml``), and
-   word-level domain mixing (labels for training only), and the Factorized
-   Transformer SF with the paper's curriculum (stage 1 domain-agnostic,
-   then unfold and stage 2 on the domain blocks alone);
+1. builds the default corpus (``ldr-data build default``, cleaning filters reported);
+2. trains Mixed (twice: seeds 1 and 2, the run-to-run spread every difference is judged
+   by), DC and LDR (small Transformers from ``model_defs/small/``) with ``ldr-main`` on
+   per-domain corpora (``data_configs/default_corpora.yml``), and the Factorized
+   Transformer SF with the paper's curriculum (stage 1 domain-agnostic, then unfold and
+   stage 2 on the domain blocks alone); ``--full`` adds LDR^0.5 and word-level domain
+   mixing;
 3. fine-tunes Mixed on each domain (the FT_* baselines) and trains a domain
    classifier that labels the test sets (LDR_pred);
 4. evaluates every system per domain (``ldr-eval``): oracle, generic and wrong
    labels for DC, LDR and Factorized SF, predicted labels for LDR;
-5. writes ``report.md`` (corpus table, classifier precision/recall, results,
-   chart, configs, commands).
+5. runs the contrastive lexical-choice test (``ldr-eval contrastive``) with Mixed, DC,
+   LDR and Factorized SF in every label mode;
+6. writes ``report.md``: corpus and cleaning tables, classifier precision/recall, BLEU
+   and chrF tables with the seed spread, the contrastive tables, "what this shows and
+   what it cannot" (generated from the figures), example translations, time and speed
+   per training, configurations and the commands to rerun any step.
 
 Every step resumes: a built corpus is reused, a finished training is skipped and
-an interrupted one continues from its last checkpoint, finished translations are
-reused.
+an interrupted one continues from its last checkpoint, finished translations and
+scores are reused; the report is written last, atomically.
 """
 
 import argparse
@@ -29,8 +34,9 @@ import sys
 import time
 
 from ldr_opennmt.data import corpus as corpus_lib
-from ldr_opennmt.evaluation import classification, evaluate
-from ldr_opennmt.utils import DEFAULT_CACHE
+from ldr_opennmt.data import filters
+from ldr_opennmt.evaluation import classification, contrastive, evaluate
+from ldr_opennmt.utils import DEFAULT_CACHE, write_lines_atomic
 
 from . import common
 from .common import ROOT
@@ -39,9 +45,10 @@ DATA_CONFIG = "data_configs/default_corpora.yml"
 CLASSIFIER_DEF = "model_defs/small/domain_classifier.py"
 
 SYSTEMS = [
-    # (row name, directory name, model definition, params, train options, eval label modes).
-    # Every system also gets data: common.MIXED_BATCHES (batches mixing domains).
-    ("Mixed", "mixed", "model_defs/small/mixed_transformer.py", {}, {}, None),
+    # (row name, directory name, model definition, params, train options, eval label
+    # modes, default run or --full only). Every system also gets data:
+    # common.MIXED_BATCHES (batches mixing domains).
+    ("Mixed", "mixed", "model_defs/small/mixed_transformer.py", {}, {}, None, True),
     (
         "DC",
         "dc",
@@ -49,6 +56,7 @@ SYSTEMS = [
         {},
         {},
         ("oracle", "generic", "wrong"),
+        True,
     ),
     (
         "LDR",
@@ -57,6 +65,7 @@ SYSTEMS = [
         {"domain_training": "procedure1"},
         {},
         ("oracle", "generic", "wrong", "pred"),
+        True,
     ),
     (
         "LDR^0.5",
@@ -65,10 +74,18 @@ SYSTEMS = [
         {"domain_training": "procedure1"},
         {"domain_sampling_alpha": 0.5},
         ("oracle",),
+        False,
     ),
     # Domain mixing needs the labels for training only; it translates without them.
-    ("Mixing", "mixing", "model_defs/small/mixing_transformer.py", {}, {}, None),
+    ("Mixing", "mixing", "model_defs/small/mixing_transformer.py", {}, {}, None, False),
 ]
+#: Mixed again with another seed: the run-to-run spread every difference is judged by.
+SEED_ROW = "Mixed (seed 2)"
+SEED = 2
+#: The systems that read domain labels (the findings compare their label modes).
+LABEL_SYSTEMS = ("DC", "LDR", "Factorized SF")
+#: The systems of the contrastive lexical-choice test (every label mode for those above).
+CONTRASTIVE_SYSTEMS = ("Mixed",) + LABEL_SYSTEMS
 #: The fine-tuning baselines continue this system on one domain each.
 FINETUNE_BASE = "Mixed"
 
@@ -78,6 +95,9 @@ FINETUNE_BASE = "Mixed"
 #: embeddings through a d_inner that leaves little at 64 units).
 FACTORIZED = ("Factorized SF", "factorized_sf", "model_defs/small/factorized_sf.py")
 FACTORIZED_MODES = ("oracle", "generic", "wrong")
+
+#: About what --full adds to the default run (LDR^0.5 and Mixing, trained and evaluated).
+FULL_EXTRA_MINUTES = 10
 
 BUDGETS = {
     # Measured on a 2-core CPU: small LDR Procedure 1 ~3.3 steps/s, Mixed ~5, plus
@@ -92,6 +112,7 @@ BUDGETS = {
         "stage2_steps": 300,
         "classifier_steps": 400,
         "eval_sentences": 200,
+        "examples": 2,
         "log_steps": 100,
         "max_decoding_length": 100,
     },
@@ -102,6 +123,7 @@ BUDGETS = {
         "stage2_steps": 10,
         "classifier_steps": 30,
         "eval_sentences": 20,
+        "examples": 1,
         "log_steps": 20,
         "max_decoding_length": 30,
     },
@@ -144,6 +166,12 @@ def _classifier_config(budget, runs_dir):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Run the multi-domain demo experiment.")
     parser.add_argument("--quick", action="store_true", help="smaller budgets (about 5 minutes)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="also train LDR^0.5 and word-level domain mixing (about %d more minutes)"
+        % FULL_EXTRA_MINUTES,
+    )
     parser.add_argument("--out", help="results directory (default results/demo[-quick])")
     parser.add_argument("--data", default="data/default", help="corpus directory")
     parser.add_argument("--cache", default=DEFAULT_CACHE)
@@ -160,7 +188,7 @@ def main(argv=None):
         raise SystemExit(
             "the demo's data configuration reads data/default; use --data data/default"
         )
-    common.log("[demo] 1/5 corpus: %s" % args.data)
+    common.log("[demo] 1/6 corpus: %s" % args.data)
     t0 = time.time()
     demo.commands.append(
         (
@@ -176,7 +204,12 @@ def main(argv=None):
 
     systems = []
     configs = {}
-    for index, (name, slug, model_def, params, train, modes) in enumerate(SYSTEMS):
+    selected = [system for system in SYSTEMS if args.full or system[-1]]
+    mixed_def = [s[2] for s in SYSTEMS if s[0] == "Mixed"][0]
+    # Every system from scratch is seeded (1); Mixed is trained again with seed 2.
+    trainings = [s[:-1] + (("--seed", "1"),) for s in selected]
+    trainings.insert(1, (SEED_ROW, "mixed_seed2", mixed_def, {}, {}, None, ("--seed", str(SEED))))
+    for index, (name, slug, model_def, params, train, modes, options) in enumerate(trainings):
         config = common.train_config(
             slug, params, train, budget, runs_dir, data=common.MIXED_BATCHES
         )
@@ -189,12 +222,13 @@ def main(argv=None):
             [data_config, path],
             config["model_dir"],
             budget["steps"],
-            "2/5 train (%d/%d)" % (index + 1, len(SYSTEMS)),
+            "2/6 train (%d/%d)" % (index + 1, len(trainings)),
+            options=options,
         )
         systems.append(evaluate.System(name, [data_config, path], modes))
 
     name, slug, model_def = FACTORIZED
-    paths = common.train_curriculum(demo, name, slug, model_def, data_config, budget, "2/5 train")
+    paths = common.train_curriculum(demo, name, slug, model_def, data_config, budget, "2/6 train")
     systems.append(evaluate.System(name, paths, FACTORIZED_MODES))
 
     base_def = [s[2] for s in SYSTEMS if s[0] == FINETUNE_BASE][0]
@@ -208,7 +242,7 @@ def main(argv=None):
             [data_config, path],
             config["model_dir"],
             budget["steps"] + budget["finetune_steps"],
-            "3/5 fine-tune %s on %s (%d steps)" % (FINETUNE_BASE, domain, budget["finetune_steps"]),
+            "3/6 fine-tune %s on %s (%d steps)" % (FINETUNE_BASE, domain, budget["finetune_steps"]),
         )
         systems.append(evaluate.System("FT_%s" % domain, [data_config, path], ("oracle",)))
 
@@ -221,7 +255,7 @@ def main(argv=None):
         [data_config, classifier_config],
         classifier["model_dir"],
         budget["classifier_steps"],
-        "3/5 train",
+        "3/6 train",
     )
     pred_dir = os.path.join(out, "pred")
     src, domains = info["source_lang"], info["domains"]
@@ -237,9 +271,9 @@ def main(argv=None):
     if os.path.exists(scores_path) and os.path.getmtime(scores_path) > os.path.getmtime(
         os.path.join(classifier["model_dir"], "checkpoint")
     ):
-        common.log("[demo] 3/5 predicted labels: already made (%s)" % pred_dir)
+        common.log("[demo] 3/6 predicted labels: already made (%s)" % pred_dir)
     else:
-        common.log("[demo] 3/5 predict the domains of the test sets")
+        common.log("[demo] 3/6 predict the domains of the test sets")
         common.run_streaming(
             [demo.ldr_main] + predict_command[1:], os.path.join(logs_dir, "predict_domains.log")
         )
@@ -247,7 +281,7 @@ def main(argv=None):
         classifier_scores = json.load(f)
     demo.timings.append(("predict domains", time.time() - t0))
 
-    common.log("[demo] 4/5 evaluate (%d test sentences per domain)" % budget["eval_sentences"])
+    common.log("[demo] 4/6 evaluate (%d test sentences per domain)" % budget["eval_sentences"])
     t0 = time.time()
     eval_dir = os.path.join(out, "eval")
     eval_command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir, "--baseline", "Mixed"]
@@ -268,19 +302,197 @@ def main(argv=None):
     demo.timings.append(("evaluate", time.time() - t0))
     shutil.copy(os.path.join(eval_dir, "bleu.png"), os.path.join(out, "bleu.png"))
 
+    common.log("[demo] 5/6 contrastive lexical choice (forced decoding, no beam search)")
+    t0 = time.time()
+    contrastive_dir = os.path.join(out, "contrastive")
+    items_path = os.path.join(contrastive_dir, "items.jsonl")
+    if not os.path.exists(items_path):
+        contrastive.build_items(args.data, items_path)
+    scored = [s for s in systems if s.name in CONTRASTIVE_SYSTEMS]
+    contrastive_command = ["ldr-eval", "contrastive", "--corpus", args.data]
+    contrastive_command += ["--out", contrastive_dir, "--items", items_path]
+    for system in scored:
+        contrastive_command += ["--system", "%s=%s" % (system.name, ",".join(system.config_paths))]
+    demo.commands.append(("Contrastive lexical choice", contrastive_command))
+    contrastive_results = contrastive.evaluate(
+        args.data, scored, contrastive_dir, items_path=items_path
+    )
+    demo.timings.append(("contrastive", time.time() - t0))
+    spread = seed_spread(results)
+    extras = {
+        "spread": spread,
+        "contrastive": contrastive.markdown_table(contrastive_results),
+        "findings": findings(results, spread, contrastive_rates(contrastive_results)),
+        "examples": evaluate.examples(
+            args.data, results, per_domain=budget["examples"], rows=_example_rows(results)
+        ),
+    }
     total = time.time() - start
-    report = _report(mode, info, results, classifier_scores, demo, total, configs_dir, budget)
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(report)
+    report = _report(
+        mode, info, results, classifier_scores, demo, total, configs_dir, budget, extras
+    )
+    write_lines_atomic(os.path.join(out, "report.md"), report.splitlines())
     print(classification.markdown_table(classifier_scores))
     print(evaluate.format_tables(results))
+    print("\n".join(extras["findings"]))
     common.log(
-        "[demo] 5/5 report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60)
+        "[demo] 6/6 report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60)
     )
     return 0
 
 
-def _report(mode, info, results, classifier_scores, demo, total, configs_dir, budget):
+def _row_averages(results):
+    return {row: evaluate.average(scores) for row, scores in results["rows"]}
+
+
+def contrastive_rates(results):
+    """The contrastive figures the findings quote, over all items: ``{row: %}`` with
+    ``"<system> (oracle)"`` (accuracy) and ``"<system> (effect)"`` (label effect: % of
+    pairs the variant's label moves towards the variant; length bias cancels)."""
+    rates = {}
+    for row in results["rows"]:
+        value = row["values"].get("all")
+        if value is None:
+            continue
+        if row["metric"] == "accuracy" and row["mode"] == "oracle":
+            rates["%s (oracle)" % row["system"]] = value
+        elif row["metric"] == "shift":
+            rates["%s (effect)" % row["system"]] = value
+    return rates
+
+
+def seed_spread(results, first="Mixed", second=SEED_ROW):
+    """The difference of average BLEU between two trainings of the same system that
+    differ only by their seed (``None`` when either row is missing)."""
+    averages = _row_averages(results)
+    if first not in averages or second not in averages:
+        return None
+    return abs(averages[first] - averages[second])
+
+
+def findings(results, spread, contrastive_figures=None, baseline="Mixed", systems=LABEL_SYSTEMS):
+    """The "what this shows and what it cannot" paragraph, from the figures.
+
+    Every comparison is judged against :obj:`spread` (the seed-to-seed difference of
+    the baseline's average BLEU): a difference below it is reported as noise.
+
+    Args:
+      results: The BLEU results of ``evaluate.evaluate``.
+      spread: The seed spread of the average BLEU (``None``: unknown).
+      contrastive_figures: The contrastive figures of :func:`contrastive_rates`, or
+        ``None``.
+      baseline: The row the systems are compared with.
+      systems: The systems that read domain labels.
+
+    Returns:
+      A list of Markdown lines (bullets).
+    """
+    averages = _row_averages(results)
+    if baseline not in averages:
+        return ["- No %s row: nothing to compare with." % baseline]
+    noise = spread if spread is not None else 0.0
+
+    def judged(difference):
+        if spread is not None and abs(difference) <= noise:
+            return "within the seed spread (%.1f): not a difference this run can show" % noise
+        return "%s than the seed spread (%.1f)" % (
+            "larger" if spread is not None else "no spread measured; larger",
+            noise,
+        )
+
+    lines = []
+    base = averages[baseline]
+    lines.append(
+        "- %s averages %.1f BLEU%s."
+        % (
+            baseline,
+            base,
+            "" if spread is None else "; a second seed differs by %.1f" % spread,
+        )
+    )
+    for system in systems:
+        oracle = averages.get("%s (oracle)" % system)
+        if oracle is None:
+            continue
+        difference = oracle - base
+        lines.append(
+            "- %s with its domain labels: %+.1f BLEU against %s, %s."
+            % (system, difference, baseline, judged(difference))
+        )
+        wrong = averages.get("%s (wrong)" % system)
+        generic = averages.get("%s (generic)" % system)
+        if wrong is not None:
+            loss = oracle - wrong
+            uses = spread is not None and loss > noise
+            lines.append(
+                "  With a wrong label it %s %.1f BLEU (%s)%s."
+                % (
+                    "loses" if loss >= 0 else "gains",
+                    abs(loss),
+                    judged(loss),
+                    ": the model uses its labels" if uses else "",
+                )
+            )
+        if generic is not None:
+            lines.append(
+                "  With the generic label (no domain parameters): %+.1f BLEU against oracle."
+                % (generic - oracle)
+            )
+        if contrastive_figures:
+            right = contrastive_figures.get("%s (oracle)" % system)
+            effect = contrastive_figures.get("%s (effect)" % system)
+            if right is not None:
+                text = "  Contrastive lexical choice: %.0f%% right with its labels" % right
+                base_right = contrastive_figures.get("%s (oracle)" % baseline)
+                if base_right is not None:
+                    text += " (%s: %.0f%%)" % (baseline, base_right)
+                if effect is not None:
+                    text += (
+                        "; giving it the other domain's label moves its choice towards that"
+                        " domain's word in %.0f%% of pairs (50%%: labels make no difference)"
+                        % effect
+                    )
+                lines.append(text + ".")
+    finetuned = [row for row in averages if row.startswith("FT_")]
+    for row in finetuned:
+        domain = row[len("FT_") :]
+        scores = dict(results["rows"])[row]
+        base_scores = dict(results["rows"])[baseline]
+        if domain not in scores:
+            continue
+        others = [d for d in scores if d != domain]
+        own = scores[domain]["bleu"] - base_scores[domain]["bleu"]
+        rest = sum(scores[d]["bleu"] - base_scores[d]["bleu"] for d in others) / max(len(others), 1)
+        lines.append(
+            "- %s: %+.1f BLEU on %s, %+.1f on the other domains (fine-tuning %s)."
+            % (
+                row,
+                own,
+                domain,
+                rest,
+                "forgets them" if rest < -noise else "keeps them within the spread",
+            )
+        )
+    lines.append(
+        "- What it cannot show: these are small models on %d test sentences per domain, one"
+        " seed per system except %s (its spread stands for all); a difference inside the"
+        " spread, or a significance mark alone, is not evidence; the paper-size claims need"
+        " `--size paper` on a GPU." % (max(results["sentences"].values()), baseline)
+    )
+    return lines
+
+
+def _example_rows(results):
+    """The rows of the example translations: every system with its oracle labels."""
+    return [
+        row
+        for row, _ in results["rows"]
+        if "(" not in row or row.endswith("(oracle)")
+        if not row.startswith("FT_") and row != SEED_ROW
+    ]
+
+
+def _report(mode, info, results, classifier_scores, demo, total, configs_dir, budget, extras):
     lines = [
         "# Multi-domain demo (%s)" % mode,
         "",
@@ -308,21 +520,58 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "",
         corpus_lib.corpus_table(info),
         "",
+        "Cleaning (`ldr-data`, before the split; see `ldr_opennmt/data/filters.py`): pairs"
+        " removed per filter, rewritten pairs in parentheses.",
+        "",
+        filters.table(info["filters"]),
+        "",
         "## Domain classifier (full test sets)",
         "",
         classification.markdown_table(classifier_scores),
         "",
         "## Results",
         "",
-        "Rows: Mixed and Mixing (domain mixing: no label at translation; labels ignored); DC, LDR and Factorized SF with oracle, generic, wrong (the"
-        " next domain in the list) labels, LDR also with predicted labels; LDR^0.5 and the FT_*"
-        " baselines with oracle labels.",
+        "Rows: Mixed, %s (Mixed again, another seed) and, with `--full`, Mixing (domain"
+        " mixing: no label at translation); DC, LDR and Factorized SF with oracle, generic,"
+        " wrong (the next domain in the list) labels, LDR also with predicted labels;"
+        " with `--full`, LDR^0.5; the FT_* baselines with oracle labels." % SEED_ROW,
         "",
         evaluate.format_tables(results),
         "",
+        "Run-to-run spread: %s (average BLEU of Mixed trained twice, seeds 1 and %d)."
+        % (
+            "%.1f BLEU" % extras["spread"] if extras["spread"] is not None else "not measured",
+            SEED,
+        ),
+        "",
         "![BLEU per domain](bleu.png)",
         "",
+        "## Contrastive lexical choice",
+        "",
+        "Does a system prefer the domain's translation of an ambiguous word (*host*: armée /"
+        " hôte, *spirit*: esprit / alcool, *line*: ligne / cordeau, ...) when it scores the"
+        " reference against variants using another domain's word? Items built from the"
+        " corpus by `ldr-eval contrastive` (see README); forced decoding, no beam search.",
+        "",
+        extras["contrastive"],
+        "",
+        "## What this shows and what it cannot",
+        "",
+        "Generated from the figures above.",
+        "",
+    ]
+    lines += extras["findings"]
+    lines += [
+        "",
+        "## Example translations",
+        "",
+        "The first short test sentences of each domain (4 to 25 words), each system with"
+        " its true domain label.",
+        "",
+        extras["examples"],
         "## Time",
+        "",
+        "Training speed: OpenNMT-tf's step logs, averaged over the run (start-up excluded).",
         "",
     ]
     lines += demo.timing_lines(total) + ["", "## Configurations", ""]

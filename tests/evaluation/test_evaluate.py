@@ -1,6 +1,7 @@
 """ldr-eval end to end on a tiny corpus and two tiny systems trained with onmt-main."""
 
 import collections
+import json
 import os
 import subprocess
 import sys
@@ -116,6 +117,22 @@ class EvaluateTest(helpers.SharedDirTestCase):
             with open(os.path.join(out, name)) as f:
                 self.assertLen(f.read().splitlines(), 18)
         self.assertFalse(os.path.exists(os.path.join(out, "Mixed.generic.fr")))
+
+        # Examples: source, reference and each row's detokenized translation of the same line.
+        with open(os.path.join(out, "scores.json")) as f:
+            results = json.load(f)
+        rows = ["Mixed", "LDR (wrong)"]
+        text = evaluate.examples(self.corpus, results, per_domain=1, rows=rows, min_words=1)
+        tokenizer = corpus_lib.load_tokenizer(self.corpus, "fr")
+        with open(os.path.join(out, "LDR.wrong.fr")) as f:
+            software_first = f.read().splitlines()[12]  # After 6 medical and 6 religious.
+        with open(os.path.join(self.corpus, "raw", "test.software.fr")) as f:
+            reference = f.read().splitlines()[0]
+        self.assertIn("**software 1** (test line 1)", text)
+        self.assertIn("| *reference* | %s |" % reference, text)
+        self.assertIn("| LDR (wrong) | %s |" % tokenizer.detokenize(software_first.split()), text)
+        self.assertEqual(text.count("| Mixed | "), 3)
+        self.assertNotIn("LDR (oracle)", text)
 
         # A truncated translation (e.g. from another test set) is reported, not scored.
         with open(os.path.join(out, "LDR.wrong.fr")) as f:

@@ -1,0 +1,88 @@
+import tensorflow as tf
+
+from experiments import demo
+
+DOMAINS = ["medical", "religious", "software"]
+
+
+def _scores(*bleu):
+    return {d: {"bleu": b, "chrf": 2 * b} for d, b in zip(DOMAINS, bleu)}
+
+
+def _results(rows):
+    return {"domains": DOMAINS, "sentences": {d: 200 for d in DOMAINS}, "rows": rows}
+
+
+RESULTS = _results(
+    [
+        ("Mixed", _scores(20.0, 10.0, 15.0)),  # avg 15.0
+        (demo.SEED_ROW, _scores(19.0, 10.0, 15.0)),  # avg 14.667: spread 0.333
+        ("LDR (oracle)", _scores(22.0, 12.0, 16.0)),  # avg 16.667: +1.667
+        ("LDR (generic)", _scores(20.0, 10.0, 15.3)),  # avg 15.1
+        ("LDR (wrong)", _scores(21.8, 12.0, 16.0)),  # avg 16.6: -0.067, within the spread
+        ("DC (oracle)", _scores(20.0, 10.2, 15.0)),  # avg 15.067: +0.067
+        ("FT_medical", _scores(30.0, 4.0, 5.0)),
+    ]
+)
+
+
+class FindingsTest(tf.test.TestCase):
+    def test_seed_spread(self):
+        self.assertAlmostEqual(demo.seed_spread(RESULTS), 1.0 / 3)
+        self.assertIsNone(demo.seed_spread(_results([("Mixed", _scores(1, 2, 3))])))
+
+    def test_differences_are_judged_by_the_spread(self):
+        lines = demo.findings(RESULTS, demo.seed_spread(RESULTS))
+        text = "\n".join(lines)
+        self.assertIn("- Mixed averages 15.0 BLEU; a second seed differs by 0.3.", text)
+        self.assertIn(
+            "- LDR with its domain labels: +1.7 BLEU against Mixed, larger than the seed spread"
+            " (0.3).",
+            text,
+        )
+        self.assertIn("  With a wrong label it loses 0.1 BLEU (within the seed spread", text)
+        self.assertNotIn("the model uses its labels", text)
+        self.assertIn("  With the generic label (no domain parameters): -1.6 BLEU", text)
+        self.assertIn("- DC with its domain labels: +0.1 BLEU against Mixed, within the seed", text)
+        self.assertIn("- FT_medical: +10.0 BLEU on medical, -8.0 on the other domains", text)
+        self.assertIn("forgets them", text)
+        self.assertIn("200 test sentences per domain", lines[-1])
+        # Factorized SF has no row: nothing is said about it.
+        self.assertNotIn("Factorized", text)
+
+    def test_a_label_loss_above_the_spread_shows_the_labels_are_used(self):
+        rows = [row for row in RESULTS["rows"] if row[0] != "LDR (wrong)"]
+        rows.append(("LDR (wrong)", _scores(10.0, 5.0, 9.0)))
+        text = "\n".join(demo.findings(_results(rows), 0.5))
+        self.assertIn(
+            "With a wrong label it loses 8.7 BLEU (larger than the seed spread (0.5))", text
+        )
+        self.assertIn("the model uses its labels", text)
+
+    def test_contrastive_figures(self):
+        results = {
+            "rows": [
+                {"system": "Mixed", "mode": "oracle", "metric": "accuracy", "values": {"all": 70}},
+                {"system": "Mixed", "mode": "oracle", "metric": "follow", "values": {"all": 30}},
+                {"system": "LDR", "mode": "oracle", "metric": "accuracy", "values": {"all": 80}},
+                {"system": "LDR", "mode": "flipped", "metric": "follow", "values": {"all": 40}},
+                {"system": "LDR", "mode": "flipped", "metric": "shift", "values": {"all": 65}},
+                {"system": "DC", "mode": "wrong", "metric": "accuracy", "values": {"all": None}},
+            ]
+        }
+        figures = demo.contrastive_rates(results)
+        self.assertEqual(figures, {"Mixed (oracle)": 70, "LDR (oracle)": 80, "LDR (effect)": 65})
+        text = "\n".join(demo.findings(RESULTS, 0.3, figures))
+        self.assertIn(
+            "  Contrastive lexical choice: 80% right with its labels (Mixed: 70%); giving it the"
+            " other domain's label moves its choice towards that domain's word in 65% of pairs",
+            text,
+        )
+
+    def test_example_rows(self):
+        rows = demo._example_rows(RESULTS)
+        self.assertEqual(rows, ["Mixed", "LDR (oracle)", "DC (oracle)"])
+
+
+if __name__ == "__main__":
+    tf.test.main()
