@@ -239,6 +239,11 @@ class DomainCopies(DomainSpecificLayer):
         self._copies[name] = [general] + regions
         return general
 
+    def fixed_general_copies(self):
+        """The general copies that are not trainable (the F6 identity): a plain
+        Transformer has no counterpart to restore them from."""
+        return [v[0] for v in self._copies.values() if not v[0].trainable]
+
     def copies(self, name):
         """The weight ``name``: general copy first, then region 0, 1, ..."""
         return list(self._copies[name])

@@ -61,13 +61,27 @@ def ldr_transformer(
     )
 
 
-def mixed_transformer(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048, dropout=0.1):
-    """Plain Transformer trained on all domains (the domain labels are ignored)."""
+def mixed_transformer(
+    num_layers=6,
+    num_units=512,
+    num_heads=8,
+    ffn_inner_dim=2048,
+    dropout=0.1,
+    share_target_embeddings=False,
+):
+    """Plain Transformer trained on all domains (the domain labels are ignored).
+
+    With :obj:`share_target_embeddings` (as the Factorized Transformer), its checkpoint
+    can be the first stage of a Factorized PA model (``finetune: unfold``).
+    """
+    kwargs = _transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout)
+    if share_target_embeddings:
+        kwargs["share_embeddings"] = opennmt.models.EmbeddingsSharingLevel.TARGET
     return MultiDomainTransformer(
         opennmt.inputters.WordEmbedder(num_units),
         opennmt.inputters.WordEmbedder(num_units),
         domains_required=False,
-        **_transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
+        **kwargs,
     )
 
 

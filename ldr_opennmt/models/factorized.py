@@ -156,6 +156,10 @@ class FactorizedTransformer(MultiDomainTransformer):
         for layer in self.domain_layers():
             layer.branch_free = bool(enable)
 
+    def fixed_general_copies(self):
+        """The general copies that are constants (the F6 identity maps)."""
+        return [v for layer in self.domain_layers() for v in layer.fixed_general_copies()]
+
     def unfold(self):
         """Copies every general copy into all domain regions (the curriculum's unfold)."""
         for layer in self.domain_layers():

@@ -35,7 +35,21 @@ from ldr_opennmt.training.evaluator import MultiDomainEvaluator
 from ldr_opennmt.utils import write_lines_atomic
 
 FINETUNE_STATE = "finetune.json"
+# Only PA keeps a plain Transformer's attention shapes (SF and DF: multi-query attention).
+_PLAIN_BASE_HINT = " (a plain Transformer fits PA only: SF and DF use multi-query attention)"
 MODEL_DESCRIPTION = "model_description.py"
+
+
+def _model_value_count(checkpoint_path):
+    """The number of model weights (no optimizer slots) a checkpoint stores."""
+    names = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
+    return sum(
+        1
+        for name in names
+        if name.startswith("model/")
+        and name.endswith("/.ATTRIBUTES/VARIABLE_VALUE")
+        and "OPTIMIZER_SLOT" not in name
+    )
 
 
 def _base_checkpoint(base):
@@ -374,6 +388,12 @@ class Runner(compat.RunnerAdapter):
         """Restores a stage-1 checkpoint (weights and optimizer state), sets every domain
         copy from its general copy, and saves it as ``model_dir``'s checkpoint ``step``.
 
+        The base may also be a plain Transformer of the same size (``mixed_transformer``:
+        the Mixed baseline) for the PA design, whose attention has a plain Transformer's
+        shapes: its weights become the general copies, so stage 2 starts from the same
+        converged general model as the fine-tuning baselines. (SF and DF use multi-query
+        attention, one key/value head: no plain Transformer fits them.)
+
         Raises:
           UserError: if the model has no general copies to unfold, the base was
             already unfolded, or it is not a checkpoint of this model.
@@ -395,15 +415,66 @@ class Runner(compat.RunnerAdapter):
                 "not %s" % type(model).__name__
             )
         optimizer = model.get_optimizer()
-        status = tf.train.Checkpoint(model=model, optimizer=optimizer).restore(base_checkpoint)
+        model.create_variables(optimizer=optimizer)
+        # The base is a stage-1 checkpoint of this design, or a plain Transformer of the
+        # same size (e.g. the Mixed baseline: one converged general model shared by every
+        # system that starts from one). Variables are restored in place; a sentinel
+        # shows which ones the checkpoint has no value for.
+        weights = model.weights
+        initial = [tf.convert_to_tensor(v) for v in weights]
+        for variable in weights:
+            variable.assign(tf.fill(tf.shape(variable), float("nan")))
         try:
-            model.create_variables(optimizer=optimizer)
-            status.assert_existing_objects_matched()
-        except (AssertionError, ValueError) as e:
+            status = tf.train.Checkpoint(model=model, optimizer=optimizer).restore(base_checkpoint)
+            status.expect_partial()
+        except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as e:
             raise UserError(
-                "finetune: base %s is not a checkpoint of this model (same design and size): %s"
-                % (base_checkpoint, str(e).splitlines()[0])
+                "finetune: base %s is not a checkpoint of this model (same design and size) "
+                "nor of a plain Transformer of its size%s: %s"
+                % (base_checkpoint, _PLAIN_BASE_HINT, str(e).strip().splitlines()[0])
             ) from e
+        missing = [
+            (variable, value)
+            for variable, value in zip(weights, initial)
+            if bool(tf.reduce_all(tf.math.is_nan(tf.cast(variable, tf.float32))))
+        ]
+        # A plain Transformer has exactly no domain region (set by unfold below) and no
+        # constant F6 identity (set back to its initial value); a stage-1 checkpoint of
+        # another design has some of them: refused.
+        plain = {v.ref() for v in model.domain_variables() + model.fixed_general_copies()}
+        absent = {variable.ref() for variable, _ in missing}
+        if absent and absent != plain:
+            unexpected = [v.name for v, _ in missing if v.ref() not in plain]
+            present = [v.name for v in model.domain_variables() if v.ref() not in absent]
+            raise UserError(
+                "finetune: base %s is not a checkpoint of this model (same design and size) "
+                "nor of a plain Transformer of its size%s: %s"
+                % (
+                    base_checkpoint,
+                    _PLAIN_BASE_HINT,
+                    (
+                        "no value for %s" % unexpected[0]
+                        if unexpected
+                        else "it has %s but not every domain block" % present[0]
+                    ),
+                )
+            )
+        stored = _model_value_count(base_checkpoint)
+        if stored > len(weights) - len(missing):
+            # E.g. a Transformer with its own output layer: this model would drop it.
+            raise UserError(
+                "finetune: base %s has %d model weights and this model took %d: it is not a"
+                " checkpoint of this model nor of a plain Transformer of its size%s (a plain"
+                " base needs share_target_embeddings)"
+                % (base_checkpoint, stored, len(weights) - len(missing), _PLAIN_BASE_HINT)
+            )
+        for variable, value in missing:
+            variable.assign(value)
+        if missing:
+            tf.get_logger().info(
+                "%s is a plain Transformer's checkpoint: its weights are the general copies",
+                base_checkpoint,
+            )
         model.unfold()
         checkpoint_util.Checkpoint.from_config(config, model, optimizer=optimizer).save(step)
         tf.get_logger().info("Unfolded the general copies of %s into every domain", base_checkpoint)

@@ -20,6 +20,10 @@ def _sf():
     return models.factorized_transformer("sf", **helpers.TINY)
 
 
+def _pa():
+    return models.factorized_transformer("pa", **helpers.TINY)
+
+
 def _config(directory, model_dir, **params):
     paths = corpus.write_corpus(os.path.join(directory, "data"), count=20)
     return {
@@ -128,12 +132,56 @@ class CurriculumTest(helpers.SharedDirTestCase):
         self.assertEqual(moved, {0})  # medical is domain 0
 
     def test_base_of_another_design_is_refused(self):
-        def pa():
-            return models.factorized_transformer("pa", **helpers.TINY)
-
         config = self._stage2("stage2_pa")
         with self.assertRaisesRegex(UserError, "is not a checkpoint of this model"):
-            Runner(pa, config).train()
+            Runner(_pa, config).train()
+        self.assertFalse(os.path.exists(config["model_dir"]))
+
+    def test_stage2_from_a_plain_transformer(self):
+        # The Mixed baseline as PA's stage 1: its weights become the general copies.
+        mixed_dir = os.path.join(self.dir, "mixed")
+        config = copy.deepcopy(self.config)
+        config["model_dir"] = mixed_dir
+        del config["params"]["domain_training"]
+        tied = dict(helpers.TINY, share_target_embeddings=True)
+        Runner(lambda: models.mixed_transformer(**tied), config, seed=5).train()
+        stage2 = self._stage2("stage2_from_mixed", base=mixed_dir, steps=1)
+        Runner(_pa, stage2, seed=6).train()
+        mixed = _model_values(mixed_dir)
+        unfolded = _model_values(stage2["model_dir"], step=4)
+        self.assertTrue(tf.train.latest_checkpoint(stage2["model_dir"]).endswith("ckpt-5"))
+        for name, value in mixed.items():
+            self.assertAllEqual(unfolded[name], value, msg=name)
+        regions = 0
+        for name, value in unfolded.items():
+            region = _region(name)
+            if region is not None:  # Every region starts as its general copy.
+                self.assertAllEqual(value, unfolded[region[0]], msg=name)
+                regions += 1
+            else:
+                self.assertIn(name, mixed)
+        self.assertGreater(regions, 0)
+
+        # Another size, and SF (multi-query attention: no plain Transformer fits it), are
+        # refused, nothing written.
+        def wider():
+            return models.factorized_transformer("pa", **dict(helpers.TINY, ffn_inner_dim=48))
+
+        for name, model in (("stage2_wider", wider), ("stage2_sf_from_mixed", _sf)):
+            config = self._stage2(name, base=mixed_dir)
+            with self.assertRaisesRegex(UserError, "a plain Transformer fits PA only"):
+                Runner(model, config).train()
+            self.assertFalse(os.path.exists(config["model_dir"]))
+        # A Transformer with its own output layer: PA (tied) would drop it.
+        untied_dir = os.path.join(self.dir, "mixed_untied")
+        config = copy.deepcopy(self.config)
+        config["model_dir"] = untied_dir
+        del config["params"]["domain_training"]
+        config["train"]["max_step"] = 1
+        Runner(lambda: models.mixed_transformer(**helpers.TINY), config).train()
+        config = self._stage2("stage2_from_untied", base=untied_dir)
+        with self.assertRaisesRegex(UserError, "took .*a plain base needs share_target_embed"):
+            Runner(_pa, config).train()
         self.assertFalse(os.path.exists(config["model_dir"]))
 
     def test_stage2_refusals(self):
