@@ -77,7 +77,8 @@ def training_speed(log_path):
     with open(log_path) as f:
         text = f.read()
     last = text.rsplit("\n$ ", 1)[-1]  # run_streaming writes "$ command" before each run.
-    found = [(float(a), float(b)) for a, b in _STEP_LOG.findall(last)]
+    # The first report after a restore covers no timed interval (steps/s = 0.00).
+    found = [(float(a), float(b)) for a, b in _STEP_LOG.findall(last) if float(a) > 0]
     if not found:
         return None
     return tuple(sum(values) / len(found) for values in zip(*found))
@@ -242,7 +243,8 @@ def train_config(slug, params, train, budget, runs_dir, data=None):
       slug: The system's directory name under :obj:`runs_dir`.
       params: ``params`` options added to the defaults.
       train: ``train`` options added to the defaults.
-      budget: The driver's budget (steps, warmup, log steps, decoding length).
+      budget: The driver's budget (steps, warmup, log steps, decoding length; optional
+        ``alpha`` and ``max_length``, the training sampling and length cap).
       runs_dir: The directory of the model directories.
       data: ``data`` options (e.g. :data:`MIXED_BATCHES`) merged over those of the
         data configuration file; no ``data`` section when ``None``.
@@ -258,12 +260,16 @@ def train_config(slug, params, train, budget, runs_dir, data=None):
         },
         **params,
     )
-    config["train"] = dict(
-        {
-            "max_step": budget["steps"],
-            "save_summary_steps": budget["log_steps"],
-            "save_checkpoints_steps": max(budget["steps"] // 4, 1),
-        },
-        **train,
-    )
+    defaults = {
+        "max_step": budget["steps"],
+        "save_summary_steps": budget["log_steps"],
+        "save_checkpoints_steps": max(budget["steps"] // 4, 1),
+    }
+    # The recipe's optional keys: P(domain) ~ |C_i|^alpha and the training length cap.
+    if "alpha" in budget:
+        defaults["domain_sampling_alpha"] = budget["alpha"]
+    if "max_length" in budget:
+        defaults["maximum_features_length"] = budget["max_length"]
+        defaults["maximum_labels_length"] = budget["max_length"]
+    config["train"] = dict(defaults, **train)
     return config

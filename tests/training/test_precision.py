@@ -45,9 +45,7 @@ class PrecisionTest(tf.test.TestCase):
             # What OpenNMT-tf's Runner does under --mixed_precision.
             # (Dynamic scaling; the default initial scale 2**15 overflows float16 on the
             # first steps, each overflow skipping its step: these 2 steps start lower.)
-            optimizer = tf.keras.mixed_precision.LossScaleOptimizer(
-                optimizer, initial_scale=2**7
-            )
+            optimizer = tf.keras.mixed_precision.LossScaleOptimizer(optimizer, initial_scale=2**7)
         trainer = opennmt.training.Trainer(model, optimizer)
         dataset = helpers.domain_dataset(model, self, ["medical", "religious", "software"])
         before = helpers.snapshot(model.trainable_weights)

@@ -16,7 +16,8 @@ class CommonTest(tf.test.TestCase):
         with open(path, "w") as f:
             # An interrupted run, then the run that resumed it: only the last counts.
             f.write("$ ldr-main train\n" + STEP_LOG % (100, 0.5, 2000, 900, 1100))
-            f.write("$ ldr-main train\n" + STEP_LOG % (200, 1.0, 3000, 1000, 2000))
+            f.write("$ ldr-main train\n" + STEP_LOG % (100, 0.0, 0, 0, 0))  # After a restore.
+            f.write(STEP_LOG % (200, 1.0, 3000, 1000, 2000))
             f.write(STEP_LOG % (300, 2.0, 3000, 2000, 1000))
         self.assertEqual(common.training_speed(path), (1.5, 1500.0))
         with open(path, "a") as f:

@@ -47,7 +47,7 @@ class FindingsTest(tf.test.TestCase):
         self.assertIn("- FT_medical: +10.0 BLEU on medical, -8.0 on the other domains", text)
         self.assertIn("forgets them", text)
         self.assertIn("200 test sentences per domain", lines[-1])
-        # Factorized SF has no row: nothing is said about it.
+        # Factorized PA has no row: nothing is said about it.
         self.assertNotIn("Factorized", text)
 
     def test_a_label_loss_above_the_spread_shows_the_labels_are_used(self):
