@@ -1106,6 +1106,14 @@ def _cell(value):
     return "-" if value is None else "%.1f" % value
 
 
+def _metric_rows(results, metric, keys, name):
+    return [
+        "| %s | %s |" % (name(row), " | ".join(_cell(row["values"][k]) for k in keys))
+        for row in results["rows"]
+        if row["metric"] == metric
+    ]
+
+
 def markdown_table(results):
     """The accuracy and follow tables of :func:`evaluate` results, in Markdown."""
     domains = results["domains"]
@@ -1121,11 +1129,7 @@ def markdown_table(results):
     parts += header
     items = dict(results["items"], all=sum(results["items"].values()))
     parts.append("| *items* | %s |" % " | ".join(str(items[k]) for k in keys))
-    for row in results["rows"]:
-        if row["metric"] == "accuracy":
-            parts.append(
-                "| %s | %s |" % (row["row"], " | ".join(_cell(row["values"][k]) for k in keys))
-            )
+    parts += _metric_rows(results, "accuracy", keys, lambda row: row["row"])
     parts += [
         "",
         "### Following the label: % of (item, variant) pairs where the variant scores above the "
@@ -1135,10 +1139,12 @@ def markdown_table(results):
     parts += header
     pairs = dict(results["pairs"], all=sum(results["pairs"].values()))
     parts.append("| *pairs* | %s |" % " | ".join(str(pairs[k]) for k in keys))
-    for row in results["rows"]:
-        if row["metric"] == "follow":
-            name = row["row"] if row["labels"] else "%s (labels ignored)" % row["row"]
-            parts.append("| %s | %s |" % (name, " | ".join(_cell(row["values"][k]) for k in keys)))
+    parts += _metric_rows(
+        results,
+        "follow",
+        keys,
+        lambda row: row["row"] if row["labels"] else "%s (labels ignored)" % row["row"],
+    )
     shift_rows = [row for row in results["rows"] if row["metric"] == "shift"]
     if shift_rows:
         parts += [
