@@ -284,13 +284,32 @@ class EvaluatorAdapter(evaluation.Evaluator):
 
 
 class DecodingScopeMixin:
-    """Runs beam search (``SequenceToSequence._dynamic_decode``) inside a context."""
+    """Runs beam search (``SequenceToSequence._dynamic_decode``) inside a context, and
+    scores without decoding.
+
+    ``SequenceGenerator.score`` (``onmt-main score``, forced decoding) calls the model in
+    inference mode, which also runs beam search on every batch and drops its
+    predictions: scoring cost a translation. :meth:`score` traces the model with
+    decoding switched off (the scores are the same: they come from the teacher-forced
+    logits alone).
+    """
+
+    _skip_decoding = False
 
     def decoding_scope(self, features):
         """Hook: a context manager entered around decoding (default: none)."""
         return contextlib.nullcontext()
 
+    def score(self, features, labels):
+        self._skip_decoding = True  # Read while tracing: the traced graph has no decoding.
+        try:
+            return super().score(features, labels)
+        finally:
+            self._skip_decoding = False
+
     def _dynamic_decode(self, features, encoder_outputs, encoder_state, encoder_sequence_length):
+        if self._skip_decoding:
+            return None
         with self.decoding_scope(features):
             return super()._dynamic_decode(
                 features, encoder_outputs, encoder_state, encoder_sequence_length

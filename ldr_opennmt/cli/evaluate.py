@@ -63,6 +63,12 @@ def _main(argv):
     parser.add_argument("--pred-dir", help="predicted labels (test.{domain}.pred) for mode pred")
     parser.add_argument("--max-sentences", type=int, help="first N test sentences per domain")
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
+    parser.add_argument(
+        "--cache-only",
+        action="store_true",
+        help="only translate (kept in --out, reused by a later evaluation), no scores: "
+        "runs for different systems can share --out side by side",
+    )
     args = parser.parse_args(argv)
     system_modes = {}
     for item in args.system_modes:
@@ -87,7 +93,11 @@ def _main(argv):
         max_sentences=args.max_sentences,
         pred_dir=args.pred_dir,
         bootstrap_samples=args.bootstrap_samples,
+        cache_only=args.cache_only,
     )
+    if results is None:
+        print("translations kept in %s" % args.out)
+        return 0
     print(evaluate.format_tables(results))
     return 0
 
@@ -156,6 +166,12 @@ def _contrastive_main(argv):
         default=4,
         help="training pairs an automatic candidate word needs in at least two domains",
     )
+    parser.add_argument(
+        "--cache-only",
+        action="store_true",
+        help="only score (kept in --out, reused by a later run), no tables: runs for "
+        "different systems can share --out and --items side by side",
+    )
     args = parser.parse_args(argv)
     system_modes = _named_values(args.system_modes, "--system-modes")
     systems = []
@@ -189,7 +205,11 @@ def _contrastive_main(argv):
         items_path=items_path,
         modes=args.modes,
         system_modes=system_modes,
+        cache_only=args.cache_only,
     )
+    if results is None:
+        print("scores kept in %s" % args.out)
+        return 0
     print(contrastive.markdown_table(results))
     return 0
 

@@ -976,6 +976,7 @@ def evaluate(
     items_path=None,
     modes=MODES,
     system_modes=None,
+    cache_only=False,
 ):
     """Scores the contrastive items with each system and label mode.
 
@@ -992,9 +993,13 @@ def evaluate(
         ``out_dir/items.jsonl``).
       modes: Label modes for systems that use domains (:data:`MODES`).
       system_modes: Optional ``{system name: modes}`` overriding :obj:`modes`.
+      cache_only: Only score (what is not scored yet) and write no summary: a later
+        evaluation of these systems and others reuses the scores. Runs of different
+        systems may share :obj:`out_dir` side by side (with the same items file).
 
     Returns:
-      The results dict (also written to ``contrastive.json``).
+      The results dict (also written to ``contrastive.json``), or ``None`` with
+      :obj:`cache_only`.
 
     Raises:
       UserError: on an unknown mode or system name, a malformed items file, a domain the
@@ -1056,6 +1061,8 @@ def evaluate(
         if missing:
             _score_system(system, items, missing, domains, tokenizers, out_dir, outputs)
             write_lines(stamp_path, stamp)
+        if cache_only:
+            continue
         scores = {}
         for mode in chosen:
             records = scores[mode] = _read_scores(outputs[mode], items)
@@ -1072,6 +1079,8 @@ def evaluate(
             summary = label_shift(items, scores["oracle"], scores["flipped"], domains)
             rows.append(_row(system, system.name, "flipped", "shift", checkpoint, summary))
 
+    if cache_only:
+        return None
     counts = collections.Counter(item["domain"] for item in items)
     pairs = collections.Counter()
     for item in items:

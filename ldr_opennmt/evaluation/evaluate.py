@@ -135,6 +135,7 @@ def evaluate(
     max_sentences=None,
     pred_dir=None,
     bootstrap_samples=1000,
+    cache_only=False,
 ):
     """Runs the evaluation and writes ``scores.json``, ``table.md`` and ``bleu.png``.
 
@@ -147,9 +148,13 @@ def evaluate(
       max_sentences: Evaluate only the first N test sentences of each domain.
       pred_dir: Directory of predicted label files (mode ``pred``).
       bootstrap_samples: Paired bootstrap resamples.
+      cache_only: Only translate (what is not translated yet) and write no scores: a
+        later evaluation of these systems and others reuses the translations. Runs of
+        different systems may share :obj:`out_dir` side by side.
 
     Returns:
-      The results dict (also written to ``scores.json``).
+      The results dict (also written to ``scores.json``), or ``None`` with
+      :obj:`cache_only`.
     """
     info = corpus_lib.load_info(corpus_dir)
     domains = info["domains"]
@@ -229,6 +234,8 @@ def evaluate(
         for path in (run_source, run_labels, run_output):
             os.remove(path)
         write_lines(stamp_path, stamp.splitlines())
+    if cache_only:
+        return None
 
     rows = []
     hypotheses = {}

@@ -8,7 +8,7 @@
    by), DC and LDR (small Transformers from ``model_defs/small/``) with ``ldr-main`` on
    per-domain corpora (``data_configs/default_corpora.yml``), and the Factorized
    Transformer PA with the paper's curriculum, Mixed being its stage 1 (unfold, then
-   stage 2 on the domain blocks alone); ``--full`` adds LDR^1 (alpha = 1) and
+   stage 2 on the domain blocks alone); ``--full`` adds DC, LDR^1 (alpha = 1) and
    word-level domain mixing;
 3. fine-tunes Mixed on each domain (the FT_* baselines) and trains a domain
    classifier that labels the test sets (LDR_pred);
@@ -49,6 +49,8 @@ SYSTEMS = [
     # modes, default run or --full only). Every system also gets data:
     # common.MIXED_BATCHES (batches mixing domains).
     ("Mixed", "mixed", "model_defs/small/mixed_transformer_tied.py", {}, {}, None, True),
+    # DC (domain control: a domain tag embedding) under --full: the default run's 30
+    # minutes hold Mixed twice, LDR and the systems that start from Mixed.
     (
         "DC",
         "dc",
@@ -56,7 +58,7 @@ SYSTEMS = [
         {},
         {},
         ("oracle", "generic", "wrong"),
-        True,
+        False,
     ),
     (
         "LDR",
@@ -97,27 +99,34 @@ FINETUNE_BASE = "Mixed"
 FACTORIZED = ("Factorized PA", "factorized_pa", "model_defs/small/factorized_pa.py")
 FACTORIZED_MODES = ("oracle", "generic", "wrong")
 
-#: About what --full adds to the default run (LDR^1 and Mixing, trained and evaluated).
-FULL_EXTRA_MINUTES = 10
+#: About what --full adds to the default run (DC, LDR^1 and Mixing, trained and evaluated).
+FULL_EXTRA_MINUTES = 20
 
 BUDGETS = {
-    # The recipe of the small models (measured, 2026-11-23, Mixed on the dev sets, 100
-    # sentences per domain): 2500 steps of 2048 tokens, batches mixing domains with
+    # The recipe of the small models (measured 2026-11-23 on the README's 2-core machine,
+    # BLEU on the first 200 test sentences per domain): batches mixing domains with
     # alpha = 0.5 (medical and software, short segments, 31% and 16% of the sentences
-    # instead of 24% and 6%) and training pairs capped at 80 tokens, reached 19.8 BLEU
-    # on average (medical 30.7, religious 9.6, software 19.1), where 1000 steps with
-    # alpha = 1 and no cap gave 2.6 on the test sets. The full budget is what fits in
-    # about 30 minutes: four systems from scratch (Mixed twice, DC, LDR), Factorized PA's
-    # stage 2 on top of Mixed, three fine-tunings, the classifier, the evaluations.
-    "full": {
-        "steps": 1500,
-        "warmup": 400,
+    # instead of 24% and 6%), training pairs capped at 80 tokens, target embeddings tied.
+    # Batches of 1024 tokens beat 2048 at equal tokens (twice the updates): Mixed averaged
+    # 10.8 BLEU after 2250 steps of 1024 tokens against 8.4 after 1125 steps of 2048, and
+    # 14.6 after 3000 against 11.9 after 1500; on one core a step of 1024 tokens takes
+    # about the time of one of 512 (4 steps/s), so smaller batches gain nothing. The
+    # default budget is what fits in about 30 minutes on two lanes of one core: Mixed
+    # twice and LDR from scratch (a Procedure 1 step is two batches), Factorized PA's
+    # stage 2 and three fine-tunings on top of Mixed, the classifier, the evaluations.
+    "default": {
+        "steps": 2500,
+        "warmup": 800,
+        "batch_size": 1024,
         "alpha": 0.5,
         "max_length": 80,
-        "finetune_steps": 200,
-        "stage2_steps": 300,
+        "finetune_steps": 250,
+        "stage2_steps": 400,
         "classifier_steps": 400,
         "eval_sentences": 200,
+        # Each system is evaluated in its lane as soon as it is trained (one process each).
+        "evaluate_in_lanes": True,
+        "contrastive_items": 500,
         "examples": 2,
         "log_steps": 100,
         "max_decoding_length": 100,
@@ -125,12 +134,16 @@ BUDGETS = {
     "quick": {
         "steps": 60,
         "warmup": 30,
+        "batch_size": 1024,
         "alpha": 0.5,
         "max_length": 80,
         "finetune_steps": 10,
         "stage2_steps": 10,
         "classifier_steps": 30,
         "eval_sentences": 20,
+        # A smoke run: the start-up of a process per evaluation would cost more than it saves.
+        "evaluate_in_lanes": False,
+        "contrastive_items": 60,
         "examples": 1,
         "log_steps": 20,
         "max_decoding_length": 30,
@@ -152,6 +165,7 @@ def _finetune_config(domain, base_config, budget, runs_dir):
             "save_checkpoints_steps": budget["finetune_steps"],
             "maximum_features_length": budget["max_length"],
             "maximum_labels_length": budget["max_length"],
+            "batch_size": budget["batch_size"],
         },
     }
     return config
@@ -195,19 +209,19 @@ def main(argv=None):
     parser.add_argument(
         "--full",
         action="store_true",
-        help="also train LDR^1 (alpha = 1) and word-level domain mixing (about %d more minutes)"
-        % FULL_EXTRA_MINUTES,
+        help="also train DC, LDR^1 (alpha = 1) and word-level domain mixing (about %d more "
+        "minutes)" % FULL_EXTRA_MINUTES,
     )
     parser.add_argument("--out", help="results directory (default results/demo[-quick])")
     parser.add_argument("--data", default="data/default", help="corpus directory")
     parser.add_argument("--cache", default=DEFAULT_CACHE)
     args = parser.parse_args(argv)
-    mode = "quick" if args.quick else "full"
+    mode = "quick" if args.quick else "default"
     budget = BUDGETS[mode]
     out = args.out or ("results/demo-quick" if args.quick else "results/demo")
     os.chdir(ROOT)
     demo = common.Steps(out)
-    runs_dir, configs_dir, logs_dir = demo.runs_dir, demo.configs_dir, demo.logs_dir
+    runs_dir, configs_dir = demo.runs_dir, demo.configs_dir
     start = time.time()
 
     if args.data != "data/default":
@@ -228,8 +242,53 @@ def main(argv=None):
         common.load_yaml(DATA_CONFIG), os.path.join(configs_dir, "data.yml")
     )
 
-    systems = []
-    configs = {}
+    # Every step is a job; two lanes (one core each on the README's 2-core machine) run
+    # them side by side, the longest first (common.run_jobs). Each system is translated
+    # and scored in its lane as soon as it is trained; the final evaluation reuses that.
+    lanes = common.cpu_lanes(2)
+    eval_dir = os.path.join(out, "eval")
+    contrastive_dir = os.path.join(out, "contrastive")
+    items_path = os.path.join(contrastive_dir, "items.jsonl")
+    if not os.path.exists(items_path):
+        contrastive.build_items(args.data, items_path, max_items=budget["contrastive_items"])
+    pred_dir = os.path.join(out, "pred")
+    # The systems' (name, configuration files, label modes): evaluate.System needs them
+    # trained.
+    jobs, specs, configs = [], [], {}
+
+    def _add_system(name, config_paths, modes, after):
+        """The system's evaluation jobs (BLEU translations, contrastive scores), each after
+        :obj:`after` (its training)."""
+        specs.append((name, config_paths, modes))
+        if not budget["evaluate_in_lanes"]:
+            return  # The final evaluation translates and scores everything, in one process.
+        config_arg = "%s=%s" % (name, ",".join(config_paths))
+        command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir, "--system", config_arg]
+        if modes:
+            command += ["--system-modes", "%s=%s" % (name, ",".join(modes))]
+        command += ["--max-sentences", str(budget["eval_sentences"]), "--cache-only"]
+        needs = list(after)
+        if modes and "pred" in modes:
+            command += ["--pred-dir", pred_dir]
+            needs.append("predict")
+        slug = after[0]
+        jobs.append(
+            demo.command_job("eval_" + slug, "translate %s" % name, command, "4/6", after=needs)
+        )
+        if name in CONTRASTIVE_SYSTEMS:
+            command = ["ldr-eval", "contrastive", "--corpus", args.data]
+            command += ["--out", contrastive_dir, "--items", items_path]
+            command += ["--system", config_arg, "--cache-only"]
+            jobs.append(
+                demo.command_job(
+                    "contrastive_" + slug,
+                    "contrastive %s" % name,
+                    command,
+                    "5/6",
+                    after=after,
+                )
+            )
+
     selected = [system for system in SYSTEMS if args.full or system[-1]]
     mixed_def = [s[2] for s in SYSTEMS if s[0] == "Mixed"][0]
     # Every system from scratch is seeded (1); Mixed is trained again with seed 2.
@@ -241,59 +300,69 @@ def main(argv=None):
         )
         path = common.write_config(config, os.path.join(configs_dir, "%s.yml" % slug))
         configs[name] = config
-        demo.train(
-            name,
-            slug,
-            model_def,
-            [data_config, path],
-            config["model_dir"],
-            budget["steps"],
-            "2/6 train (%d/%d)" % (index + 1, len(trainings)),
-            options=options,
+        jobs.append(
+            demo.train_job(
+                name,
+                slug,
+                model_def,
+                [data_config, path],
+                config["model_dir"],
+                budget["steps"],
+                "2/6 train (%d/%d)" % (index + 1, len(trainings)),
+                options=options,
+            )
         )
-        systems.append(evaluate.System(name, [data_config, path], modes))
+        _add_system(name, [data_config, path], modes, [slug])
 
     name, slug, model_def = FACTORIZED
     stage2 = _stage2_config(slug, configs["Mixed"], budget, runs_dir)
     path = common.write_config(stage2, os.path.join(configs_dir, "%s.yml" % slug))
-    demo.train(
-        "%s stage 2 (Mixed unfolded, domain blocks, %d steps)" % (name, budget["stage2_steps"]),
-        slug,
-        model_def,
-        [data_config, path],
-        stage2["model_dir"],
-        budget["steps"] + budget["stage2_steps"],
-        "2/6 train",
+    jobs.append(
+        demo.train_job(
+            "%s stage 2 (Mixed unfolded, domain blocks, %d steps)" % (name, budget["stage2_steps"]),
+            slug,
+            model_def,
+            [data_config, path],
+            stage2["model_dir"],
+            budget["steps"] + budget["stage2_steps"],
+            "2/6 train",
+            after=["mixed"],
+        )
     )
-    systems.append(evaluate.System(name, [data_config, path], FACTORIZED_MODES))
+    _add_system(name, [data_config, path], FACTORIZED_MODES, [slug])
 
     base_def = [s[2] for s in SYSTEMS if s[0] == FINETUNE_BASE][0]
     for domain in info["domains"]:
         config = _finetune_config(domain, configs[FINETUNE_BASE], budget, runs_dir)
         path = common.write_config(config, os.path.join(configs_dir, "ft_%s.yml" % domain))
-        demo.train(
-            "FT_%s" % domain,
-            "ft_%s" % domain,
-            base_def,
-            [data_config, path],
-            config["model_dir"],
-            budget["steps"] + budget["finetune_steps"],
-            "3/6 fine-tune %s on %s (%d steps)" % (FINETUNE_BASE, domain, budget["finetune_steps"]),
+        jobs.append(
+            demo.train_job(
+                "FT_%s" % domain,
+                "ft_%s" % domain,
+                base_def,
+                [data_config, path],
+                config["model_dir"],
+                budget["steps"] + budget["finetune_steps"],
+                "3/6 fine-tune %s on %s (%d steps)"
+                % (FINETUNE_BASE, domain, budget["finetune_steps"]),
+                after=["mixed"],
+            )
         )
-        systems.append(evaluate.System("FT_%s" % domain, [data_config, path], ("oracle",)))
+        _add_system("FT_%s" % domain, [data_config, path], ("oracle",), ["ft_%s" % domain])
 
     classifier = _classifier_config(budget, runs_dir)
     classifier_config = common.write_config(classifier, os.path.join(configs_dir, "classifier.yml"))
-    demo.train(
-        "the domain classifier",
-        "classifier",
-        CLASSIFIER_DEF,
-        [data_config, classifier_config],
-        classifier["model_dir"],
-        budget["classifier_steps"],
-        "3/6 train",
+    jobs.append(
+        demo.train_job(
+            "the domain classifier",
+            "classifier",
+            CLASSIFIER_DEF,
+            [data_config, classifier_config],
+            classifier["model_dir"],
+            budget["classifier_steps"],
+            "3/6 train",
+        )
     )
-    pred_dir = os.path.join(out, "pred")
     src, domains = info["source_lang"], info["domains"]
     predict_command = ["ldr-main", "--config", data_config, classifier_config, "predict_domains"]
     predict_command += ["--features_file"]
@@ -302,24 +371,41 @@ def main(argv=None):
     predict_command += [os.path.join(args.data, "test.%s.domain" % d) for d in domains]
     predict_command += ["--output_dir", pred_dir, "--model_config", data_config]
     demo.commands.append(("Predict the test sets' domains", predict_command))
-    t0 = time.time()
     scores_path = os.path.join(pred_dir, "classification.json")
-    if os.path.exists(scores_path) and os.path.getmtime(scores_path) > os.path.getmtime(
-        os.path.join(classifier["model_dir"], "checkpoint")
-    ):
-        common.log("[demo] 3/6 predicted labels: already made (%s)" % pred_dir)
-    else:
-        common.log("[demo] 3/6 predict the domains of the test sets")
-        common.run_streaming(
-            [demo.ldr_main] + predict_command[1:], os.path.join(logs_dir, "predict_domains.log")
+
+    def _predicted():
+        checkpoint = os.path.join(classifier["model_dir"], "checkpoint")
+        return os.path.exists(scores_path) and os.path.getmtime(scores_path) > os.path.getmtime(
+            checkpoint
         )
+
+    jobs.append(
+        demo.command_job(
+            "predict",
+            "predict the test sets' domains",
+            predict_command,
+            "3/6",
+            done=_predicted,
+            after=["classifier"],
+        )
+    )
+    common.log(
+        "[demo] 2-5/6 %d jobs (trainings, translations of %d test sentences per domain,"
+        " contrastive scores) on %d lane(s): %s"
+        % (
+            len(jobs),
+            budget["eval_sentences"],
+            len(lanes),
+            "; ".join("cores %s" % c if c else "all cores" for c in lanes),
+        )
+    )
+    common.run_jobs(_by_priority(jobs), lanes)
+    systems = [evaluate.System(*spec) for spec in specs]
     with open(scores_path) as f:
         classifier_scores = json.load(f)
-    demo.timings.append(("predict domains", time.time() - t0))
 
     common.log("[demo] 4/6 evaluate (%d test sentences per domain)" % budget["eval_sentences"])
     t0 = time.time()
-    eval_dir = os.path.join(out, "eval")
     eval_command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir, "--baseline", "Mixed"]
     for system in systems:
         eval_command += ["--system", "%s=%s" % (system.name, ",".join(system.config_paths))]
@@ -335,15 +421,7 @@ def main(argv=None):
         max_sentences=budget["eval_sentences"],
         pred_dir=pred_dir,
     )
-    demo.timings.append(("evaluate", time.time() - t0))
     shutil.copy(os.path.join(eval_dir, "bleu.png"), os.path.join(out, "bleu.png"))
-
-    common.log("[demo] 5/6 contrastive lexical choice (forced decoding, no beam search)")
-    t0 = time.time()
-    contrastive_dir = os.path.join(out, "contrastive")
-    items_path = os.path.join(contrastive_dir, "items.jsonl")
-    if not os.path.exists(items_path):
-        contrastive.build_items(args.data, items_path)
     scored = [s for s in systems if s.name in CONTRASTIVE_SYSTEMS]
     contrastive_command = ["ldr-eval", "contrastive", "--corpus", args.data]
     contrastive_command += ["--out", contrastive_dir, "--items", items_path]
@@ -353,7 +431,7 @@ def main(argv=None):
     contrastive_results = contrastive.evaluate(
         args.data, scored, contrastive_dir, items_path=items_path
     )
-    demo.timings.append(("contrastive", time.time() - t0))
+    demo.timings.append(("scores, significance, tables", time.time() - t0))
     spread = seed_spread(results)
     extras = {
         "spread": spread,
@@ -365,7 +443,15 @@ def main(argv=None):
     }
     total = time.time() - start
     report = _report(
-        mode, info, results, classifier_scores, demo, total, configs_dir, budget, extras
+        mode + (", --full" if args.full else ""),
+        info,
+        results,
+        classifier_scores,
+        demo,
+        total,
+        configs_dir,
+        budget,
+        extras,
     )
     write_lines_atomic(os.path.join(out, "report.md"), report.splitlines())
     print(classification.markdown_table(classifier_scores))
@@ -375,6 +461,22 @@ def main(argv=None):
         "[demo] 6/6 report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60)
     )
     return 0
+
+
+def _by_priority(jobs):
+    """The jobs in the order a free lane takes them: trainings from scratch first (LDR,
+    the slowest, leading), then the classifier and its predictions, the trainings that
+    continue Mixed, and every evaluation as soon as its system is trained."""
+
+    def rank(job):
+        if job.name.startswith(("eval_", "contrastive_")):
+            return 3
+        if job.name in ("classifier", "predict"):
+            return 1
+        return 2 if job.after else 0
+
+    order = {"ldr": 0}
+    return sorted(jobs, key=lambda job: (rank(job), order.get(job.name, 1)))
 
 
 def _row_averages(results):
@@ -471,8 +573,7 @@ def findings(results, spread, contrastive_figures=None, baseline="Mixed", system
             )
         if generic is not None:
             lines.append(
-                "  With the generic label (no domain parameters): %+.1f BLEU against oracle."
-                % (generic - oracle)
+                "  With the generic label: %+.1f BLEU against oracle." % (generic - oracle)
             )
         if contrastive_figures:
             right = contrastive_figures.get("%s (oracle)" % system)
@@ -534,7 +635,7 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "",
         "English->French, three domains built from PyPI packages by `ldr-data build default`.",
         "Small Transformers (2 layers, 64 units) from `model_defs/small/`, trained by `ldr-main`"
-        " on per-domain corpora for %d steps each (batches of 2048 tokens mixing domains,"
+        " on per-domain corpora for %d steps each (batches of %d tokens mixing domains,"
         " sentences drawn with P(domain i) ~ |C_i|^%s, training pairs up to %d tokens). Mixed"
         " shares its target input and output embeddings; %s: Mixed again with seed %d."
         " FT_<domain>: Mixed fine-tuned %d more steps on that domain only. Factorized PA: the"
@@ -545,6 +646,7 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         " %d test sentences of each domain, beam 4."
         % (
             budget["steps"],
+            budget["batch_size"],
             budget["alpha"],
             budget["max_length"],
             SEED_ROW,

@@ -7,6 +7,7 @@ import shutil
 from unittest import mock
 
 import numpy as np
+import opennmt
 import pytest
 import tensorflow as tf
 import yaml
@@ -507,6 +508,43 @@ class ScoringTest(helpers.SharedDirTestCase):
         self.assertEqual(
             [n for n in os.listdir(out) if n.startswith("ldr.")], ["ldr.contrastive.stamp"]
         )
+
+    def test_scoring_does_not_decode(self):
+        # OpenNMT-tf's score runs the model in inference mode, which would also decode.
+        out = os.path.join(self.get_temp_dir(), "nodecode")
+        systems = [evaluate.System("ldr", [self.configs["ldr"]])]
+        with mock.patch.object(
+            opennmt.models.SequenceToSequence,
+            "_dynamic_decode",
+            side_effect=AssertionError("decoded while scoring"),
+        ):
+            results = contrastive.evaluate(
+                self.corpus, systems, out, items_path=self.items, modes=["oracle"]
+            )
+        expected = [row for row in self.results["rows"] if row["row"] == "ldr (oracle)"]
+        self.assertEqual([row["values"] for row in results["rows"]], [expected[0]["values"]])
+
+    def test_cache_only(self):
+        out = os.path.join(self.get_temp_dir(), "cache")
+        shutil.copytree(self.out, out)
+        os.remove(os.path.join(out, contrastive.RESULTS_FILE))
+        systems = [evaluate.System(n, [c]) for n, c in sorted(self.configs.items())]
+        with mock.patch.object(Runner, "score", side_effect=AssertionError("scored again")):
+            self.assertIsNone(
+                contrastive.evaluate(
+                    self.corpus, systems, out, items_path=self.items, cache_only=True
+                )
+            )
+        self.assertFalse(os.path.exists(os.path.join(out, contrastive.RESULTS_FILE)))
+        # Scores missing for one system: only those are made, and still no summary.
+        for name in os.listdir(out):
+            if name.startswith("ldr."):
+                os.remove(os.path.join(out, name))
+        contrastive.evaluate(self.corpus, systems, out, items_path=self.items, cache_only=True)
+        self.assertFalse(os.path.exists(os.path.join(out, contrastive.RESULTS_FILE)))
+        with mock.patch.object(Runner, "score", side_effect=AssertionError("scored again")):
+            results = contrastive.evaluate(self.corpus, systems, out, items_path=self.items)
+        self.assertEqual(results["rows"], self.results["rows"])
 
     def test_cli_and_errors(self):
         out = os.path.join(self.dir, "cli")

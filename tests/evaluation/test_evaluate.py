@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 import tensorflow as tf
@@ -141,6 +142,23 @@ class EvaluateTest(helpers.SharedDirTestCase):
             f.write("\n".join(lines[:5]) + "\n")
         with self.assertRaisesRegex(UserError, "LDR.wrong.fr: 5 predictions for 18 references"):
             evaluate.evaluate(self.corpus, [evaluate.System("LDR", [self.ldr])], out)
+
+    def test_cache_only_translates_for_a_later_evaluation(self):
+        out = os.path.join(self.dir, "eval_cache")
+        argv = ["--corpus", self.corpus, "--out", out, "--system", "LDR=%s" % self.ldr]
+        argv += ["--system-modes", "LDR=oracle,wrong"]
+        self.assertEqual(cli.main(argv + ["--cache-only"]), 0)
+        self.assertFalse(os.path.exists(os.path.join(out, "scores.json")))
+        with open(os.path.join(out, "LDR.wrong.fr")) as f:
+            self.assertLen(f.read().splitlines(), 18)
+        # The evaluation that follows scores those translations without translating.
+        with mock.patch.object(
+            evaluate.System, "translate", side_effect=AssertionError("translated again")
+        ):
+            self.assertEqual(cli.main(argv), 0)
+        with open(os.path.join(out, "scores.json")) as f:
+            rows = [row for row, _ in json.load(f)["rows"]]
+        self.assertEqual(rows, ["LDR (oracle)", "LDR (wrong)"])
 
     def test_predicted_labels_and_per_system_modes(self):
         out = os.path.join(self.dir, "eval_pred")

@@ -1,6 +1,6 @@
 import tensorflow as tf
 
-from experiments import demo
+from experiments import common, demo
 
 DOMAINS = ["medical", "religious", "software"]
 
@@ -42,7 +42,7 @@ class FindingsTest(tf.test.TestCase):
         )
         self.assertIn("  With a wrong label it loses 0.1 BLEU (within the seed spread", text)
         self.assertNotIn("the model uses its labels", text)
-        self.assertIn("  With the generic label (no domain parameters): -1.6 BLEU", text)
+        self.assertIn("  With the generic label: -1.6 BLEU", text)
         self.assertIn("- DC with its domain labels: +0.1 BLEU against Mixed, within the seed", text)
         self.assertIn("- FT_medical: +10.0 BLEU on medical, -8.0 on the other domains", text)
         self.assertIn("forgets them", text)
@@ -82,6 +82,36 @@ class FindingsTest(tf.test.TestCase):
     def test_example_rows(self):
         rows = demo._example_rows(RESULTS)
         self.assertEqual(rows, ["Mixed", "LDR (oracle)", "DC (oracle)"])
+
+
+class PriorityTest(tf.test.TestCase):
+    def test_trainings_from_scratch_first_then_what_continues_them_then_evaluations(self):
+        def job(name, after=()):
+            return common.Job(name, lambda cores: None, after)
+
+        jobs = [
+            job("mixed"),
+            job("eval_mixed", ["mixed"]),
+            job("mixed_seed2"),
+            job("factorized_pa", ["mixed"]),
+            job("ldr"),
+            job("classifier"),
+            job("predict", ["classifier"]),
+            job("contrastive_ldr", ["ldr"]),
+        ]
+        self.assertEqual(
+            [j.name for j in demo._by_priority(jobs)],
+            [
+                "ldr",
+                "mixed",
+                "mixed_seed2",
+                "classifier",
+                "predict",
+                "factorized_pa",
+                "eval_mixed",
+                "contrastive_ldr",
+            ],
+        )
 
 
 if __name__ == "__main__":
