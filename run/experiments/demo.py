@@ -212,12 +212,23 @@ def main(argv=None):
         help="also train DC, LDR^1 (alpha = 1) and word-level domain mixing (about %d more "
         "minutes)" % FULL_EXTRA_MINUTES,
     )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help="training steps of the systems trained from scratch (default %d; %d with --quick); "
+        "give another --out than a run with other steps"
+        % (BUDGETS["default"]["steps"], BUDGETS["quick"]["steps"]),
+    )
     parser.add_argument("--out", help="results directory (default results/demo[-quick])")
     parser.add_argument("--data", default="data/default", help="corpus directory")
     parser.add_argument("--cache", default=DEFAULT_CACHE)
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "default"
-    budget = BUDGETS[mode]
+    budget = dict(BUDGETS[mode])
+    if args.steps is not None:
+        if args.steps < 1:
+            raise SystemExit("--steps must be >= 1, got %d" % args.steps)
+        budget["steps"] = args.steps
     out = args.out or ("results/demo-quick" if args.quick else "results/demo")
     os.chdir(ROOT)
     demo = common.Steps(out)
