@@ -109,13 +109,15 @@ BUDGETS = {
     # instead of 24% and 6%), training pairs capped at 80 tokens, target embeddings tied.
     # Batches of 1024 tokens beat 2048 at equal tokens (twice the updates): Mixed averaged
     # 10.8 BLEU after 2250 steps of 1024 tokens against 8.4 after 1125 steps of 2048, and
-    # 14.6 after 3000 against 11.9 after 1500; on one core a step of 1024 tokens takes
-    # about the time of one of 512 (4 steps/s), so smaller batches gain nothing. The
-    # default budget is what fits in about 30 minutes on two lanes of one core: Mixed
-    # twice and LDR from scratch (a Procedure 1 step is two batches), Factorized PA's
-    # stage 2 and three fine-tunings on top of Mixed, the classifier, the evaluations.
+    # 14.6 after 3000 against 11.9 after 1500; on one core a step of 1024 tokens costs
+    # about 0.34 s, one of 512 0.24 s (a fixed part per step), so smaller batches gain
+    # little. Two lanes of one core: the run of 2026-11-23 with 2500 steps (``--steps
+    # 2500``) took 39.2 minutes (Mixed 15.5 per seed, LDR 23.6 (a Procedure 1 step is
+    # two passes), everything else 22 core-minutes: Factorized PA's stage 2 and three
+    # fine-tunings on top of Mixed, the classifier, the evaluations) for Mixed 12.9 BLEU,
+    # LDR 16.8. The default steps are what fits in 30 minutes by those timings.
     "default": {
-        "steps": 2500,
+        "steps": 1700,
         "warmup": 800,
         "batch_size": 1024,
         "alpha": 0.5,
