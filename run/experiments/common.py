@@ -165,14 +165,15 @@ def run_jobs(jobs, lanes=None):
                 return job
         return False
 
-    running = [0]
+    running = 0
 
     def _lane(cores):
+        nonlocal running
         while True:
             with condition:
                 job = _next()
                 while job is False:
-                    if not running[0]:
+                    if not running:
                         errors.append(
                             ValueError("circular dependencies: %s" % [j.name for j in pending])
                         )
@@ -182,7 +183,7 @@ def run_jobs(jobs, lanes=None):
                     job = _next()
                 if job is None:
                     return
-                running[0] += 1
+                running += 1
             try:
                 job.run(cores)
             except BaseException as e:  # Reported by run_jobs, in the caller's thread.
@@ -190,7 +191,7 @@ def run_jobs(jobs, lanes=None):
                     errors.append(e)
             finally:
                 with condition:
-                    running[0] -= 1
+                    running -= 1
                     done.add(job.name)
                     condition.notify_all()
 

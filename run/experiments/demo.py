@@ -275,10 +275,8 @@ def main(argv=None):
         specs.append((name, config_paths, modes))
         if not budget["evaluate_in_lanes"]:
             return  # The final evaluation translates and scores everything, in one process.
-        config_arg = "%s=%s" % (name, ",".join(config_paths))
-        command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir, "--system", config_arg]
-        if modes:
-            command += ["--system-modes", "%s=%s" % (name, ",".join(modes))]
+        command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir]
+        command += _system_args(name, config_paths, modes)
         command += ["--max-sentences", str(budget["eval_sentences"]), "--cache-only"]
         needs = list(after)
         if modes and "pred" in modes:
@@ -291,7 +289,7 @@ def main(argv=None):
         if name in CONTRASTIVE_SYSTEMS:
             command = ["ldr-eval", "contrastive", "--corpus", args.data]
             command += ["--out", contrastive_dir, "--items", items_path]
-            command += ["--system", config_arg, "--cache-only"]
+            command += _system_args(name, config_paths) + ["--cache-only"]
             jobs.append(
                 demo.command_job(
                     "contrastive_" + slug,
@@ -420,10 +418,8 @@ def main(argv=None):
     common.log("[demo] 4/6 evaluate (%d test sentences per domain)" % budget["eval_sentences"])
     t0 = time.time()
     eval_command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir, "--baseline", "Mixed"]
-    for system in systems:
-        eval_command += ["--system", "%s=%s" % (system.name, ",".join(system.config_paths))]
-        if system.modes:
-            eval_command += ["--system-modes", "%s=%s" % (system.name, ",".join(system.modes))]
+    for name, config_paths, modes in specs:
+        eval_command += _system_args(name, config_paths, modes)
     eval_command += ["--pred-dir", pred_dir, "--max-sentences", str(budget["eval_sentences"])]
     demo.commands.append(("Evaluate", eval_command))
     results = evaluate.evaluate(
@@ -439,7 +435,7 @@ def main(argv=None):
     contrastive_command = ["ldr-eval", "contrastive", "--corpus", args.data]
     contrastive_command += ["--out", contrastive_dir, "--items", items_path]
     for system in scored:
-        contrastive_command += ["--system", "%s=%s" % (system.name, ",".join(system.config_paths))]
+        contrastive_command += _system_args(system.name, system.config_paths)
     demo.commands.append(("Contrastive lexical choice", contrastive_command))
     contrastive_results = contrastive.evaluate(
         args.data, scored, contrastive_dir, items_path=items_path
@@ -474,6 +470,14 @@ def main(argv=None):
         "[demo] 6/6 report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60)
     )
     return 0
+
+
+def _system_args(name, config_paths, modes=None):
+    """A system's ``--system`` (and ``--system-modes``) arguments of ``ldr-eval``."""
+    args = ["--system", "%s=%s" % (name, ",".join(config_paths))]
+    if modes:
+        args += ["--system-modes", "%s=%s" % (name, ",".join(modes))]
+    return args
 
 
 def _by_priority(jobs):
