@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The README's test command: sets up .venv if needed, then runs the test suite.
 # Extra arguments go to pytest (e.g. bash run/test.sh -k ldr -x).
+# Two pytest-xdist workers by default (LDR_TEST_WORKERS=N to change, 0 for one process):
+# much of a TensorFlow test is single-threaded graph tracing, so two workers on two
+# cores finish sooner than one. Each test file runs whole in one worker (--dist
+# loadfile): the tiny models a file trains once are shared by its tests.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
 cd "$ROOT"
-exec python -m pytest tests -p no:cacheprovider "$@"
+exec python -m pytest tests -p no:cacheprovider -n "${LDR_TEST_WORKERS:-2}" --dist loadfile "$@"

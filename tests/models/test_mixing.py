@@ -506,7 +506,13 @@ class MixingOnmtMainTest(tf.test.TestCase):
             "model_dir": os.path.join(directory, "mixing"),
             "data": corpus.data_config(paths),
             "params": {"optimizer": "Adam", "learning_rate": 0.003, "beam_width": 2},
-            "train": {"batch_size": 16, "batch_type": "examples", "max_step": 4},
+            "train": {
+                "batch_size": 16,
+                "batch_type": "examples",
+                "max_step": 4,
+                # --auto_config would accumulate gradients up to 25,000 examples.
+                "effective_batch_size": None,
+            },
             "infer": {"batch_size": 8},
         }
         path = os.path.join(directory, "mixing.yml")
