@@ -1,6 +1,17 @@
-"""Small file helpers shared by the corpus builder and the evaluation."""
+"""Small file helpers shared by the corpus builder, the evaluation and the commands.
 
+Every output that a reader could mistake for a complete result is written through
+:func:`atomic_output` (or :func:`write_lines_atomic`, :func:`atomic_directory`): it is
+built under a fresh name in the destination's directory and renamed over the
+destination only when complete. The temporary name is created exclusively
+(``tempfile.mkstemp`` / ``mkdtemp``), never a predictable ``PATH.partial`` that a
+planted symbolic link could redirect.
+"""
+
+import contextlib
 import os
+import shutil
+import tempfile
 
 
 def read_lines(path):
@@ -16,16 +27,71 @@ def write_lines(path, lines):
             f.write(line + "\n")
 
 
-def write_lines_atomic(path, lines):
-    """Writes lines to ``path + ".partial"`` then renames it: no half-written file
-    ever looks complete."""
-    partial = path + ".partial"
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_output(path):
+    """Yields a temporary file path to write; renames it to :obj:`path` on success.
+
+    The temporary file is created exclusively in :obj:`path`'s directory (so the
+    rename is atomic and cannot follow a planted link) and removed if the block
+    raises: an interrupted write never leaves a file that looks complete, nor a
+    stray temporary file. The result gets the permissions of a normally created
+    file (``0o666`` minus the umask), not ``mkstemp``'s ``0o600``.
+
+    Example::
+
+        with atomic_output("scores.json") as tmp:
+            with open(tmp, "w") as f:
+                json.dump(scores, f)
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
+    os.close(fd)
     try:
-        write_lines(partial, lines)
-        os.replace(partial, path)
+        yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
     finally:
-        if os.path.exists(partial):  # A failed write leaves nothing behind.
-            os.remove(partial)
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+
+
+@contextlib.contextmanager
+def atomic_directory(path):
+    """Yields a fresh temporary directory; it becomes :obj:`path` on success.
+
+    Same contract as :func:`atomic_output` for a directory (an export): created
+    exclusively next to :obj:`path`, removed if the block raises. An existing
+    :obj:`path` is replaced only once the new one is complete.
+    """
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="." + os.path.basename(os.path.abspath(path)) + ".", dir=parent)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())
+        if os.path.isdir(path) and not os.path.islink(path):
+            old = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".old.", dir=parent)
+            os.rename(path, os.path.join(old, "previous"))
+            os.rename(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_lines_atomic(path, lines):
+    """Writes lines to :obj:`path` through :func:`atomic_output`: no half-written
+    file ever looks complete."""
+    with atomic_output(path) as tmp:
+        write_lines(tmp, lines)
 
 
 DEFAULT_CACHE = os.environ.get(

@@ -27,6 +27,7 @@ from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
 
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import folding
+from ldr_opennmt.utils import atomic_directory
 
 MANIFEST = "manifest.json"
 FORMAT = "ldr-opennmt-ctranslate2"
@@ -152,10 +153,7 @@ def export(
     if os.path.exists(output_dir) and not force:
         raise UserError("%s already exists (use --force to replace it)" % output_dir)
     manifest = make_manifest(model, domains, quantization, checkpoint_path=checkpoint_path)
-    parent, name = os.path.split(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    partial = tempfile.mkdtemp(prefix=name + ".partial-", dir=parent)
-    try:
+    with atomic_directory(output_dir) as partial:
         plain = folding.plain_transformer(model)
         for domain in domains:
             folding.assign_domain(plain, model, domain)
@@ -163,20 +161,4 @@ def export(
         with open(os.path.join(partial, MANIFEST), "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=2)
             f.write("\n")
-        _replace_directory(partial, output_dir)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
     return manifest
-
-
-def _replace_directory(source, destination):
-    """Renames :obj:`source` to :obj:`destination`, replacing an existing one."""
-    if not os.path.exists(destination):
-        os.rename(source, destination)
-        return
-    parent, name = os.path.split(destination)
-    old = tempfile.mkdtemp(prefix=name + ".old-", dir=parent)
-    os.rename(destination, os.path.join(old, name))
-    os.rename(source, destination)
-    shutil.rmtree(old, ignore_errors=True)
