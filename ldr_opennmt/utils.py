@@ -94,6 +94,13 @@ def write_lines_atomic(path, lines):
         write_lines(tmp, lines)
 
 
+def save_figure(figure, path, **kwargs):
+    """Saves a matplotlib figure through :func:`atomic_output` (format from the extension)."""
+    kwargs.setdefault("format", os.path.splitext(path)[1].lstrip(".") or "png")
+    with atomic_output(path) as tmp:
+        figure.savefig(tmp, **kwargs)
+
+
 DEFAULT_CACHE = os.environ.get(
     "LDR_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ldr-opennmt")
 )

@@ -460,19 +460,22 @@ def resolve_sizes(args):
 
 
 def write_atomically(path, text):
-    """Writes :obj:`text` to a temporary file next to :obj:`path`, then renames it.
+    """Writes :obj:`text` to an exclusive temporary file next to :obj:`path`, then renames it.
 
     ``ldr_opennmt.utils.write_lines_atomic`` does the same, but importing the package
     imports TensorFlow, which this module keeps out of the CTranslate2 processes.
     """
-    partial = "%s.partial.%d" % (path, os.getpid())
+    fd, tmp = tempfile.mkstemp(
+        prefix="." + os.path.basename(path) + ".", dir=os.path.dirname(os.path.abspath(path))
+    )
     try:
-        with open(partial, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(partial, path)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
     finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def directory_size_mib(path):

@@ -10,11 +10,11 @@ few units across domains is polysemous; one whose lists coincide is monosemous.
 
 import collections
 import csv
-import os
 
 import numpy as np
 
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.utils import atomic_output, save_figure
 
 Unit = collections.namedtuple("Unit", ("token", "counts", "neighbours", "intersection"))
 
@@ -112,8 +112,7 @@ def markdown_table(units, shown=5):
 def write_csv(units, path):
     """One row per unit: token, intersection, count and neighbours per domain."""
     domains = list(units[0].neighbours)
-    partial = path + ".partial"
-    with open(partial, "w", newline="", encoding="utf-8") as f:
+    with atomic_output(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(
             ["unit", "intersection"]
@@ -126,7 +125,6 @@ def write_csv(units, path):
                 + [unit.counts[d] for d in domains]
                 + [" ".join(unit.neighbours[d]) for d in domains]
             )
-    os.replace(partial, path)
 
 
 def plot_intersections(units, k, path):
@@ -143,5 +141,5 @@ def plot_intersections(units, k, path):
     axis.set_ylabel("units")
     axis.set_title("Cross-domain neighbour overlap of %d units" % len(units))
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    save_figure(figure, path, dpi=120)
     plt.close(figure)

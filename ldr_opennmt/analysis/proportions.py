@@ -36,7 +36,7 @@ from ldr_opennmt.inputters import constant_label, constant_label_name
 from ldr_opennmt.layers.mixing import SOURCE, TARGET
 from ldr_opennmt.models.mixing import MixingTransformer
 from ldr_opennmt.training.runner import Runner
-from ldr_opennmt.utils import write_lines_atomic
+from ldr_opennmt.utils import save_figure, write_lines_atomic
 
 #: The proportions of one mixed layer: its record ``label`` and ``side``, and
 #: ``sentences``, one float32 array ``[positions, k]`` per sentence (no padding).
@@ -481,7 +481,7 @@ def plot_sentence(result, index, path):
         fontsize=10,
     )
     figure.colorbar(image, ax=list(axes[:, 0]), shrink=0.8, label="domain proportion")
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -567,7 +567,7 @@ def plot_histograms(result, path, bins=20):
             break
     if handles:
         figure.legend(handles, labels, loc="outside upper center", ncol=min(len(handles), 4))
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
     plt.close(figure)
 
 

@@ -24,7 +24,7 @@ import time
 
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.training import corpora as corpora_lib
-from ldr_opennmt.utils import DEFAULT_CACHE
+from ldr_opennmt.utils import DEFAULT_CACHE, save_figure
 
 from . import common
 from .common import ROOT
@@ -100,7 +100,7 @@ def line_chart(results, cells, path):
     ax.set_title("LDR: BLEU by region size")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
