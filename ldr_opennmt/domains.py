@@ -5,9 +5,19 @@ A domain id is the index of the domain name in the configured domain list
 :data:`GENERIC` maps to :data:`GENERIC_ID`, which activates no domain-specific
 parameter: ``tf.one_hot(GENERIC_ID, depth)`` is an all-zero row, so every
 domain-aware layer reads "no domain" without a special case.
+
+It also holds the checks of the text files themselves, shared by label files,
+per-domain corpora and training files (the lowest layer that both
+:mod:`ldr_opennmt.inputters` and :mod:`ldr_opennmt.training` import): every line
+must be UTF-8 (:func:`scan_text_file`), and the pairs of a parallel corpus with
+an empty side are counted and reported before training
+(:func:`check_parallel_files`).
 """
 
+import array
+import collections
 import math
+import re
 
 import tensorflow as tf
 
@@ -76,6 +86,109 @@ def label_id(label, domains, where):
     return domains.index(label)
 
 
+#: ASCII whitespace: what ``tf.strings.strip`` (label lookup) and the tokenizers strip.
+ASCII_SPACE = " \t\n\r\f\v"
+#: A blank line (ASCII whitespace only) inside a block of whole lines.
+_BLANK_LINE = re.compile(rb"^[ \t\r\f\v]*\n", re.MULTILINE)
+#: Bytes read at a time by :func:`scan_text_file`.
+_CHUNK_SIZE = 1 << 20
+
+#: The data configuration key that keeps training pairs with an empty target.
+KEEP_EMPTY_TARGETS = "keep_empty_targets"
+#: Line numbers shown in a log line (the count is always complete).
+_SHOWN_LINES = 5
+
+#: A scanned text file: its line count and the numbers (1-based, ascending, an
+#: ``array.array``) of its blank lines.
+TextFile = collections.namedtuple("TextFile", ("path", "lines", "blank"))
+
+#: A checked source/target pair of files (see :func:`check_parallel_files`).
+ParallelFiles = collections.namedtuple(
+    "ParallelFiles", ("source", "target", "size", "empty_source", "empty_target", "dropped")
+)
+
+
+def not_utf8_error(path, data, first_line, error):
+    """The :class:`UserError` for a ``UnicodeDecodeError`` raised on whole lines.
+
+    Args:
+      path: The file.
+      data: The bytes that failed to decode: one or more whole lines.
+      first_line: The number of the first line of :obj:`data`.
+      error: The ``UnicodeDecodeError``.
+
+    Returns:
+      A ``FILE:LINE: not UTF-8 (byte 0xNN at byte K of the line)`` error.
+    """
+    line = first_line + data.count(b"\n", 0, error.start)
+    line_start = data.rfind(b"\n", 0, error.start) + 1
+    return UserError(
+        "%s:%d: not UTF-8 (byte 0x%02x at byte %d of the line)"
+        % (path, line, data[error.start], error.start - line_start + 1)
+    )
+
+
+def _scan_block(path, block, lines_before, blank):
+    """Checks a block of whole lines; appends its blank line numbers; returns the count."""
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise not_utf8_error(path, block, lines_before + 1, e) from None
+    position, line = 0, lines_before
+    for match in _BLANK_LINE.finditer(block):
+        line += block.count(b"\n", position, match.start()) + 1
+        blank.append(line)
+        position = match.end()
+    return lines_before + block.count(b"\n")
+
+
+def scan_text_file(path):
+    """Reads a text file once, in chunks: its lines, its blank lines, and UTF-8.
+
+    Lines are split on ``\\n`` only, as ``tf.data.TextLineDataset`` does; a last
+    line without ``\\n`` counts. A line is blank when it holds ASCII whitespace
+    only: every tokenizer makes no token of it.
+
+    Args:
+      path: The file.
+
+    Returns:
+      A :class:`TextFile`.
+
+    Raises:
+      UserError: ``FILE:LINE: not UTF-8 (...)`` on the first line that is not UTF-8
+        (invalid bytes would otherwise become unknown words without a word).
+    """
+    lines = 0
+    blank = array.array("q")
+    pending = []  # The start of a line that continues in the next chunk.
+    with tf.io.gfile.GFile(path, "rb") as f:
+        while True:
+            chunk = f.read(_CHUNK_SIZE)
+            if not chunk:
+                break
+            # Blocks end on a newline, which is never inside a multi-byte UTF-8 character.
+            end = chunk.rfind(b"\n") + 1
+            if end == 0:
+                pending.append(chunk)
+                continue
+            block = b"".join(pending + [chunk[:end]]) if pending else chunk[:end]
+            pending = [chunk[end:]] if end < len(chunk) else []
+            lines = _scan_block(path, block, lines, blank)
+    if pending:
+        lines = _scan_block(path, b"".join(pending) + b"\n", lines, blank)
+    return TextFile(path, lines, blank)
+
+
+def count_lines(path):
+    """Counts the lines of a text file (as :func:`scan_text_file`: UTF-8 is checked).
+
+    Raises:
+      UserError: on a line that is not UTF-8.
+    """
+    return scan_text_file(path).lines
+
+
 def read_label_file(path, domains, expected_lines=None, source_path=None):
     """Reads and validates a domain label file (one label per line).
 
@@ -90,13 +203,19 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
       The list of domain ids, one per line.
 
     Raises:
-      UserError: on an empty label, an unknown label or a line count mismatch,
-        with the file, line number and value in the message.
+      UserError: on a line that is not UTF-8, an empty label, an unknown label or
+        a line count mismatch, with the file, line number and value in the message.
     """
     ids = []
-    with tf.io.gfile.GFile(path, "r") as label_file:
+    # Bytes, decoded line by line: a decoding error names its line. Lines are
+    # split on "\n" only and stripped of ASCII whitespace, as the in-graph lookup
+    # (tf.data.TextLineDataset, tf.strings.strip) reads them.
+    with tf.io.gfile.GFile(path, "rb") as label_file:
         for line_number, line in enumerate(label_file, start=1):
-            label = line.strip()
+            try:
+                label = line.decode("utf-8").strip(ASCII_SPACE)
+            except UnicodeDecodeError as e:
+                raise not_utf8_error(path, line, line_number, e) from None
             if not label:
                 raise UserError("%s:%d: empty domain label" % (path, line_number))
             ids.append(label_id(label, domains, "%s:%d" % (path, line_number)))
@@ -115,13 +234,163 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
     return ids
 
 
-def count_lines(path):
-    """Counts the lines of a text file."""
-    count = 0
-    with tf.io.gfile.GFile(path, "rb") as f:
-        for _ in f:
-            count += 1
-    return count
+def keep_empty_targets(data_config):
+    """The ``data: keep_empty_targets`` setting (default ``False``).
+
+    Training drops the pairs whose target is empty unless it is ``True``: such a
+    pair teaches the model to translate a sentence into nothing. Pairs with an
+    empty source are always dropped (OpenNMT-tf does it too: nothing to encode).
+    It is a ``data`` key because the model's examples inputter applies it, which
+    only reads the ``data`` section (the same under ``ldr-main`` and ``onmt-main``).
+
+    Raises:
+      UserError: if the value is not a boolean.
+    """
+    value = data_config.get(KEEP_EMPTY_TARGETS, False)
+    if not isinstance(value, bool):
+        raise UserError("data: %s must be true or false, got %r" % (KEEP_EMPTY_TARGETS, value))
+    return value
+
+
+def _union_count(a, b):
+    """The number of distinct values of two ascending sequences."""
+    i = j = common = 0
+    while i < len(a) and j < len(b):
+        if a[i] == b[j]:
+            common += 1
+            i += 1
+            j += 1
+        elif a[i] < b[j]:
+            i += 1
+        else:
+            j += 1
+    return len(a) + len(b) - common
+
+
+def _line_numbers(numbers):
+    shown = ", ".join(str(n) for n in numbers[:_SHOWN_LINES])
+    more = ", ..." if len(numbers) > _SHOWN_LINES else ""
+    return "%s %s%s" % ("line" if len(numbers) == 1 else "lines", shown, more)
+
+
+def _report_empty(text_file, side, size, action):
+    if not text_file.blank:
+        return
+    tf.get_logger().warning(
+        "%s: %d of %d %s lines are empty (%s): %s",
+        text_file.path,
+        len(text_file.blank),
+        size,
+        side,
+        _line_numbers(text_file.blank),
+        action,
+    )
+
+
+#: (source, target, training, keep) -> (files' (size, mtime) signature, ParallelFiles).
+_CHECKED = {}
+
+
+def _signature(paths):
+    stats = [tf.io.gfile.stat(path) for path in paths]
+    return tuple((stat.length, stat.mtime_nsec) for stat in stats)
+
+
+def check_parallel_files(source, target, training=True, keep_empty=False, what=None):
+    """Checks a source file and its target file in one pass over each.
+
+    Every line must be UTF-8, both files must have the same number of lines, and
+    the pairs with an empty source or target line are counted: a warning per file
+    that has empty lines names the file, the count and the first line numbers.
+    This is what the user sees before training; the pairs are dropped by the
+    model's examples inputter (:class:`ldr_opennmt.inputters.MultiDomainExamplesInputter`),
+    in the ``tf.data`` pipeline, so that no file is rewritten.
+
+    A pair of files already checked in this process, unchanged since (same sizes
+    and modification times), is not read again: the multi-domain Runner checks the
+    per-domain corpora when it reads the configuration, and the inputter checks
+    the training files when it builds the training dataset.
+
+    Args:
+      source: The source file.
+      target: The target file.
+      training: Whether the files are training data (empty pairs are then
+        dropped) or evaluation data (used as they are).
+      keep_empty: ``data: keep_empty_targets``: pairs with an empty target are
+        kept for training.
+      what: What the files are, for errors (e.g. ``domain 'medical'``).
+
+    Returns:
+      A :class:`ParallelFiles`: ``size`` (lines), ``empty_source`` and
+      ``empty_target`` (empty lines of each file) and ``dropped`` (pairs training
+      drops; 0 for evaluation data).
+
+    Raises:
+      UserError: on a missing file, a line that is not UTF-8, files of different
+        lengths, or training files whose every pair would be dropped.
+    """
+    for path in (source, target):
+        if not tf.io.gfile.exists(path):
+            raise UserError("%s: file not found" % path)
+    key = (source, target, bool(training), bool(keep_empty))
+    signature = _signature((source, target))
+    checked = _CHECKED.get(key)
+    if checked is not None and checked[0] == signature:
+        return checked[1]
+    source_file = scan_text_file(source)
+    target_file = scan_text_file(target)
+    size, target_size = source_file.lines, target_file.lines
+    if target_size != size:
+        raise UserError(
+            "%s:%d: %s target line (%d lines, but %s has %d)"
+            % (
+                target,
+                min(size, target_size) + 1,
+                "missing" if target_size < size else "extra",
+                target_size,
+                source,
+                size,
+            )
+        )
+    if training:
+        _report_empty(
+            source_file, "source", size, "these pairs are dropped from training (nothing to encode)"
+        )
+        _report_empty(
+            target_file,
+            "target",
+            size,
+            (
+                "these pairs are kept for training (data: %s: true)" % KEEP_EMPTY_TARGETS
+                if keep_empty
+                else "these pairs are dropped from training (data: %s: true keeps them)"
+                % KEEP_EMPTY_TARGETS
+            ),
+        )
+        if keep_empty:
+            dropped = len(source_file.blank)
+        else:
+            dropped = _union_count(source_file.blank, target_file.blank)
+        if size and dropped == size:
+            # The training pipeline would filter out every example and never end.
+            raise UserError(
+                "%s, %s: every pair%s has an empty %s: nothing to train on"
+                % (
+                    source,
+                    target,
+                    " of %s" % what if what else "",
+                    "source" if keep_empty else "source or target",
+                )
+            )
+    else:
+        dropped = 0
+        for text_file, side in ((source_file, "source"), (target_file, "target")):
+            _report_empty(text_file, side, size, "evaluation data are used as they are")
+    result = ParallelFiles(
+        source, target, size, len(source_file.blank), len(target_file.blank), dropped
+    )
+    _CHECKED[key] = (signature, result)
+    return result
 
 
 def sampling_probabilities(sizes, alpha=1.0):

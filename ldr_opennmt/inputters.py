@@ -423,15 +423,78 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
 
     Without ``domain_batches``, OpenNMT-tf's own example-level weighted sampling
     is used (batches mix domains).
+
+    It also drops the training pairs with an empty side
+    (:meth:`keep_for_training`), and checks the training files before building
+    the dataset (:meth:`check_training_files`).
     """
 
     domain_batches = False
+    keep_empty_targets = False
 
     def initialize(self, data_config):
         super().initialize(data_config)
         self.domain_batches = bool(data_config.get("domain_batches", False))
+        self.keep_empty_targets = domains_lib.keep_empty_targets(data_config)
+
+    def keep_for_training(self, features, maximum_length=None):
+        """OpenNMT-tf's length filter, plus: no pair with an empty source or target.
+
+        OpenNMT-tf keeps an example whose lengths are above 0, but a target's length
+        counts the start token it adds (the decoder reads ``<s> w1 .. wn`` and predicts
+        ``w1 .. wn </s>``): an empty target line has length 1 and would be trained
+        on, teaching the model to translate a sentence into nothing. The lengths
+        here are without special tokens. ``data: keep_empty_targets: true`` keeps
+        the pairs with an empty target; an empty source is always dropped (OpenNMT-tf
+        drops it too, unless source sequence controls make its length non-zero).
+        """
+        keep = super().keep_for_training(features, maximum_length=maximum_length)
+        if isinstance(keep, bool) and not keep:
+            return False
+        source, target = features
+        constraints = [
+            tf.greater(self.features_inputter.get_length(source, ignore_special_tokens=True), 0)
+        ]
+        if not self.keep_empty_targets:
+            constraints.append(
+                tf.greater(self.labels_inputter.get_length(target, ignore_special_tokens=True), 0)
+            )
+        if not isinstance(keep, bool):
+            constraints.append(keep)
+        return tf.reduce_all(constraints)
+
+    def check_training_files(self, features_file, labels_file):
+        """Checks each (source, target) pair of training files; logs their empty pairs.
+
+        See :func:`ldr_opennmt.domains.check_parallel_files`: a line that is not
+        UTF-8 and files of different lengths are refused, the pairs with an empty
+        side counted per file before training starts. Files the multi-domain
+        Runner has already checked (``data: train_corpora``) are not read again.
+        Specifications OpenNMT-tf cannot pair are left to its own errors.
+
+        Raises:
+          UserError: see :func:`~ldr_opennmt.domains.check_parallel_files`.
+        """
+        sources, _ = self.features_inputter.split_files(features_file)
+        if isinstance(sources, str) and isinstance(labels_file, str):
+            pairs = [(sources, labels_file)]
+        elif (
+            isinstance(sources, (list, tuple))
+            and isinstance(labels_file, (list, tuple))
+            and len(sources) == len(labels_file)
+        ):
+            pairs = list(zip(sources, labels_file))
+        else:
+            return
+        for source, target in pairs:
+            domains_lib.check_parallel_files(
+                source, target, training=True, keep_empty=self.keep_empty_targets
+            )
 
     def make_training_dataset(self, features_file, labels_file, batch_size, **kwargs):
+        if not kwargs.get("batch_autotune_mode"):
+            # Auto-tuning runs in child processes on data the parent has checked.
+            self.check_training_files(features_file, labels_file)
         if not self.domain_batches:
             return super().make_training_dataset(features_file, labels_file, batch_size, **kwargs)
         sources, labels = self.features_inputter.split_files(features_file)

@@ -2,11 +2,11 @@ import os
 
 import tensorflow as tf
 
-from ldr_opennmt import domains
+from ldr_opennmt import domains, models
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import DomainInputter, MultiDomainInputter, constant_label
 from ldr_opennmt.layers import LDREmbedder
-from tests import corpus
+from tests import corpus, helpers
 
 
 class InputtersTest(tf.test.TestCase):
@@ -97,6 +97,115 @@ class InputtersTest(tf.test.TestCase):
     def test_domain_inputter_requires_declaration(self):
         with self.assertRaisesRegex(UserError, "declares no domains"):
             DomainInputter(required=True).initialize({})
+
+    def test_source_not_utf8_with_a_label_file(self):
+        inputter, _ = self._inputter()
+        source = os.path.join(self.get_temp_dir(), "latin1.src")
+        with open(source, "wb") as f:
+            f.write(b"cell\nh\xf4te\n")
+        labels = self._write("latin1.domain", ["medical"] * 2)
+        with self.assertRaisesRegex(UserError, r"latin1\.src:2: not UTF-8 \(byte 0xf4"):
+            inputter.make_dataset([source, labels], training=True)
+
+
+class EmptyPairsTest(tf.test.TestCase):
+    """Training pairs with an empty side: counted before training, dropped in tf.data."""
+
+    def _data(self, **extra):
+        paths = corpus.write_corpus(os.path.join(self.get_temp_dir(), "c"), count=5)
+        data = corpus.data_config(paths)
+        data.update(extra)
+        # 15 pairs: an empty target at line 2 (a blank one at 7), an empty source at line 4.
+        for key, blanks in (
+            ("train_labels_file", {2: "", 7: " \t"}),
+            ("train_features_file", {4: ""}),
+        ):
+            path = data[key] if key == "train_labels_file" else data[key][0]
+            with open(path) as f:
+                lines = f.read().splitlines()
+            for number, line in blanks.items():
+                lines[number - 1] = line
+            corpus.write_lines(path, lines)
+        return data
+
+    def _model(self, data):
+        model = models.ldr_transformer(domain_region_size=2, **helpers.TINY)
+        model.initialize(data, params={})
+        return model
+
+    def _target_lengths(self, data, **kwargs):
+        """The target lengths (with <s>) of one pass over the training dataset."""
+        model = self._model(data)
+        dataset = model.examples_inputter.make_training_dataset(
+            data["train_features_file"], data["train_labels_file"], 100, single_pass=True, **kwargs
+        )
+        return sorted(int(n) for _, labels in dataset for n in labels["length"].numpy())
+
+    def test_opennmt_keeps_empty_targets_and_we_drop_them(self):
+        data = self._data(keep_empty_targets=True)
+        lengths = self._target_lengths(data)
+        # OpenNMT-tf's own length filter alone (and the source check, always on):
+        # an empty target is trained on, its length being 1 (<s>).
+        self.assertEqual(lengths[:2], [1, 1])
+        self.assertLen(lengths, 14)
+        data = self._data()
+        with self.assertLogs("tensorflow", "WARNING") as logs:
+            lengths = self._target_lengths(data)
+        self.assertLen(lengths, 12)
+        self.assertGreater(min(lengths), 1)
+        self.assertIn(
+            "%s: 2 of 15 target lines are empty (lines 2, 7): these pairs are dropped from "
+            "training (data: keep_empty_targets: true keeps them)" % data["train_labels_file"],
+            "\n".join(logs.output),
+        )
+        self.assertIn(
+            "%s: 1 of 15 source lines are empty (line 4)" % data["train_features_file"][0],
+            "\n".join(logs.output),
+        )
+        # With a maximum length too (OpenNMT-tf's constraint is kept).
+        lengths = self._target_lengths(self._data(), maximum_labels_length=3)
+        self.assertNotEmpty(lengths)
+        self.assertTrue(all(1 < n <= 3 for n in lengths), lengths)
+
+    def test_domain_batches_drop_empty_targets(self):
+        sizes = {"medical": 6, "religious": 6}
+        directory = os.path.join(self.get_temp_dir(), "corpora")
+        paths = corpus.write_corpus(directory, count=6)
+        files = corpus.write_domain_corpora(directory, sizes)
+        target = files["religious"][1]
+        with open(target) as f:
+            lines = f.read().splitlines()
+        corpus.write_lines(target, lines[:2] + [""] + lines[3:])
+        data = {
+            "domains": list(sizes),
+            "source_vocabulary": paths["src_vocab"],
+            "target_vocabulary": paths["tgt_vocab"],
+            "domain_batches": True,
+        }
+        model = self._model(data)
+        dataset = model.examples_inputter.make_training_dataset(
+            [[f[0] for f in files.values()], [constant_label(d) for d in sizes]],
+            [f[1] for f in files.values()],
+            4,
+        )
+        lengths = [int(n) for _, labels in dataset.take(40) for n in labels["length"].numpy()]
+        self.assertGreater(min(lengths), 1)
+
+    def test_training_files_are_checked(self):
+        data = self._data()
+        with open(data["train_labels_file"], "ab") as f:
+            f.write(b"\xc3(\n")
+        with self.assertRaisesRegex(UserError, r"train\.tgt:16: not UTF-8 \(byte 0xc3 at byte 1"):
+            self._target_lengths(data)
+        data = self._data()
+        with open(data["train_labels_file"], "a") as f:
+            f.write("extra\n")
+        # Was a RuntimeError traceback from OpenNMT-tf ("Parallel datasets do not have the
+        # same size"), naming no file.
+        with self.assertRaisesRegex(UserError, r"train\.tgt:16: extra target line \(16 lines"):
+            self._target_lengths(data)
+        with self.assertRaisesRegex(UserError, "keep_empty_targets must be true or false"):
+            self._model(self._data(keep_empty_targets="no"))
 
 
 if __name__ == "__main__":

@@ -59,9 +59,16 @@ def read_corpora(data_config, key):
       A list of :class:`Corpus` in the declared domain order, or ``None`` if the
       key is not set.
 
+    Every file is read once, here (see :func:`ldr_opennmt.domains.check_parallel_files`):
+    its lines are counted, a line that is not UTF-8 is refused, and the pairs with
+    an empty source or target are counted and logged, one warning per file, before
+    training. Training drops them (``data: keep_empty_targets: true`` keeps those
+    with an empty target); evaluation corpora are used as they are.
+
     Raises:
-      UserError: on an undeclared domain, a missing or empty file, or source and
-        target files of different lengths (with the file and line).
+      UserError: on an undeclared domain, a missing or empty file, a line that is
+        not UTF-8, source and target files of different lengths (with the file and
+        line), or a training corpus whose every pair has an empty side.
     """
     corpora = data_config.get(key)
     if corpora is None:
@@ -71,6 +78,7 @@ def read_corpora(data_config, key):
     declared = domains_lib.validate_domain_names(
         data_config.get("domains") or list(corpora), source="data: domains"
     )
+    keep_empty = domains_lib.keep_empty_targets(data_config)
     result = []
     for name, spec in corpora.items():
         name = str(name)
@@ -80,22 +88,17 @@ def read_corpora(data_config, key):
                 % (key, name, ", ".join(declared))
             )
         source, target = _corpus_files(key, name, spec)
-        size = domains_lib.count_lines(source)
-        if size == 0:
+        # A file of no line is a file of no byte (a last line needs no newline).
+        if tf.io.gfile.stat(source).length == 0:
             raise UserError("%s: empty corpus for domain %r (data: %s)" % (source, name, key))
-        target_size = domains_lib.count_lines(target)
-        if target_size != size:
-            raise UserError(
-                "%s:%d: %s target line (%d lines, but %s has %d)"
-                % (
-                    target,
-                    min(size, target_size) + 1,
-                    "missing" if target_size < size else "extra",
-                    target_size,
-                    source,
-                    size,
-                )
-            )
+        # One pass over each file counts its lines, checks UTF-8 and reports empty lines.
+        size = domains_lib.check_parallel_files(
+            source,
+            target,
+            training=key != "eval_corpora",
+            keep_empty=keep_empty,
+            what="domain %r (data: %s)" % (name, key),
+        ).size
         result.append(Corpus(name, source, target, size))
     result.sort(key=lambda corpus: declared.index(corpus.domain))
     return result

@@ -9,6 +9,7 @@ from ldr_opennmt import domains, models
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import constant_label
 from ldr_opennmt.training import corpora
+from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 
 SIZES = {"medical": 40, "religious": 160, "software": 10}
@@ -102,6 +103,79 @@ class CorporaTest(tf.test.TestCase):
         data["train_corpora"]["medical"] = ["nope.src", "nope.tgt"]
         with self.assertRaisesRegex(UserError, "medical: file not found: nope.src"):
             corpora.read_corpora(data, "train_corpora")
+
+    def _replace_line(self, path, number, data):
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+        lines[number - 1] = data
+        with open(path, "wb") as f:
+            f.write(b"\n".join(lines))
+
+    def test_not_utf8_is_refused_while_counting(self):
+        # Invalid bytes were counted as lines and trained on as unknown words.
+        for key, side in (("train_corpora", 0), ("train_corpora", 1), ("eval_corpora", 1)):
+            data = self._data()
+            data[key] = data.pop("train_corpora")
+            path = data[key]["religious"][side]
+            self._replace_line(path, 7, b"caf\xe9 cr\xe8me")
+            with self.assertRaises(UserError) as context:
+                corpora.read_corpora(data, key)
+            self.assertEqual(
+                str(context.exception), "%s:7: not UTF-8 (byte 0xe9 at byte 4 of the line)" % path
+            )
+
+    def test_empty_pairs_are_counted_per_file_before_training(self):
+        data = self._data()
+        source, target = data["train_corpora"]["medical"]
+        for number in (3, 9):
+            self._replace_line(target, number, b"")
+        self._replace_line(source, 5, b"  ")
+        with self.assertLogs("tensorflow", "WARNING") as logs:
+            result = corpora.read_corpora(data, "train_corpora")
+        self.assertEqual(
+            logs.output,
+            [
+                "WARNING:tensorflow:%s: 1 of 40 source lines are empty (line 5): these pairs are "
+                "dropped from training (nothing to encode)" % source,
+                "WARNING:tensorflow:%s: 2 of 40 target lines are empty (lines 3, 9): these pairs "
+                "are dropped from training (data: keep_empty_targets: true keeps them)" % target,
+            ],
+        )
+        self.assertEqual([c.size for c in result], list(SIZES.values()))
+        # The same corpora as evaluation data: reported, used as they are.
+        data["eval_corpora"] = data.pop("train_corpora")
+        with self.assertLogs("tensorflow", "WARNING") as logs:
+            corpora.read_corpora(data, "eval_corpora")
+        self.assertIn(
+            "%s: 2 of 40 target lines are empty (lines 3, 9): evaluation data are used as they "
+            "are" % target,
+            logs.output[-1],
+        )
+        data["train_corpora"], data["keep_empty_targets"] = data.pop("eval_corpora"), True
+        with self.assertLogs("tensorflow", "WARNING") as logs:
+            corpora.read_corpora(data, "train_corpora")
+        self.assertIn("kept for training (data: keep_empty_targets: true)", logs.output[-1])
+
+    def test_corpus_of_empty_targets_is_refused(self):
+        data = self._data()
+        source, target = data["train_corpora"]["software"]
+        corpus.write_lines(target, [""] * SIZES["software"])
+        with self.assertRaisesRegex(
+            UserError,
+            r"train\.software\.tgt: every pair of domain 'software' \(data: train_corpora\) "
+            r"has an empty source or target: nothing to train on",
+        ):
+            corpora.read_corpora(data, "train_corpora")
+
+    def test_runner_checks_corpora_before_training(self):
+        """ldr-main reads the corpora when it reads the configuration: before training."""
+        data = self._data()
+        target = data["train_corpora"]["software"][1]
+        self._replace_line(target, 2, b"\xff")
+        config = {"model_dir": os.path.join(self.get_temp_dir(), "model"), "data": data}
+        with self.assertRaisesRegex(UserError, r"train\.software\.tgt:2: not UTF-8"):
+            Runner(lambda: models.ldr_transformer(domain_region_size=2, **helpers.TINY), config)
+        self.assertFalse(os.path.exists(config["model_dir"]))
 
 
 if __name__ == "__main__":
