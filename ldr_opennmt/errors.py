@@ -47,3 +47,23 @@ def run_main(prog, main_fn, *args, **kwargs):
     except UserError as e:
         report(prog, e)
         return EXIT_STATUS
+
+
+def not_utf8_error(path, data, first_line, error):
+    """The :class:`UserError` for a ``UnicodeDecodeError`` raised on whole lines.
+
+    Args:
+      path: The file (or ``ARCHIVE:MEMBER``).
+      data: The bytes that failed to decode: one or more whole lines.
+      first_line: The number of the first line of :obj:`data`.
+      error: The ``UnicodeDecodeError``.
+
+    Returns:
+      A ``FILE:LINE: not UTF-8 (byte 0xNN at byte K of the line)`` error.
+    """
+    line = first_line + data.count(b"\n", 0, error.start)
+    line_start = data.rfind(b"\n", 0, error.start) + 1
+    return UserError(
+        "%s:%d: not UTF-8 (byte 0x%02x at byte %d of the line)"
+        % (path, line, data[error.start], error.start - line_start + 1)
+    )

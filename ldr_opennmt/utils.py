@@ -13,11 +13,30 @@ import os
 import shutil
 import tempfile
 
+from ldr_opennmt.errors import not_utf8_error
+
 
 def read_lines(path):
-    """The lines of a UTF-8 text file, without line ends."""
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
+    """The lines of a UTF-8 text file, without line ends.
+
+    Lines end at ``\\n`` only (a ``\\r`` before it is dropped), as OpenNMT-tf's
+    ``TextLineDataset`` reads the files it translates: ``str.splitlines`` would also cut
+    at U+2028, U+0085 and other Unicode separators, and a sentence holding one would
+    shift every later line against its translation.
+
+    Raises:
+      UserError: ``FILE:LINE: not UTF-8 (byte 0xNN at byte K of the line)``.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise not_utf8_error(path, data, 1, e) from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def write_lines(path, lines):

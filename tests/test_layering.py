@@ -9,7 +9,8 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 #: Bottom to top. A module may import its own package and the layers below it.
 LAYERS = (
-    ("errors", "utils"),
+    ("errors",),
+    ("utils",),
     ("domains", "compat"),
     ("layers", "assets", "data"),
     ("inputters",),

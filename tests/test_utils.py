@@ -3,7 +3,26 @@ import stat
 
 import tensorflow as tf
 
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import atomic_directory, atomic_output, read_lines, write_lines_atomic
+
+
+class ReadLinesTest(tf.test.TestCase):
+    def test_lines_end_at_newline_only(self):
+        # As OpenNMT-tf reads the file it translates: U+2028 and U+0085 do not end a line.
+        path = os.path.join(self.get_temp_dir(), "text")
+        with open(path, "wb") as f:
+            f.write("a\u2028b\r\nc\x85d\n\ne".encode("utf-8"))
+        self.assertEqual(read_lines(path), ["a\u2028b", "c\x85d", "", "e"])
+
+    def test_not_utf8_names_file_and_line(self):
+        path = os.path.join(self.get_temp_dir(), "bad")
+        with open(path, "wb") as f:
+            f.write(b"ok\nalso ok\nnot \xe9 ok\n")
+        with self.assertRaisesRegex(
+            UserError, "^%s:3: not UTF-8 \\(byte 0xe9 at byte 5 of the line\\)$" % path
+        ):
+            read_lines(path)
 
 
 class AtomicOutputTest(tf.test.TestCase):

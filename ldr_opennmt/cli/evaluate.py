@@ -61,7 +61,11 @@ def _main(argv):
         help="label modes for one system (overrides --modes), e.g. FT_medical=oracle",
     )
     parser.add_argument("--pred-dir", help="predicted labels (test.{domain}.pred) for mode pred")
-    parser.add_argument("--max-sentences", type=int, help="first N test sentences per domain")
+    parser.add_argument(
+        "--max-sentences",
+        type=_positive_int,
+        help="first N test sentences per domain (the whole files are checked first)",
+    )
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
     parser.add_argument(
         "--cache-only",
@@ -100,6 +104,17 @@ def _main(argv):
         return 0
     print(evaluate.format_tables(results))
     return 0
+
+
+def _positive_int(text):
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
+    return value
 
 
 def _named_values(items, option):

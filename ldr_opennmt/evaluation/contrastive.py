@@ -71,8 +71,9 @@ cancels out.
 
 Models that ignore labels (Mixed; domain mixing, labels for training only) are scored once;
 their follow rate, from the same scores, is what a system that does not listen to the label
-gets (their label effect is 0). Scores are written per system and mode (``.partial`` files
-renamed when complete) and reused while the checkpoint and the items are unchanged.
+gets (their label effect is 0). Scores are written per system and mode (under exclusive
+temporary names, renamed when complete) and reused while the checkpoint, the items and the
+corpus tokenizers are unchanged.
 """
 
 import collections
@@ -81,6 +82,7 @@ import json
 import math
 import os
 import re
+import tempfile
 import unicodedata
 
 from tqdm import tqdm
@@ -88,7 +90,7 @@ from tqdm import tqdm
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import evaluate as evaluate_lib
-from ldr_opennmt.utils import read_lines, write_lines, write_lines_atomic
+from ldr_opennmt.utils import read_lines, save_figure, write_lines, write_lines_atomic
 
 MODES = ("oracle", "generic", "wrong", "flipped")
 #: The seed words shipped with the package.
@@ -525,7 +527,8 @@ def _raw_pairs(corpus_dir, split, domain, src, tgt):
     for path in paths:
         if not os.path.exists(path):
             raise UserError("%s: no such file (corpus %s)" % (path, corpus_dir))
-    sources, targets = read_lines(paths[0]), read_lines(paths[1])
+    sources = read_lines(paths[0])
+    targets = read_lines(paths[1])
     if len(sources) != len(targets):
         raise UserError(
             "%s: %d lines, but %s has %d" % (paths[1], len(targets), paths[0], len(sources))
@@ -828,23 +831,23 @@ def _score_system(system, items, modes, domains, tokenizers, out_dir, outputs):
                 key = (source, label, " ".join(tgt_tok.tokenize(target)[0]))
                 indices.append(lines.setdefault(key, len(lines)))
             layout[mode].append(indices)
-    stem = os.path.join(out_dir, "%s.contrastive" % system.name)
-    paths = [stem + ".input.src", stem + ".input.labels", stem + ".input.tgt"]
-    partial = stem + ".scores.partial"
-    try:
+    # The score run's inputs and output live in an exclusive temporary directory (no
+    # predictable name a planted link could redirect), removed even if the run fails.
+    with tempfile.TemporaryDirectory(
+        prefix=".%s.contrastive." % system.name, dir=out_dir
+    ) as directory:
+        paths = [os.path.join(directory, name) for name in ("input.src", "input.labels")]
+        paths.append(os.path.join(directory, "input.tgt"))
         for i, path in enumerate(paths):
             write_lines(path, [key[i] for key in lines])
+        scores_path = os.path.join(directory, "scores")
         system.runner.score(
             [paths[0], paths[1]] if system.reads_labels else paths[0],
             predictions_file=paths[2],
             checkpoint_path=system.checkpoint(),
-            output_file=partial,
+            output_file=scores_path,
         )
-        scored = read_lines(partial)
-    finally:
-        for path in paths + [partial]:
-            if os.path.exists(path):
-                os.remove(path)
+        scored = read_lines(scores_path)
     if len(scored) != len(lines):
         raise UserError(
             "system %s: OpenNMT-tf scored %d targets of %d" % (system.name, len(scored), len(lines))
@@ -1060,7 +1063,7 @@ def evaluate(
         missing = [mode for mode in chosen if not os.path.exists(outputs[mode])]
         if missing:
             _score_system(system, items, missing, domains, tokenizers, out_dir, outputs)
-            write_lines(stamp_path, stamp)
+            write_lines_atomic(stamp_path, stamp)
         if cache_only:
             continue
         scores = {}
@@ -1224,7 +1227,7 @@ def bar_chart(results, path):
         if rows:
             axis.legend(fontsize=6, ncol=2)
     figure.tight_layout()
-    partial = path + ".partial"
-    figure.savefig(partial, dpi=120, format="png")
-    plt.close(figure)
-    os.replace(partial, path)
+    try:
+        save_figure(figure, path, dpi=120, format="png")  # Atomically, PNG named explicitly.
+    finally:
+        plt.close(figure)

@@ -9,29 +9,136 @@ Label modes:
 * ``pred``: labels predicted by a domain classifier, read from
   ``{pred_dir}/test.{domain}.pred`` (one label per line).
 
-Models that ignore domains (Mixed) are translated once. Predictions are written
-to ``.partial`` files and renamed when complete, so an interrupted evaluation
-resumes from the translations it already has.
+The inputs are checked whole before anything is translated or written: every source,
+reference and predicted label file must be UTF-8 and have as many lines as its source
+file (``--max-sentences`` cuts them all the same way, after the check), so a reference
+file shifted by one line is refused rather than scored.
+
+Models that ignore domains (Mixed) are translated once. Each output (and
+``scores.json``, ``table.md``, ``bleu.png``) is written under an exclusive temporary
+name and renamed when complete, so an interrupted evaluation resumes from the
+translations it already has. A translation is reused only while its system's stamp
+(``NAME.stamp``, see :func:`translation_stamp`) still matches: the same checkpoint (path
+and content), decoding options and vocabularies, the same source sentences and, per label
+mode, the same labels.
 """
 
 import collections
+import hashlib
 import json
 import os
+import tempfile
 
+import tensorflow as tf
 from tqdm import tqdm
 
+from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.domains import GENERIC
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import scoring
 from ldr_opennmt.training.runner import Runner
-from ldr_opennmt.utils import read_lines, write_lines, write_lines_atomic
+from ldr_opennmt.utils import atomic_output, read_lines, write_lines, write_lines_atomic
 
 MODES = ("oracle", "generic", "wrong", "pred")
 
+#: OpenNMT-tf ``params`` that only training reads: left out of the translation stamp, so
+#: that a changed learning rate alone does not redo translations. Every other parameter
+#: (beam width, length and coverage penalties, maximum and minimum decoding length,
+#: sampling, replacement of unknown words, ``num_hypotheses``, and any parameter a model
+#: defines) is stamped: an unknown parameter costs at worst a needless translation, never
+#: a stale one.
+TRAINING_ONLY_PARAMS = frozenset(
+    [
+        "average_loss_in_time",
+        "clip_gradients",
+        "contrastive_learning",
+        "decay_params",
+        "decay_step_duration",
+        "decay_type",
+        "domain_training",
+        "freeze_layers",
+        "gradients_accum",
+        "guided_alignment_type",
+        "guided_alignment_weight",
+        "label_smoothing",
+        "learning_rate",
+        "mask_loss_outliers",
+        "max_margin_eta",
+        "minimum_learning_rate",
+        "optimizer",
+        "optimizer_params",
+        "regularization",
+        "scheduled_sampling_k",
+        "scheduled_sampling_read_probability",
+        "scheduled_sampling_type",
+        "start_decay_steps",
+        "weight_decay",
+    ]
+)
 
-def labels_for(mode, domain, domains, count, pred_dir=None):
-    """The label lines of :obj:`count` test sentences of :obj:`domain` in :obj:`mode`."""
+
+def check_line_count(path, count, source_path, source_count, what):
+    """Refuses a file aligned line by line with a source file but of another length.
+
+    Raises:
+      UserError: naming both files, e.g. ``raw/test.medical.fr:7: extra reference (7 lines,
+        but the source test.medical.en has 6)``.
+    """
+    if count != source_count:
+        raise UserError(
+            "%s:%d: %s %s (%d lines, but the source %s has %d)"
+            % (
+                path,
+                min(count, source_count) + 1,
+                "extra" if count > source_count else "missing",
+                what,
+                count,
+                source_path,
+                source_count,
+            )
+        )
+
+
+def read_predicted_labels(pred_dir, domain, domains, source_path=None, source_count=None):
+    """The labels of ``{pred_dir}/test.{domain}.pred``, checked line by line.
+
+    Args:
+      pred_dir: The directory of predicted label files.
+      domain: The test set's domain.
+      domains: The declared domains (a label is one of them or ``generic``).
+      source_path: The test set's source file, for the line-count check.
+      source_count: If set, the number of lines the file must have.
+
+    Raises:
+      UserError: on a missing file, invalid UTF-8, an empty or unknown label, or a line
+        count other than :obj:`source_count`, naming the file and line.
+    """
+    path = os.path.join(pred_dir, "test.%s.pred" % domain)
+    if not os.path.exists(path):
+        raise UserError("%s: missing predicted labels" % path)
+    labels = [line.strip() for line in read_lines(path)]
+    for number, label in enumerate(labels, start=1):
+        if not label:
+            raise UserError("%s:%d: empty domain label" % (path, number))
+        domains_lib.label_id(label, domains, "%s:%d" % (path, number))
+    if source_count is not None:
+        check_line_count(path, len(labels), source_path, source_count, "predicted label")
+    return labels
+
+
+def labels_for(mode, domain, domains, count, pred_dir=None, predicted=None):
+    """The label lines of :obj:`count` test sentences of :obj:`domain` in :obj:`mode`.
+
+    Args:
+      mode: A label mode (:data:`MODES`).
+      domain: The test set's domain.
+      domains: The declared domains.
+      count: The number of sentences.
+      pred_dir: The directory of predicted label files (mode ``pred``).
+      predicted: Optional ``{domain: labels}`` already read by
+        :func:`read_predicted_labels` (mode ``pred``).
+    """
     if mode == "oracle":
         return [domain] * count
     if mode == "generic":
@@ -39,16 +146,79 @@ def labels_for(mode, domain, domains, count, pred_dir=None):
     if mode == "wrong":
         return [domains[(domains.index(domain) + 1) % len(domains)]] * count
     if mode == "pred":
-        if pred_dir is None:
-            raise UserError("label mode 'pred' needs predicted label files (--pred-dir)")
-        path = os.path.join(pred_dir, "test.%s.pred" % domain)
-        if not os.path.exists(path):
-            raise UserError("%s: missing predicted labels" % path)
-        with open(path) as f:
-            labels = f.read().splitlines()[:count]
-        scoring.check_aligned(labels, [None] * count, path)
+        if predicted is None or domain not in predicted:
+            if pred_dir is None:
+                raise UserError("label mode 'pred' needs predicted label files (--pred-dir)")
+            predicted = {domain: read_predicted_labels(pred_dir, domain, domains)}
+        labels = predicted[domain][:count]
+        if len(labels) < count:
+            path = os.path.join(pred_dir or "", "test.%s.pred" % domain)
+            raise UserError(
+                "%s:%d: missing predicted label (%d labels for %d test sentences)"
+                % (path, len(labels) + 1, len(labels), count)
+            )
         return labels
     raise UserError("unknown label mode %r (known: %s)" % (mode, ", ".join(MODES)))
+
+
+EvaluationData = collections.namedtuple(
+    "EvaluationData", ["sources", "references", "counts", "predicted"]
+)
+
+
+def read_test_set(corpus_dir, src, tgt, domains, max_sentences=None, pred_dir=None, pred=False):
+    """Reads and checks every domain's test set, whole, before anything is translated.
+
+    Each source (tokenized, ``test.{domain}.{src}``), reference (``raw/test.{domain}.{tgt}``)
+    and, with :obj:`pred`, predicted label file (``{pred_dir}/test.{domain}.pred``) is read
+    entirely: it must be UTF-8 and the reference and labels must have exactly as many lines
+    as the source. Only then are they cut to :obj:`max_sentences`.
+
+    Returns:
+      An :class:`EvaluationData`: the concatenated source lines, ``{domain: references}``,
+      ``{domain: sentence count}`` and ``{domain: predicted labels}`` (``None`` without
+      :obj:`pred`).
+
+    Raises:
+      UserError: on a missing file, invalid UTF-8 (``FILE:LINE: not UTF-8``) or a line
+        count that differs from the source's (naming both files).
+    """
+    if pred and pred_dir is None:
+        raise UserError("label mode 'pred' needs predicted label files (--pred-dir)")
+    sources, references, counts = [], {}, collections.OrderedDict()
+    predicted = {} if pred else None
+    for domain in domains:
+        source_path = os.path.join(corpus_dir, "test.%s.%s" % (domain, src))
+        reference_path = os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt))
+        for path in (source_path, reference_path):
+            if not os.path.exists(path):
+                raise UserError("test set of %s: %s: no such file" % (domain, path))
+        lines = read_lines(source_path)
+        refs = read_lines(reference_path)
+        check_line_count(reference_path, len(refs), source_path, len(lines), "reference")
+        if pred:
+            labels = read_predicted_labels(pred_dir, domain, domains, source_path, len(lines))
+            predicted[domain] = labels[:max_sentences]
+        lines = lines[:max_sentences]
+        sources.extend(lines)
+        references[domain] = refs[:max_sentences]
+        counts[domain] = len(lines)
+    return EvaluationData(sources, references, counts, predicted)
+
+
+def _digest_lines(lines):
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line.encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def _digest_file(path):
+    digest = hashlib.sha256()
+    with tf.io.gfile.GFile(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class System:
@@ -79,6 +249,7 @@ class System:
             raise UserError("system %s: %s" % (name, e)) from e
         self.model_dir = self.config["model_dir"]
         self._runner = None
+        self._finalized_config = None
 
     @property
     def runner(self):
@@ -118,12 +289,95 @@ class System:
         except UserError as e:
             raise UserError("system %s: %s" % (self.name, e)) from e
 
+    def finalized_config(self):
+        """The configuration :meth:`translate` runs with (user files, automatic
+        configuration and OpenNMT-tf's defaults); computed once."""
+        if self._finalized_config is None:
+            self._finalized_config = self.runner.finalized_config()
+        return self._finalized_config
+
+    def decoding_options(self):
+        """What the translations depend on besides the weights and the input sentences.
+
+        The :meth:`finalized_config`'s ``params`` but :data:`TRAINING_ONLY_PARAMS`, and its
+        whole ``infer`` section (batch size, batch type and length bucketing change the
+        padding, hence possibly the beam search's ties; ``n_best`` and ``with_scores``
+        change the output lines), as plain JSON values.
+        """
+        config = self.finalized_config()
+        params = config.get("params") or {}
+        options = {
+            "params": {k: v for k, v in params.items() if k not in TRAINING_ONLY_PARAMS},
+            "infer": config.get("infer") or {},
+        }
+        return json.loads(json.dumps(options, sort_keys=True, default=repr))
+
+    def vocabularies(self):
+        """The SHA-256 of each vocabulary file of the data configuration (a vocabulary
+        reordered at the same size still loads the checkpoint, but translates otherwise)."""
+        data = self.finalized_config().get("data") or {}
+        return {
+            key: _digest_file(value)
+            for key, value in sorted(data.items())
+            if key.endswith("_vocabulary") and isinstance(value, str) and tf.io.gfile.exists(value)
+        }
+
     def translate(self, source_file, label_file, output):
-        """Translates with the latest checkpoint into :obj:`output` (atomically)."""
-        partial = output + ".partial"
+        """Translates with the latest checkpoint into :obj:`output` (atomically: the
+        predictions are written under an exclusive temporary name, renamed when complete)."""
         features = [source_file, label_file] if self.reads_labels else source_file
-        self.runner.infer(features, predictions_file=partial, checkpoint_path=self.checkpoint())
-        os.replace(partial, output)
+        checkpoint = self.checkpoint()
+        with atomic_output(output) as tmp:
+            self.runner.infer(features, predictions_file=tmp, checkpoint_path=checkpoint)
+
+
+def translation_stamp(system, sources):
+    """What a system's translations of :obj:`sources` depend on, but the labels.
+
+    Returns:
+      A JSON-able dict: the checkpoint's path and the SHA-256 of its ``.index`` file (which
+      holds a checksum of every tensor, so a model retrained to the same step in the same
+      directory differs), :meth:`System.decoding_options`, :meth:`System.vocabularies`,
+      and the number and SHA-256 of the source lines given to the model. The labels are
+      stamped per mode (:func:`evaluate`).
+    """
+    checkpoint = system.checkpoint()
+    return {
+        "checkpoint": checkpoint,
+        "checkpoint_index_sha256": _digest_file(checkpoint + ".index"),
+        "decoding": system.decoding_options(),
+        "vocabularies": system.vocabularies(),
+        "sentences": len(sources),
+        "sources_sha256": _digest_lines(sources),
+    }
+
+
+def _read_stamp(path):
+    """A stamp written by :func:`evaluate`, or ``{}`` (none, or an older format: its
+    translations are then redone)."""
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            stamp = json.load(f)
+    except ValueError:  # Not JSON (UnicodeDecodeError is a ValueError too).
+        return {}
+    if not isinstance(stamp, dict) or not isinstance(stamp.get("modes"), dict):
+        return {}
+    return stamp
+
+
+def _write_stamp(path, inputs, modes):
+    """Writes a system's stamp: :func:`translation_stamp` and ``{mode: labels SHA-256}``."""
+    stamp = {"inputs": inputs, "modes": modes}
+    write_lines_atomic(path, [json.dumps(stamp, indent=2, sort_keys=True)])
+
+
+def _system_modes(system, modes):
+    """The label modes a system is translated with: one (``oracle``) if it ignores labels."""
+    if not system.uses_domains:
+        return ("oracle",)
+    return system.modes or tuple(modes)
 
 
 def evaluate(
@@ -155,15 +409,19 @@ def evaluate(
     Returns:
       The results dict (also written to ``scores.json``), or ``None`` with
       :obj:`cache_only`.
+
+    Raises:
+      UserError: on an input error (see :func:`read_test_set`), found before anything is
+        translated or written.
     """
+    if max_sentences is not None and max_sentences < 1:
+        raise UserError("max_sentences must be at least 1, got %d" % max_sentences)
     info = corpus_lib.load_info(corpus_dir)
     domains = info["domains"]
     tgt = info["target_lang"]
     src = info["source_lang"]
     detok = corpus_lib.load_tokenizer(corpus_dir, tgt)
-    os.makedirs(out_dir, exist_ok=True)
 
-    sources, references, counts = [], {}, collections.OrderedDict()
     for system in systems:
         declared = system.config.get("data", {}).get("domains")
         for domain in declared or []:
@@ -172,68 +430,94 @@ def evaluate(
                     "system %s declares domain %r but the corpus %s has no files for it "
                     "(its domains: %s)" % (system.name, domain, corpus_dir, ", ".join(domains))
                 )
-    for domain in domains:
-        for path in (
-            os.path.join(corpus_dir, "test.%s.%s" % (domain, src)),
-            os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)),
-        ):
-            if not os.path.exists(path):
-                raise UserError("test set of %s: %s: no such file" % (domain, path))
-        lines = read_lines(os.path.join(corpus_dir, "test.%s.%s" % (domain, src)))[:max_sentences]
-        refs = read_lines(os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)))[
-            : len(lines)
-        ]
-        scoring.check_aligned(lines, refs, "test set of %s" % domain)
-        sources.extend(lines)
-        references[domain] = refs
-        counts[domain] = len(lines)
+    system_modes = collections.OrderedDict(
+        (system.name, _system_modes(system, modes)) for system in systems
+    )
+    test_set = read_test_set(
+        corpus_dir,
+        src,
+        tgt,
+        domains,
+        max_sentences=max_sentences,
+        pred_dir=pred_dir,
+        pred=any("pred" in chosen for chosen in system_modes.values()),
+    )
+    sources, references, counts = test_set.sources, test_set.references, test_set.counts
+
+    def _labels(mode):
+        labels = []
+        for domain in domains:
+            labels.extend(
+                labels_for(mode, domain, domains, counts[domain], pred_dir, test_set.predicted)
+            )
+        return labels
+
+    # Everything a translation depends on, per system, before anything is written.
+    stamps = [
+        (
+            translation_stamp(system, sources),
+            {mode: _digest_lines(_labels(mode)) for mode in system_modes[system.name]},
+        )
+        for system in systems
+    ]
+    os.makedirs(out_dir, exist_ok=True)
 
     outputs = collections.OrderedDict()
-    for system in tqdm(systems, desc="translating", unit="system", disable=None):
-        if not system.uses_domains:
-            system_modes = ("oracle",)
-        else:
-            system_modes = system.modes or tuple(modes)
-        for mode in system_modes:
+    for system, (stamp, label_digests) in zip(
+        tqdm(systems, desc="translating", unit="system", disable=None), stamps
+    ):
+        chosen = system_modes[system.name]
+        paths = {
+            mode: os.path.join(out_dir, "%s.%s.%s" % (system.name, mode, tgt)) for mode in MODES
+        }
+        for mode in chosen:
             # Models that ignore domains are translated once and named alone.
-            row = system.name if len(system_modes) == 1 else "%s (%s)" % (system.name, mode)
-            outputs[(system.name, mode)] = (
-                row,
-                os.path.join(out_dir, "%s.%s.%s" % (system.name, mode, tgt)),
-            )
-        # Translations are reused only if made by the same checkpoint on the same
-        # test sentences; otherwise they are redone.
+            row = system.name if len(chosen) == 1 else "%s (%s)" % (system.name, mode)
+            outputs[(system.name, mode)] = (row, paths[mode])
+        # A translation is reused only if the stamp says it was made by the same checkpoint
+        # with the same decoding options on the same sentences and labels; otherwise it is
+        # removed (a stale file never looks valid) and redone.
         stamp_path = os.path.join(out_dir, "%s.stamp" % system.name)
-        stamp = "%s\n%d sentences\n" % (system.checkpoint(), len(sources))
-        if not os.path.exists(stamp_path) or read_lines(stamp_path) != stamp.splitlines():
-            for mode in system_modes:
-                if os.path.exists(outputs[(system.name, mode)][1]):
-                    os.remove(outputs[(system.name, mode)][1])
-        missing = [m for m in system_modes if not os.path.exists(outputs[(system.name, m)][1])]
+        previous = _read_stamp(stamp_path)
+        valid = previous["modes"] if previous.get("inputs") == stamp else {}
+        kept = {
+            mode: digest
+            for mode, digest in valid.items()
+            if mode in MODES
+            and os.path.exists(paths[mode])
+            and (mode not in chosen or digest == label_digests[mode])
+        }
+        for mode in MODES:
+            if mode not in kept and os.path.exists(paths[mode]):
+                os.remove(paths[mode])
+        missing = [m for m in chosen if m not in kept]
         if not missing:
             continue
+        if kept != previous.get("modes") or previous.get("inputs") != stamp:
+            # The stale entries go first: a mode redone with other labels and killed after
+            # its file is written must not match the old entry in a later run.
+            _write_stamp(stamp_path, stamp, kept)
         # One inference run per system (one model load and trace): the test set is
-        # repeated once per label mode.
-        labels = []
-        for mode in missing:
-            for domain in domains:
-                labels.extend(labels_for(mode, domain, domains, counts[domain], pred_dir))
-        run_source = os.path.join(out_dir, "%s.input.%s" % (system.name, src))
-        run_labels = os.path.join(out_dir, "%s.input.labels" % system.name)
-        run_output = os.path.join(out_dir, "%s.output.%s" % (system.name, tgt))
-        write_lines(run_source, sources * len(missing))
-        write_lines(run_labels, labels)
-        system.translate(run_source, run_labels, run_output)
-        translations = read_lines(run_output)
-        scoring.check_aligned(translations, sources * len(missing), run_output)
-        for i, mode in enumerate(missing):
-            write_lines_atomic(
-                outputs[(system.name, mode)][1],
-                translations[i * len(sources) : (i + 1) * len(sources)],
+        # repeated once per label mode. Its input and output files live in an exclusive
+        # temporary directory, removed even if the translation fails.
+        with tempfile.TemporaryDirectory(prefix=".%s.translate." % system.name, dir=out_dir) as tmp:
+            run_source = os.path.join(tmp, "input.%s" % src)
+            run_labels = os.path.join(tmp, "input.labels")
+            run_output = os.path.join(tmp, "output.%s" % tgt)
+            write_lines(run_source, sources * len(missing))
+            write_lines(run_labels, [label for mode in missing for label in _labels(mode)])
+            system.translate(run_source, run_labels, run_output)
+            translations = read_lines(run_output)
+        if len(translations) != len(sources) * len(missing):
+            raise UserError(
+                "system %s: %d translations for %d input sentences (infer: n_best must be 1)"
+                % (system.name, len(translations), len(sources) * len(missing))
             )
-        for path in (run_source, run_labels, run_output):
-            os.remove(path)
-        write_lines(stamp_path, stamp.splitlines())
+        for i, mode in enumerate(missing):
+            write_lines_atomic(paths[mode], translations[i * len(sources) : (i + 1) * len(sources)])
+            kept[mode] = label_digests[mode]
+        # Written after the translations: one killed in between is redone, never trusted.
+        _write_stamp(stamp_path, stamp, kept)
     if cache_only:
         return None
 
@@ -283,10 +567,10 @@ def evaluate(
         # The tokenized translations of each row, in the order of the domains.
         "outputs": collections.OrderedDict((row, output) for row, output in outputs.values()),
     }
-    with open(os.path.join(out_dir, "scores.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    with open(os.path.join(out_dir, "table.md"), "w") as f:
-        f.write(format_tables(results) + "\n")
+    with atomic_output(os.path.join(out_dir, "scores.json")) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
+    write_lines_atomic(os.path.join(out_dir, "table.md"), [format_tables(results)])
     scoring.bar_chart(rows, domains, "bleu", os.path.join(out_dir, "bleu.png"), "BLEU per domain")
     return results
 

@@ -6,6 +6,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.utils import save_figure
 
 
 def check_aligned(hypotheses, references, what):
@@ -109,7 +110,8 @@ def markdown_table(rows, domains, metric, significance=None, alpha=0.05, baselin
 
 
 def bar_chart(rows, domains, metric, path, title):
-    """Writes a grouped bar chart (one group per domain, one bar per system) as PNG."""
+    """Writes a grouped bar chart (one group per domain, one bar per system) as PNG,
+    atomically (:func:`ldr_opennmt.utils.save_figure`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -128,5 +130,9 @@ def bar_chart(rows, domains, metric, path, title):
     ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        # Under an exclusive temporary name, renamed when complete (PNG named explicitly:
+        # the temporary name has no extension).
+        save_figure(fig, path, dpi=120, format="png")
+    finally:
+        plt.close(fig)

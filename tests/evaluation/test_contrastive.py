@@ -509,6 +509,36 @@ class ScoringTest(helpers.SharedDirTestCase):
             [n for n in os.listdir(out) if n.startswith("ldr.")], ["ldr.contrastive.stamp"]
         )
 
+    def test_no_predictable_file_names(self):
+        # The score run's files live in an exclusive temporary directory and the stamp and
+        # chart are renamed over their paths: links planted at the names they used to
+        # have, or at the outputs, are never followed.
+        out = os.path.join(self.get_temp_dir(), "links")
+        os.makedirs(out)
+        victim = _write(os.path.join(self.get_temp_dir(), "victim"), ["precious"])
+        names = ["ldr.contrastive.input.%s" % n for n in ("src", "labels", "tgt")]
+        names += ["ldr.contrastive.scores.partial", "ldr.contrastive.stamp"]
+        names += [contrastive.CHART_FILE + ".partial", contrastive.CHART_FILE]
+        for name in names:
+            os.symlink(victim, os.path.join(out, name))
+
+        def score(runner, features_file, predictions_file=None, **kwargs):
+            with open(predictions_file) as f:
+                targets = f.read().splitlines()
+            _write(kwargs["output_file"], ["%d ||| %s" % (len(t), t) for t in targets])
+
+        systems = [evaluate.System("ldr", [self.configs["ldr"]])]
+        with mock.patch.object(Runner, "score", autospec=True, side_effect=score):
+            results = contrastive.evaluate(
+                self.corpus, systems, out, items_path=self.items, modes=["oracle"]
+            )
+        self.assertEqual([row["row"] for row in results["rows"]], ["ldr"])
+        with open(victim) as f:
+            self.assertEqual(f.read(), "precious\n")
+        for name in ("ldr.contrastive.stamp", contrastive.CHART_FILE):
+            self.assertFalse(os.path.islink(os.path.join(out, name)), name)
+        self.assertEqual([n for n in os.listdir(out) if n.startswith(".")], [])
+
     def test_scoring_does_not_decode(self):
         # OpenNMT-tf's score runs the model in inference mode, which would also decode.
         out = os.path.join(self.get_temp_dir(), "nodecode")

@@ -1,15 +1,20 @@
 """ldr-eval end to end on a tiny corpus and two tiny systems trained with onmt-main."""
 
 import collections
+import contextlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from unittest import mock
 
 import pytest
 import tensorflow as tf
 import yaml
+from parameterized import parameterized
 
 from ldr_opennmt.cli import evaluate as cli
 from ldr_opennmt.data import corpus as corpus_lib
@@ -167,8 +172,11 @@ class EvaluateTest(helpers.SharedDirTestCase):
         info = corpus_lib.load_info(self.corpus)
         for domain in info["domains"]:
             # A classifier that knows nothing: every sentence predicted generic.
+            # As many labels as the whole test set has sentences (checked).
+            with open(os.path.join(self.corpus, "test.%s.en" % domain)) as f:
+                count = len(f.read().splitlines())
             with open(os.path.join(pred_dir, "test.%s.pred" % domain), "w") as f:
-                f.write("generic\n" * 100)
+                f.write("generic\n" * count)
         argv = ["--corpus", self.corpus, "--out", out, "--system", "LDR=%s" % self.ldr]
         argv += ["--system-modes", "LDR=generic,pred", "--pred-dir", pred_dir]
         self.assertEqual(cli.main(argv), 0)
@@ -222,6 +230,233 @@ class SystemTest(tf.test.TestCase):
                 yaml.safe_dump({"model_dir": model_dir, "data": tiny.data_config(paths)}, f)
             system = evaluate.System(name, [config])
             self.assertEqual(system.uses_domains, uses_domains, name)
+
+
+def _write_lines(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+class InputsAndReuseTest(tf.test.TestCase):
+    """ldr-eval's input checks and translation stamps, on systems that were never trained
+    (the checkpoint and the translation are faked: nothing here loads weights)."""
+
+    def setUp(self):
+        super().setUp()
+        self.root = tempfile.mkdtemp(dir=self.get_temp_dir())
+        pairs = collections.OrderedDict((d, tiny.make_pairs(d, 20, seed=2)) for d in tiny.DOMAINS)
+        self.corpus = os.path.join(self.root, "corpus")
+        corpus_lib.build(
+            pairs, self.corpus, dev_size=2, test_size=4, bpe_merges=10, log=lambda _: None
+        )
+        self.configs = {
+            "LDR": self._config("ldr", "ldr_transformer.py", beam_width=2),
+            "Mixed": self._config("mixed", "mixed_transformer.py", beam_width=2),
+        }
+        self.checkpoint = os.path.join(self.root, "ckpt-1")
+        _write_lines(self.checkpoint + ".index", ["weights 1"])
+        self.out = os.path.join(self.root, "eval")
+
+    def _config(self, name, definition, **params):
+        model_dir = os.path.join(self.root, name)
+        os.makedirs(model_dir, exist_ok=True)
+        shutil.copy(
+            os.path.join(ROOT, "model_defs", "small", definition),
+            os.path.join(model_dir, "model_description.py"),
+        )
+        config = {
+            "model_dir": model_dir,
+            "data": {
+                "domains": tiny.DOMAINS,
+                "source_vocabulary": os.path.join(self.corpus, "vocab.en"),
+                "target_vocabulary": os.path.join(self.corpus, "vocab.fr"),
+            },
+            "params": params,
+        }
+        path = os.path.join(self.root, "%s.%d.yml" % (name, len(os.listdir(self.root))))
+        with open(path, "w") as f:
+            yaml.safe_dump(config, f)
+        return path
+
+    @contextlib.contextmanager
+    def _fake_model(self):
+        """Patches the checkpoint and the translation (each input sentence's label and
+        source, instantly); yields the label of each (mode, domain) translated, in order
+        (the test sets have 4 sentences)."""
+        translated = []
+
+        def translate(system, source_file, label_file, output):
+            labels = _read(label_file)
+            translated.extend(labels[::4])
+            _write_lines(output, ["%s %s" % pair for pair in zip(labels, _read(source_file))])
+
+        with mock.patch.object(
+            evaluate.System, "checkpoint", autospec=True, return_value=self.checkpoint
+        ), mock.patch.object(evaluate.System, "translate", autospec=True, side_effect=translate):
+            yield translated
+
+    def _evaluate(self, modes=("oracle",), system="LDR", config=None, **kwargs):
+        """Evaluates one system with faked weights; returns what :meth:`_fake_model` yields."""
+        system = evaluate.System(system, [config or self.configs[system]])
+        with self._fake_model() as translated:
+            evaluate.evaluate(self.corpus, [system], self.out, modes=modes, **kwargs)
+        return translated
+
+    def _argv(self, *extra):
+        argv = ["--corpus", self.corpus, "--out", self.out]
+        return argv + ["--system", "LDR=%s" % self.configs["LDR"]] + list(extra)
+
+    def _pred_dir(self, labels=None):
+        pred_dir = os.path.join(self.root, "pred")
+        os.makedirs(pred_dir, exist_ok=True)
+        for domain in tiny.DOMAINS:
+            count = len(_read(os.path.join(self.corpus, "test.%s.en" % domain)))
+            _write_lines(
+                os.path.join(pred_dir, "test.%s.pred" % domain), (labels or [domain]) * count
+            )
+        return pred_dir
+
+    def _assert_refused(self, argv, regex):
+        """ldr-eval stops with one line and exit 2, before writing anything."""
+        with self._fake_model() as translated:
+            helpers.assert_cli_error(self, cli.main, argv, regex)
+        self.assertEqual(translated, [])
+        self.assertFalse(os.path.exists(self.out))
+
+    @parameterized.expand(
+        [
+            ("source", "test.religious.en"),
+            ("reference", os.path.join("raw", "test.religious.fr")),
+            ("labels", None),
+        ]
+    )
+    def test_not_utf8_is_refused_with_its_file_and_line(self, _, name):
+        pred_dir = self._pred_dir()
+        path = os.path.join(pred_dir, "test.religious.pred")
+        if name:
+            path = os.path.join(self.corpus, name)
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+        lines[2] = b"\xff" + lines[2]
+        with open(path, "wb") as f:
+            f.write(b"\n".join(lines))
+        argv = self._argv("--system-modes", "LDR=pred", "--pred-dir", pred_dir)
+        regex = "^%s:3: not UTF-8 \\(byte 0xff at byte 1 of the line\\)$" % re.escape(path)
+        self._assert_refused(argv, regex)
+
+    def test_shifted_reference_is_refused_naming_both_files(self):
+        reference = os.path.join(self.corpus, "raw", "test.medical.fr")
+        source = os.path.join(self.corpus, "test.medical.en")
+        lines = _read(reference)
+        # One extra first line shifts every reference; --max-sentences used to hide it.
+        _write_lines(reference, ["an extra first line"] + lines)
+        regex = "^%s:5: extra reference \\(5 lines, but the source %s has 4\\)$" % (
+            re.escape(reference),
+            re.escape(source),
+        )
+        self._assert_refused(self._argv("--max-sentences", "2"), regex)
+        self._assert_refused(self._argv(), regex)
+        _write_lines(reference, lines[1:])
+        self._assert_refused(
+            self._argv(), "^%s:4: missing reference \\(3 lines" % re.escape(reference)
+        )
+
+    def test_predicted_labels_are_checked_whole(self):
+        pred_dir = self._pred_dir()
+        path = os.path.join(pred_dir, "test.software.pred")
+        argv = self._argv("--system-modes", "LDR=pred", "--pred-dir", pred_dir)
+        argv += ["--max-sentences", "2"]
+        labels = _read(path)
+        _write_lines(path, labels + ["software"])
+        self._assert_refused(argv, "^%s:5: extra predicted label \\(5 lines" % re.escape(path))
+        _write_lines(path, labels[:-1])
+        self._assert_refused(argv, "^%s:4: missing predicted label \\(3 lines" % re.escape(path))
+        _write_lines(path, labels[:-1] + ["legal"])
+        self._assert_refused(argv, "^%s:4: unknown domain label 'legal'" % re.escape(path))
+        self._assert_refused(argv[:-2] + ["--max-sentences", "0"], "--max-sentences: expected")
+
+    def test_translations_are_redone_when_an_input_changes(self):
+        modes = ("oracle", "wrong")
+        translated = self._evaluate(modes, cache_only=True)
+        self.assertEqual(translated, tiny.DOMAINS + tiny.DOMAINS[1:] + tiny.DOMAINS[:1])
+        self.assertFalse(os.path.exists(os.path.join(self.out, "scores.json")))
+        # Nothing changed: reused, and scored.
+        self.assertEqual(self._evaluate(modes), [])
+        self.assertTrue(os.path.exists(os.path.join(self.out, "scores.json")))
+        # One source sentence changed, same count (it used to be reused).
+        source = os.path.join(self.corpus, "test.religious.en")
+        lines = _read(source)
+        _write_lines(source, lines[:1] + ["a changed sentence"] + lines[2:])
+        self.assertLen(self._evaluate(modes), 6)
+        self.assertIn("religious a changed sentence", _read(self.out + "/LDR.oracle.fr"))
+        # A decoding option changed.
+        beam = self._config("ldr", "ldr_transformer.py", beam_width=3)
+        self.assertLen(self._evaluate(modes, config=beam), 6)
+        self.assertEqual(self._evaluate(modes, config=beam), [])
+        length = self._config("ldr", "ldr_transformer.py", beam_width=3, length_penalty=0.6)
+        self.assertLen(self._evaluate(modes, config=length), 6)
+        # Other weights under the same checkpoint name (retrained to the same step).
+        _write_lines(self.checkpoint + ".index", ["weights 2"])
+        self.assertLen(self._evaluate(modes, config=length), 6)
+        # Only the mode whose labels changed is redone; the others are kept.
+        self.assertEqual(
+            self._evaluate(("oracle", "wrong", "generic"), config=length), ["generic"] * 3
+        )
+        pred_dir = self._pred_dir()
+        self.assertEqual(
+            self._evaluate(("oracle", "pred"), config=length, pred_dir=pred_dir),
+            ["medical", "religious", "software"],
+        )
+        pred_dir = self._pred_dir(labels=["generic"])
+        self.assertEqual(
+            self._evaluate(("oracle", "pred"), config=length, pred_dir=pred_dir), ["generic"] * 3
+        )
+        self.assertEqual(self._evaluate(("generic", "pred"), config=length, pred_dir=pred_dir), [])
+        # A stamp of the former format (checkpoint and sentence count): redone.
+        _write_lines(os.path.join(self.out, "LDR.stamp"), [self.checkpoint, "12 sentences"])
+        self.assertLen(self._evaluate(("oracle",), config=length), 3)
+
+    def test_results_replace_planted_links(self):
+        # Every output is renamed over its path: a link there (or at the old temporary
+        # names) is replaced, never followed.
+        os.makedirs(self.out)
+        victim = os.path.join(self.root, "victim")
+        _write_lines(victim, ["precious"])
+        names = ["scores.json", "table.md", "bleu.png", "LDR.stamp", "LDR.oracle.fr"]
+        names += ["LDR.input.en", "LDR.input.labels", "LDR.output.fr", "LDR.output.fr.partial"]
+        for name in names:
+            os.symlink(victim, os.path.join(self.out, name))
+        self._evaluate()
+        self.assertEqual(_read(victim), ["precious"])
+        for name in names[:5]:
+            self.assertFalse(os.path.islink(os.path.join(self.out, name)), name)
+        with open(os.path.join(self.out, "scores.json")) as f:
+            self.assertEqual([row for row, _ in json.load(f)["rows"]], ["LDR"])
+
+    def test_interrupted_translation_leaves_nothing(self):
+        system = evaluate.System("LDR", [self.configs["LDR"]])
+        output = os.path.join(self.out, "LDR.oracle.fr")
+        os.makedirs(self.out)
+        victim = os.path.join(self.root, "victim")
+        _write_lines(victim, ["precious"])
+        os.symlink(victim, output + ".partial")
+
+        def infer(features, predictions_file=None, checkpoint_path=None):
+            _write_lines(predictions_file, ["half of the"])
+            raise KeyboardInterrupt
+
+        with mock.patch.object(
+            evaluate.System, "checkpoint", autospec=True, return_value=self.checkpoint
+        ), mock.patch.object(system.runner, "infer", side_effect=infer):
+            with self.assertRaises(KeyboardInterrupt):
+                system.translate("source", "labels", output)
+        self.assertEqual(os.listdir(self.out), ["LDR.oracle.fr.partial"])
+        self.assertEqual(_read(victim), ["precious"])
 
 
 if __name__ == "__main__":

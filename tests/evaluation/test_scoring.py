@@ -1,4 +1,6 @@
 import os
+import tempfile
+from unittest import mock
 
 import tensorflow as tf
 
@@ -66,6 +68,25 @@ class ScoringTest(tf.test.TestCase):
         scoring.bar_chart(rows, ["a", "b"], "bleu", path, "test")
         with open(path, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_interrupted_chart_leaves_nothing(self):
+        import matplotlib.figure
+
+        directory = tempfile.mkdtemp(dir=self.get_temp_dir())
+        path = os.path.join(directory, "bleu.png")
+
+        def savefig(figure, fname, **kwargs):
+            self.assertEqual(kwargs.get("format"), "png")  # The temporary name has no ".png".
+            with open(fname, "wb") as f:
+                f.write(b"\x89PNG half")
+            raise KeyboardInterrupt
+
+        rows = [("Mixed", {"a": {"bleu": 10.0}})]
+        with mock.patch.object(matplotlib.figure.Figure, "savefig", autospec=True) as save:
+            save.side_effect = savefig
+            with self.assertRaises(KeyboardInterrupt):
+                scoring.bar_chart(rows, ["a"], "bleu", path, "test")
+        self.assertEqual(os.listdir(directory), [])
 
 
 if __name__ == "__main__":
