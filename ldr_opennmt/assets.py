@@ -16,10 +16,15 @@ Two tokenizer files with the same basename but different contents (e.g.
 flat layout; the target one is then renamed ``target_<basename>`` and its
 configuration updated.
 
+An export is built under a temporary name next to its destination and renamed when
+complete (:func:`export_directory`): ``domains.txt``, written last, is then the mark of a
+complete export, and :mod:`ldr_opennmt.serving.client` refuses an export without it.
+
 This module has both sides: writing the assets (at export) and reading them
 (:mod:`ldr_opennmt.serving.client`).
 """
 
+import contextlib
 import filecmp
 import os
 
@@ -27,6 +32,7 @@ import pyonmttok
 import yaml
 
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.utils import atomic_directory
 
 ASSETS_EXTRA = "assets.extra"
 DOMAINS = "domains.txt"
@@ -34,6 +40,43 @@ TOKENIZER_CONFIGS = {
     "source": "source_tokenizer_config.yml",
     "target": "target_tokenizer_config.yml",
 }
+#: Files that mark a directory as an earlier export (SavedModel, checkpoint, TensorFlow
+#: Lite, CTranslate2), which a new export to the same place replaces.
+EXPORT_MARKERS = ("saved_model.pb", "ckpt.index", "opennmt.tflite", "model.bin")
+
+
+@contextlib.contextmanager
+def export_directory(export_dir):
+    """Yields a fresh directory to export into; it becomes :obj:`export_dir` when the
+    block completes (:func:`ldr_opennmt.utils.atomic_directory`).
+
+    An export killed midway (``kill -9``, out of memory) leaves no directory that looks
+    like an export: OpenNMT-tf writes the SavedModel first and ``assets.extra/`` last, so
+    such a leftover used to be a SavedModel without its tokenizers and domain list. An
+    earlier export at :obj:`export_dir` is replaced only once the new one is complete;
+    any other non-empty directory is refused rather than replaced (``--output_dir .``
+    must not remove the current directory). Remote paths (``gs://...``), which cannot be
+    renamed atomically, are written in place as OpenNMT-tf does.
+
+    Raises:
+      UserError: if :obj:`export_dir` is a file, or a non-empty directory that holds no
+        earlier export.
+    """
+    if "://" in export_dir:
+        yield export_dir
+        return
+    if os.path.exists(export_dir):
+        if not os.path.isdir(export_dir):
+            raise UserError("%s: exists and is not a directory: cannot export there" % export_dir)
+        if os.listdir(export_dir) and not any(
+            os.path.exists(os.path.join(export_dir, name)) for name in EXPORT_MARKERS
+        ):
+            raise UserError(
+                "%s: not empty and not an earlier export (no saved_model.pb): export to a new "
+                "directory" % export_dir
+            )
+    with atomic_directory(export_dir) as partial:
+        yield partial
 
 
 def export_assets(model, asset_dir):

@@ -35,7 +35,13 @@ What is here, and why no public equivalent exists:
   / ``SelfAttentionDecoderLayer.call`` inside a scope that gives the layer's domain
   proportions to its projections, without copying those layers.
 * :func:`run_onmt_main`: ``onmt-main``'s ``main()`` builds ``opennmt.bin.main.Runner``
-  from ``sys.argv``; ``ldr-main`` runs it with its own Runner class.
+  from ``sys.argv``; ``ldr-main`` runs it with its own Runner class. ``main()`` also
+  creates ``model_dir`` and copies the model definition there (through the module
+  global ``opennmt.bin.main.config_util``) before it builds its Runner: the copy is
+  deferred until the Runner has checked the configuration, so that a configuration
+  error writes nothing. ``main()`` also sets TensorFlow's thread counts, which TensorFlow
+  refuses once started: the default (0) then keeps what is in force, so that ``ldr-main``
+  runs in process too (tests).
 * :func:`initialize_logging`: ``onmt-main``'s log format (``_initialize_logging``).
 * :func:`training_steps`: ``Trainer._steps``, the training step without the
   checkpointing and summary loop (``run/benchmarks.py`` times it), with the
@@ -46,13 +52,17 @@ What is here, and why no public equivalent exists:
   so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
 """
 
+import argparse
 import contextlib
 import logging
+import os
 import sys
 import types
 
 import opennmt
 import tensorflow as tf
+import yaml
+from opennmt import config as config_util
 from opennmt import evaluation
 from opennmt import runner as runner_module
 from opennmt import training as training_module
@@ -79,6 +89,7 @@ UPSTREAM_NAMES = (
     (tf.keras.optimizers.legacy.Optimizer, "_resource_apply_sparse", "ConditionalUpdateMixin"),
     (onmt_main, "Runner", "run_onmt_main"),
     (onmt_main, "main", "run_onmt_main"),
+    (onmt_main, "config_util", "run_onmt_main (model description written after the checks)"),
     (onmt_main, "_initialize_logging", "initialize_logging"),
     (training_module.Trainer, "_steps", "training_steps"),
     (training_module, "TrainingStats", "training_steps"),
@@ -384,18 +395,180 @@ def add_optimizer_mixin(optimizer, mixin):
     return add_mixin(optimizer, mixin)
 
 
+#: ``onmt-main``'s run types (its sub-commands).
+ONMT_RUN_TYPES = (
+    "train",
+    "eval",
+    "infer",
+    "export",
+    "score",
+    "average_checkpoints",
+    "update_vocab",
+)
+
+
+def load_run_config(config_paths):
+    """``opennmt.config.load_config`` with one-line errors for a missing file or bad YAML.
+
+    Raises:
+      UserError: naming the file.
+    """
+    for path in config_paths:
+        if not tf.io.gfile.exists(path):
+            raise errors.UserError("%s: no such configuration file" % path)
+    try:
+        return config_util.load_config(config_paths)
+    except yaml.YAMLError as e:
+        raise errors.UserError(
+            "%s: invalid YAML: %s" % (" ".join(config_paths), " ".join(str(e).split()))
+        ) from e
+
+
+def _split_run_type(argv):
+    """(global arguments, run type, run arguments), split as ``onmt-main`` splits them
+    (at the first argument that is a run type)."""
+    for i, arg in enumerate(argv):
+        if arg in ONMT_RUN_TYPES:
+            return argv[:i], arg, argv[i + 1 :]
+    return argv, None, []
+
+
+def _model_dir(global_argv):
+    """The model directory ``onmt-main`` will use, or ``None`` if the arguments do not
+    say (``onmt-main`` then reports the problem itself)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--config", nargs="+")
+    parser.add_argument("--model_dir")
+    parser.add_argument("--run_dir", default="")
+    try:
+        args, _ = parser.parse_known_args(global_argv)
+    except SystemExit:
+        return None
+    if not args.config:
+        return None
+    model_dir = args.model_dir or load_run_config(args.config).get("model_dir")
+    if not model_dir:
+        raise errors.UserError(
+            "%s: no model_dir in the configuration or on the command line" % " ".join(args.config)
+        )
+    return os.path.join(args.run_dir, model_dir) if args.run_dir else model_dir
+
+
+class _DeferredModelDescription:
+    """``opennmt.config`` as ``onmt-main``'s ``main()`` sees it, with the copy of the model
+    definition to ``model_dir`` (``load_model(..., serialize_model=True)``) held back
+    until :meth:`write` (once the Runner has checked the configuration)."""
+
+    def __init__(self):
+        self._pending = []
+
+    def __getattr__(self, name):
+        return getattr(config_util, name)
+
+    def load_config(self, config_paths, config=None):
+        if config is not None:
+            return config_util.load_config(config_paths, config=config)
+        return load_run_config(config_paths)
+
+    def load_model(self, model_dir, model_file=None, model_name=None, serialize_model=True,
+                   as_builder=False):  # fmt: skip
+        if model_file and not os.path.isfile(model_file):
+            raise errors.UserError("--model: %s: no such model definition file" % model_file)
+        if not model_file and not model_name:
+            description = os.path.join(model_dir, config_util.MODEL_DESCRIPTION_FILENAME)
+            if not tf.io.gfile.exists(description):
+                raise errors.UserError(
+                    "%s: no %s: give the model definition with --model"
+                    % (model_dir, config_util.MODEL_DESCRIPTION_FILENAME)
+                )
+        model = config_util.load_model(
+            model_dir,
+            model_file=model_file,
+            model_name=model_name,
+            serialize_model=False,
+            as_builder=as_builder,
+        )
+        if serialize_model and (model_file or model_name):
+            self._pending.append((model_dir, model_file, model_name))
+        return model
+
+    def write(self):
+        """Writes the held-back model descriptions (as ``load_model`` would have)."""
+        while self._pending:
+            model_dir, model_file, model_name = self._pending.pop(0)
+            config_util.load_model(
+                model_dir, model_file=model_file, model_name=model_name, serialize_model=True
+            )
+
+
+@contextlib.contextmanager
+def _default_threads_after_start():
+    """Lets ``onmt-main``'s ``main()`` run in a process where TensorFlow has started.
+
+    ``main()`` always sets TensorFlow's thread counts (0 by default: TensorFlow picks),
+    which TensorFlow refuses with a ``RuntimeError`` once its runtime has started, even
+    for the default. Within this context, setting the default then keeps what is in
+    force, so ``ldr-main``'s ``main(argv)`` also runs in process (tests, notebooks); an
+    explicit count still fails.
+    """
+    api = tf.config.threading
+    names = ("set_intra_op_parallelism_threads", "set_inter_op_parallelism_threads")
+    saved = {name: getattr(api, name) for name in names}
+
+    def _tolerant(setter):
+        def _set(num_threads):
+            try:
+                setter(num_threads)
+            except RuntimeError:
+                if num_threads:
+                    raise
+
+        return _set
+
+    for name in names:
+        setattr(api, name, _tolerant(saved[name]))
+    try:
+        yield
+    finally:
+        for name in names:
+            setattr(api, name, saved[name])
+
+
 def run_onmt_main(argv, runner_class):
     """Runs ``onmt-main``'s ``main()`` on :obj:`argv` with :obj:`runner_class`.
 
-    Every flag and sub-command of ``onmt-main`` works unchanged.
+    Every flag and sub-command of ``onmt-main`` works unchanged. Nothing is written
+    before the configuration is checked: the Runner is built (its constructor checks
+    the configuration) and its ``validate(run_type, with_eval=...)``, if it has one,
+    runs before the model definition is copied to ``model_dir``; a ``model_dir`` that
+    this call created is removed again if the run fails and leaves it empty.
     """
-    saved = onmt_main.Runner, sys.argv
-    onmt_main.Runner = runner_class
-    sys.argv = [sys.argv[0]] + list(argv)
+    argv = list(argv)
+    global_argv, run_type, run_argv = _split_run_type(argv)
+    model_dir = _model_dir(global_argv)
+    created = model_dir is not None and not os.path.exists(model_dir)
+    description = _DeferredModelDescription()
+
+    def _runner(model, config, **kwargs):
+        runner = runner_class(model, config, **kwargs)
+        validate = getattr(runner, "validate", None)
+        if validate is not None:
+            validate(run_type, with_eval="--with_eval" in run_argv)
+        description.write()
+        return runner
+
+    saved = onmt_main.Runner, onmt_main.config_util, sys.argv
+    onmt_main.Runner, onmt_main.config_util = _runner, description
+    sys.argv = [sys.argv[0]] + argv
     try:
-        return onmt_main.main()
+        with _default_threads_after_start():
+            return onmt_main.main()
+    except BaseException:
+        if created and os.path.isdir(model_dir) and not os.listdir(model_dir):
+            os.rmdir(model_dir)
+        raise
     finally:
-        onmt_main.Runner, sys.argv = saved
+        onmt_main.Runner, onmt_main.config_util, sys.argv = saved
 
 
 def initialize_logging(level_name):

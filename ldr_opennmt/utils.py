@@ -17,22 +17,34 @@ from ldr_opennmt.errors import not_utf8_error
 
 
 def read_lines(path):
-    """The lines of a UTF-8 text file, without line ends.
+    """The lines of a UTF-8 text file, without line ends (see :func:`decode_lines`).
+
+    Raises:
+      UserError: ``FILE:LINE: not UTF-8 (byte 0xNN at byte K of the line)``.
+    """
+    with open(path, "rb") as f:
+        return decode_lines(f.read(), path)
+
+
+def decode_lines(data, where):
+    """Splits UTF-8 bytes into lines, without line ends.
 
     Lines end at ``\\n`` only (a ``\\r`` before it is dropped), as OpenNMT-tf's
     ``TextLineDataset`` reads the files it translates: ``str.splitlines`` would also cut
     at U+2028, U+0085 and other Unicode separators, and a sentence holding one would
     shift every later line against its translation.
 
+    Args:
+      data: The bytes.
+      where: What they come from (a file name, ``<stdin>``), for the error.
+
     Raises:
-      UserError: ``FILE:LINE: not UTF-8 (byte 0xNN at byte K of the line)``.
+      UserError: ``WHERE:LINE: not UTF-8 (byte 0xNN at byte K of the line)``.
     """
-    with open(path, "rb") as f:
-        data = f.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise not_utf8_error(path, data, 1, e) from None
+        raise not_utf8_error(where, data, 1, e) from None
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()

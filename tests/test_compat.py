@@ -63,9 +63,12 @@ class CompatTest(tf.test.TestCase):
 
     def test_patches_are_undone(self):
         argv = list(sys.argv)
+        setter = tf.config.threading.set_intra_op_parallelism_threads
         with self.assertRaises(SystemExit):
             compat.run_onmt_main(["--help"], Runner)
         self.assertIs(onmt_main.Runner, opennmt.Runner)
+        self.assertIs(onmt_main.config_util, opennmt.config)
+        self.assertIs(tf.config.threading.set_intra_op_parallelism_threads, setter)
         self.assertEqual(sys.argv, argv)
         original = runner_module.evaluation
         with compat.evaluator_class(MultiDomainEvaluator):

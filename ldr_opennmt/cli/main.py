@@ -38,20 +38,11 @@ from ldr_opennmt.training.runner import Runner
 from ldr_opennmt.utils import read_lines, write_lines_atomic
 
 PREDICT_DOMAINS = "predict_domains"
-_ONMT_RUN_TYPES = (
-    "train",
-    "eval",
-    "infer",
-    "export",
-    "score",
-    "average_checkpoints",
-    "update_vocab",
-)
 
 
 def _run_type(argv):
     for arg in argv:
-        if arg in _ONMT_RUN_TYPES or arg == PREDICT_DOMAINS:
+        if arg in compat.ONMT_RUN_TYPES or arg == PREDICT_DOMAINS:
             return arg
     return None
 
@@ -138,9 +129,8 @@ def predict_domains_main(argv):
         if not tf.io.gfile.exists(features_file):
             raise UserError("%s: file not found" % features_file)
         path = _prediction_path(args.output_dir, features_file)
-        partial = path + ".partial"
-        runner.infer(features_file, predictions_file=partial, checkpoint_path=args.checkpoint_path)
-        os.replace(partial, path)
+        # Runner.infer writes under an exclusive temporary name, renamed when complete.
+        runner.infer(features_file, predictions_file=path, checkpoint_path=args.checkpoint_path)
         predictions += read_lines(path)
         print("%s -> %s" % (features_file, path), file=sys.stderr)
     if references:

@@ -58,6 +58,45 @@ def _assert_same_batch_size(features):
         return {name: tf.identity(value) for name, value in features.items()}
 
 
+def _assert_valid_lengths(features):
+    """Returns the serving features, failing in graph unless every ``length`` is in
+    ``[1, width of tokens]``.
+
+    A length of 0 or less, or longer than the padded ``tokens``, would otherwise be
+    accepted: the model would read padding as words or translate nothing. The message
+    names the first bad entry (index from 0) and the valid range.
+    """
+    length = features["length"]
+    width = tf.shape(features["tokens"], out_type=length.dtype)[1]
+    bad = tf.logical_or(tf.less(length, 1), tf.greater(length, width))
+    # A sentinel entry keeps argmax defined on an empty batch (no entry is then bad).
+    first = tf.argmax(tf.concat([tf.cast(bad, tf.int32), [1]], 0), output_type=tf.int32)
+    value = tf.concat([length, tf.zeros([1], length.dtype)], 0)[first]
+    message = tf.strings.join(
+        [
+            "Invalid length ",
+            tf.strings.as_string(value),
+            " at index ",
+            tf.strings.as_string(first),
+            " (each length must be in [1, ",
+            tf.strings.as_string(width),
+            "], the width of tokens)",
+        ]
+    )
+    check = tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)), [message], name="length")
+    with tf.control_dependencies([check]):
+        return {name: tf.identity(value) for name, value in features.items()}
+
+
+def _empty_outputs(specs):
+    """Outputs of a batch of zero sentences, with the dtypes and the known sizes of
+    :obj:`specs` (unknown sizes are 0)."""
+    return {
+        name: tf.zeros([0] + [dim or 0 for dim in spec.shape.as_list()[1:]], spec.dtype)
+        for name, spec in specs.items()
+    }
+
+
 class MultiDomainModel(compat.DecodingScopeMixin):
     """Mixin adding domain routing and multi-domain training to a seq2seq model."""
 
@@ -82,7 +121,7 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         """The configured training mode (``procedure1`` or ``joint``)."""
         mode = self.params.get("domain_training", self.default_domain_training)
         if mode not in procedure.MODES:
-            raise ValueError(
+            raise UserError(
                 "params: domain_training must be one of %s, got %r"
                 % (", ".join(procedure.MODES), mode)
             )
@@ -130,7 +169,10 @@ class MultiDomainModel(compat.DecodingScopeMixin):
                 "parameters): export a SavedModel, or for CTranslate2 use `ldr-export "
                 "ctranslate2` (one folded CTranslate2 model per domain)" % type(exporter).__name__
             )
-        return super().export(export_dir, exporter=exporter)
+        # Built under a temporary name and renamed when complete (assets.extra
+        # included): an interrupted export leaves no directory that looks complete.
+        with assets_lib.export_directory(export_dir) as partial:
+            return super().export(partial, exporter=exporter)
 
     def auto_config(self, num_replicas=1):
         config = super().auto_config(num_replicas=num_replicas)
@@ -139,13 +181,33 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         )
 
     def serve_function(self):
-        # OpenNMT-tf's serving function, behind a check that tokens, length and
-        # domain have one entry per sentence (a single label would be broadcast).
+        # OpenNMT-tf's serving function, behind checks that tokens, length and domain
+        # have one entry per sentence (a single label would be broadcast) and that each
+        # length fits the tokens; an empty batch returns empty outputs (beam search
+        # fails on zero sentences with an opaque TensorArray error).
         serve = super().serve_function()
+        specs = {}
+
+        def _translate(features):
+            outputs = serve.python_function(features)
+            specs.update(
+                (name, tf.TensorSpec(value.shape, value.dtype)) for name, value in outputs.items()
+            )
+            return outputs
+
+        def _nothing():
+            if not specs:  # tf.cond traced this branch first: trace the model alone.
+                specs.update(serve.get_concrete_function().structured_outputs)
+            return _empty_outputs(specs)
 
         @tf.function(input_signature=serve.input_signature)
         def _run(features):
-            return serve.python_function(_assert_same_batch_size(features))
+            features = _assert_same_batch_size(features)
+            if "length" in features and "tokens" in features:
+                features = _assert_valid_lengths(features)
+            batch_size = tf.shape(next(iter(features.values())))[0]
+            # tf.cond traces the first branch first, so _nothing() reuses its output specs.
+            return tf.cond(batch_size > 0, lambda: _translate(features), _nothing)
 
         return _run
 

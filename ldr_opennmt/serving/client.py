@@ -13,11 +13,13 @@ signature in batches, and detokenized with the target tokenizer: the same text a
 ``onmt-main infer`` with that configuration. With ``--tokenized``, input and output
 are space-separated tokens and no tokenizer is used.
 
-Everything is checked before anything is translated: the domain labels against
-the domain list recorded in the export, the line counts, empty input lines and the
-tokenizer assets. An error is one line (``ldr-translate: error: ...``, exit status
-2); an output file is written to a temporary file and renamed at the end, so a
-failed run leaves no output file.
+Everything is checked before anything is translated: the export (a SavedModel with
+its ``assets.extra/domains.txt``, which a complete export always has), the domain
+labels against that domain list, the line counts, empty input lines and the tokenizer
+assets. An error is one line (``ldr-translate: error: ...``, exit status 2); an output
+file is written to a temporary file and renamed at the end, so a failed run leaves no
+output file. Translations that stopped at the export's ``maximum_decoding_length``
+(possibly cut short) are counted in one warning line on standard error.
 """
 
 import codecs
@@ -32,7 +34,7 @@ from tqdm import tqdm
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.utils import write_lines_atomic
+from ldr_opennmt.utils import decode_lines, read_lines, write_lines_atomic
 
 STDIN = "<stdin>"
 
@@ -40,20 +42,10 @@ STDIN = "<stdin>"
 def _read_text_lines(path):
     """The lines of a UTF-8 file (or stdin), split on ``\\n`` only, as a TextLineDataset."""
     if path is None:
-        data = sys.stdin.buffer.read()
-    else:
-        if not os.path.isfile(path):
-            raise UserError("%s: input file not found" % path)
-        with open(path, "rb") as f:
-            data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UserError("%s: not UTF-8 text (%s)" % (path or STDIN, e)) from e
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+        return decode_lines(sys.stdin.buffer.read(), STDIN)
+    if not os.path.isfile(path):
+        raise UserError("%s: input file not found" % path)
+    return read_lines(path)
 
 
 def _check_export(export_dir):
@@ -63,6 +55,14 @@ def _check_export(export_dir):
         raise UserError(
             "%s: not a SavedModel directory (no saved_model.pb; export one with "
             "onmt-main --config ... export --output_dir %s)" % (export_dir, export_dir)
+        )
+    # OpenNMT-tf writes assets.extra/ after the SavedModel, and domains.txt last: without
+    # it the export was interrupted (or made before the domain list was recorded), and
+    # its tokenizers cannot be trusted either.
+    if not os.path.isfile(os.path.join(assets_lib.assets_dir(export_dir), assets_lib.DOMAINS)):
+        raise UserError(
+            "%s: incomplete export (no %s/%s: interrupted, or made by an older version): "
+            "export the model again" % (export_dir, assets_lib.ASSETS_EXTRA, assets_lib.DOMAINS)
         )
 
 
@@ -144,7 +144,11 @@ def _unknown_label_error(error, labels, label_source):
 
 
 class Translator:
-    """Runs the ``serving_default`` signature of an export on token batches."""
+    """Runs the ``serving_default`` signature of an export on token batches.
+
+    It counts the translations that stopped at the export's maximum decoding length
+    (:attr:`stopped`, out of :attr:`translated`; the limit in :attr:`limit`).
+    """
 
     def __init__(self, export_dir):
         imported = tf.saved_model.load(export_dir)
@@ -152,6 +156,9 @@ class Translator:
             raise UserError("%s: the SavedModel has no serving_default signature" % export_dir)
         self._imported = imported  # Keeps the variables alive.
         self._signature = imported.signatures["serving_default"]
+        self.translated = 0
+        self.stopped = 0
+        self.limit = None
 
     def __call__(self, tokens, labels):
         """Translates a batch of token lists with their domain labels.
@@ -160,19 +167,38 @@ class Translator:
           The best hypothesis of each sentence, as a list of tokens.
         """
         length = max(len(sentence) for sentence in tokens)
-        outputs = self._signature(
+        inputs = dict(
             tokens=tf.constant(
                 [s + [constants.PADDING_TOKEN] * (length - len(s)) for s in tokens], tf.string
             ),
             length=tf.constant([len(s) for s in tokens], tf.int32),
-            domain=tf.constant(labels, tf.string),
         )
+        if "domain" in self._signature.structured_input_signature[1]:
+            inputs["domain"] = tf.constant(labels, tf.string)
+        outputs = self._signature(**inputs)
         hypotheses = outputs["tokens"].numpy()[:, 0]
         lengths = outputs["length"].numpy()[:, 0]
+        self._count_stopped(lengths, hypotheses.shape[-1])
         return [
             [token.decode("utf-8") for token in hypothesis[:hypothesis_length]]
             for hypothesis, hypothesis_length in zip(hypotheses, lengths)
         ]
+
+    def _count_stopped(self, lengths, steps):
+        """Counts the hypotheses that the decoding length limit stopped.
+
+        The export does not record its ``maximum_decoding_length``, and need not: beam
+        search runs until every hypothesis has produced the end token or the limit is
+        reached, and the output ``tokens`` has one position per step, the end token's
+        included, while ``length`` excludes it. So a hypothesis as long as the output
+        (:obj:`steps`) never ended: decoding stopped at the limit, which is then
+        :obj:`steps`. This holds for every export, whatever its params said.
+        """
+        self.translated += len(lengths)
+        stopped = int((lengths >= steps).sum())
+        if stopped:
+            self.stopped += stopped
+            self.limit = steps
 
 
 def translate(translator, sentences, labels, batch_size, progress=None):
@@ -223,7 +249,7 @@ def run(args):
             raise UserError("--output: directory %s not found" % directory)
     input_name = args.input or STDIN
     lines = _read_text_lines(args.input)
-    recorded, domains = assets_lib.read_domains(args.export)
+    _, domains = assets_lib.read_domains(args.export)
     labels = _read_labels(args, input_name, len(lines), domains)
     _check_empty_lines(lines, input_name, args.keep_empty)
     source_tokenizer, target_tokenizer = _load_tokenizers(args.export, args.tokenized)
@@ -239,14 +265,26 @@ def run(args):
         try:
             outputs = translate(translator, sentences, labels, args.batch_size, progress)
         except tf.errors.InvalidArgumentError as e:
-            # Labels are checked up front when the export records its domains;
-            # older exports leave it to the model.
-            if recorded:
-                raise
+            # Labels are checked up front against domains.txt; a label file that the
+            # model still refuses (a domains.txt edited by hand) is reported the same way.
             raise _unknown_label_error(
                 e, labels, "--domain" if args.domain is not None else args.domain_file
             ) from e
     _write_output(
         args.output,
         [_detokenize(target_tokenizer, tokens) if tokens else "" for tokens in outputs],
+    )
+    if translator.stopped:
+        print(
+            stopped_warning(translator.stopped, translator.translated, translator.limit),
+            file=sys.stderr,
+        )
+
+
+def stopped_warning(stopped, translated, limit):
+    """The warning line about translations that stopped at the decoding length limit."""
+    return (
+        "ldr-translate: warning: %d of %d translations stopped at maximum_decoding_length "
+        "(%d): they may be cut short (export the model again with a larger params: "
+        "maximum_decoding_length)" % (stopped, translated, limit)
     )

@@ -16,28 +16,132 @@ by the other) that adds:
   model directory, the base model untouched;
 * new domains on a trained model (:mod:`ldr_opennmt.training.domain_record`): the
   declared domains are checked against those the checkpoint was trained with, and
-  domains appended to the list take the checkpoint's reserved regions.
+  domains appended to the list take the checkpoint's reserved regions;
+* configuration checks before anything is written (:meth:`Runner.validate`): the
+  vocabularies and tokenizers, the model's ``params``, the training and evaluation
+  files and their domain labels, each error one line naming the key and the file;
+* inference (``infer``, hence ``ldr-main infer`` and ``ldr-eval``) that writes its
+  predictions under a temporary name renamed when complete, and warns about the
+  translations that stopped at ``maximum_decoding_length``; exports built under a
+  temporary name too (:func:`ldr_opennmt.assets.export_directory`).
 """
 
 import json
 import os
 
+import numpy as np
 import tensorflow as tf
 from opennmt import config as config_util
+from opennmt import inference
 from opennmt.utils import checkpoint as checkpoint_util
 
+from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import compat
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.inputters import constant_label_name
+from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.training import domain_record
-from ldr_opennmt.training.evaluator import MultiDomainEvaluator
-from ldr_opennmt.utils import write_lines_atomic
+from ldr_opennmt.training.evaluator import MultiDomainEvaluator, evaluation_sets
+from ldr_opennmt.utils import atomic_output, write_lines_atomic
 
 FINETUNE_STATE = "finetune.json"
 # Only PA keeps a plain Transformer's attention shapes (SF and DF: multi-query attention).
 _PLAIN_BASE_HINT = " (a plain Transformer fits PA only: SF and DF use multi-query attention)"
 MODEL_DESCRIPTION = "model_description.py"
+#: OpenNMT-tf's default ``params: maximum_decoding_length`` (in
+#: ``SequenceToSequence._dynamic_decode``).
+DEFAULT_MAXIMUM_DECODING_LENGTH = 250
+
+
+def _strings(value):
+    """The strings in a configuration value (nested lists and dicts)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def check_data_files(data):
+    """Checks the vocabulary and tokenization files of a ``data`` configuration.
+
+    OpenNMT-tf would fail on them deep in model initialization, with a traceback that
+    names the path but not the configuration key.
+
+    Raises:
+      UserError: ``data: KEY: file not found: PATH``.
+    """
+    for key, value in sorted(data.items()):
+        if not isinstance(value, str):
+            continue
+        if key.endswith("_vocabulary"):
+            if not tf.io.gfile.exists(value):
+                raise UserError("data: %s: file not found: %s" % (key, value))
+            if tf.io.gfile.isdir(value):
+                raise UserError("data: %s: a directory, not a vocabulary file: %s" % (key, value))
+        elif key.endswith("_tokenization") and not tf.io.gfile.exists(value):
+            try:
+                json.loads(value)  # OpenNMT-tf also takes an inline JSON configuration.
+            except ValueError:
+                raise UserError("data: %s: file not found: %s" % (key, value)) from None
+
+
+def _data_error(data, error):
+    """A :class:`UserError` naming the ``data`` key whose file :obj:`error` is about, or
+    ``None`` if its message names none of them."""
+    message = " ".join(str(error).split()) or type(error).__name__
+    for key, value in sorted(data.items()):
+        for path in _strings(value):
+            if len(path) > 1 and path in message:
+                return UserError("data: %s: %s" % (key, message))
+    return None
+
+
+def _files(value):
+    """The file paths of a data file entry (nested lists), without ``domain:NAME``."""
+    return [path for path in _strings(value) if constant_label_name(path) is None]
+
+
+class _StoppedCounter:
+    """A model as ``opennmt.inference.predict_dataset`` uses it, that counts the
+    translations whose best hypothesis stopped at the decoding length limit.
+
+    ``predict_dataset`` writes each prediction with ``model.print_prediction``; other
+    attributes go to the model. A hypothesis as long as ``maximum_decoding_length`` has
+    no end token within the limit (``length`` excludes the end token): it stopped there.
+    """
+
+    def __init__(self, model, limit):
+        self._model = model
+        self.limit = limit
+        self.translated = 0
+        self.stopped = 0
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def print_prediction(self, prediction, params=None, stream=None):
+        length = prediction.get("length") if isinstance(prediction, dict) else None
+        if length is not None:
+            self.translated += 1
+            if np.reshape(length, [-1])[0] >= self.limit:
+                self.stopped += 1
+        return self._model.print_prediction(prediction, params=params, stream=stream)
+
+    def report(self):
+        """Logs one warning line if any translation stopped at the limit."""
+        if self.stopped:
+            tf.get_logger().warning(
+                "%d of %d translations stopped at maximum_decoding_length (%d): they may be "
+                "cut short (raise params: maximum_decoding_length)",
+                self.stopped,
+                self.translated,
+                self.limit,
+            )
 
 
 def _model_value_count(checkpoint_path):
@@ -68,6 +172,9 @@ class Runner(compat.RunnerAdapter):
         super().__init__(model, config, **kwargs)
         self._corpora = None
         self._regions = None
+        self._checked_model = None
+        self._validated = set()
+        check_data_files(self.config["data"])
         self._expand_corpora()
         self._match_trained_domains()
 
@@ -84,10 +191,7 @@ class Runner(compat.RunnerAdapter):
         Raises:
           UserError: on a missing configuration file, ``model_dir`` or model definition.
         """
-        for path in config_paths:
-            if not tf.io.gfile.exists(path):
-                raise UserError("%s: no such configuration file" % path)
-        config = config_util.load_config(config_paths)
+        config = compat.load_run_config(config_paths)
         if model_dir:
             config["model_dir"] = model_dir
         if not config.get("model_dir"):
@@ -149,13 +253,97 @@ class Runner(compat.RunnerAdapter):
         Raises:
           UserError: if no checkpoint is found.
         """
-        path = self.latest_checkpoint(checkpoint_path)
-        config = self.finalized_config()
-        model = self.new_model(config)
-        checkpoint = checkpoint_util.Checkpoint.from_config(config, model)
-        checkpoint.restore(checkpoint_path=path, weights_only=True)
+        model, path, _ = self._restored(checkpoint_path)
         model.create_variables()  # The deferred restoration assigns the weights.
         return model, path
+
+    def _restored(self, checkpoint_path=None):
+        """(model with a deferred restoration of the checkpoint, its path, the config)."""
+        path = self.latest_checkpoint(checkpoint_path)
+        config = self.finalized_config()
+        model = self.checked_new_model(config)
+        checkpoint = checkpoint_util.Checkpoint.from_config(config, model)
+        checkpoint.restore(checkpoint_path=path, weights_only=True)
+        return model, path, config
+
+    def checked_new_model(self, config):
+        """:meth:`new_model`, with OpenNMT-tf's errors about a file of the ``data``
+        configuration (a vocabulary, a tokenizer) as one line naming the key.
+
+        Raises:
+          UserError: on a configuration error.
+        """
+        try:
+            return self.new_model(config)
+        except UserError:
+            raise
+        except (tf.errors.OpError, OSError, ValueError) as e:
+            error = _data_error(config["data"], e)
+            if error is None:
+                raise
+            raise error from e
+
+    def validate(self, run_type=None, with_eval=False):
+        """Checks the configuration of a run before anything is written.
+
+        The constructor checked the per-domain corpora, the domains and the vocabulary
+        files; this initializes the model (``params``, tokenizers, the vocabularies'
+        contents) and, for ``train``, checks the training files (and with
+        :obj:`with_eval` the evaluation files): every file exists and every domain label
+        is declared. ``ldr-main`` calls it before ``onmt-main`` copies the model
+        definition to ``model_dir``; :meth:`train` calls it before it writes anything.
+
+        Args:
+          run_type: The ``onmt-main`` run type (``train``, ``infer``, ...), if known.
+          with_eval: Whether training evaluates.
+
+        Raises:
+          UserError: on the first error, in one line.
+        """
+        key = (run_type, bool(with_eval))
+        if key in self._validated:
+            return
+        if self._checked_model is None:
+            self._checked_model = self.checked_new_model(self.finalized_config())
+        if run_type == "train":
+            data = self.config["data"]
+            if not data.get("train_features_file"):
+                raise UserError("data: train_features_file (or train_corpora) is missing")
+            self._check_examples(
+                "train", data["train_features_file"], data.get("train_labels_file"), training=True
+            )
+            if with_eval:
+                self._check_evaluation_files()
+        self._validated.add(key)
+
+    def _check_examples(self, split, features_file, labels_file, training=False):
+        """Checks that the files of one data set exist and that its domain labels are
+        declared (the inputters' own checks, which OpenNMT-tf runs only once it has
+        started writing summaries)."""
+        model = self._checked_model
+        for key, value in (("features", features_file), ("labels", labels_file)):
+            for path in _files(value):
+                if not tf.io.gfile.exists(path):
+                    raise UserError("data: %s_%s_file: file not found: %s" % (split, key, path))
+        if training and hasattr(model.examples_inputter, "check_training_files"):
+            # UTF-8, aligned line counts and empty pairs of plain training files, before
+            # anything is written (remembered: the training dataset does not read them again).
+            model.examples_inputter.check_training_files(features_file, labels_file)
+        model.features_inputter.make_dataset(features_file, training=training)
+        if labels_file is not None:
+            model.labels_inputter.make_dataset(labels_file, training=training)
+
+    def _check_evaluation_files(self, features_file=None, labels_file=None):
+        data = self.config["data"]
+        if features_file is None:
+            features_file = data.get("eval_features_file")
+            labels_file = data.get("eval_labels_file")
+        if not features_file:
+            raise UserError(
+                "evaluation needs data: eval_features_file and eval_labels_file (or eval_corpora)"
+            )
+        for _, features, labels in evaluation_sets(features_file, labels_file):
+            self._check_examples("eval", features, labels)
 
     @property
     def is_classifier(self):
@@ -308,7 +496,8 @@ class Runner(compat.RunnerAdapter):
         """The number of domain regions of the model this Runner trains or loads."""
         if self._regions:
             return self._regions  # A trained checkpoint's.
-        model = self.new_model(self.finalized_config())
+        self.validate()
+        model = self._checked_model
         return model.domain_regions() if hasattr(model, "domain_regions") else 0
 
     def _finetune_corpus(self, finetune, corpora):
@@ -479,7 +668,10 @@ class Runner(compat.RunnerAdapter):
         checkpoint_util.Checkpoint.from_config(config, model, optimizer=optimizer).save(step)
         tf.get_logger().info("Unfolded the general copies of %s into every domain", base_checkpoint)
 
-    def train(self, *args, **kwargs):
+    def train(self, num_devices=1, with_eval=False, **kwargs):
+        # Everything is checked before the first write (finetune.json, domains.json,
+        # OpenNMT-tf's summaries and checkpoints).
+        self.validate("train", with_eval=with_eval)
         finetune = self.config.get("finetune")
         if finetune:
             if kwargs.get("checkpoint_path"):
@@ -493,8 +685,73 @@ class Runner(compat.RunnerAdapter):
             # What the checkpoints are trained with: later runs must keep these ids.
             domain_record.write_record(self.model_dir, declared, self.domain_regions())
         with compat.evaluator_class(MultiDomainEvaluator):
-            return super().train(*args, **kwargs)
+            return super().train(num_devices=num_devices, with_eval=with_eval, **kwargs)
 
-    def evaluate(self, *args, **kwargs):
+    def evaluate(self, features_file=None, labels_file=None, checkpoint_path=None):
+        self.validate("eval")
+        self._check_evaluation_files(features_file, labels_file)
         with compat.evaluator_class(MultiDomainEvaluator):
-            return super().evaluate(*args, **kwargs)
+            return super().evaluate(
+                features_file=features_file,
+                labels_file=labels_file,
+                checkpoint_path=checkpoint_path,
+            )
+
+    def infer(self, features_file, predictions_file=None, checkpoint_path=None, log_time=False):
+        """Translates :obj:`features_file`, as ``opennmt.Runner.infer`` does, plus:
+
+        * the predictions file is written under an exclusive temporary name and renamed
+          when complete: an interrupted run leaves no file that looks complete;
+        * one warning line counts the translations that stopped at
+          ``maximum_decoding_length`` (possibly cut short);
+        * a missing checkpoint is an error (OpenNMT-tf would translate with random
+          weights).
+
+        ``ldr-main infer``, ``ldr-main predict_domains`` and ``ldr-eval`` translate here.
+
+        Raises:
+          UserError: if no checkpoint is found or the predictions file's directory does
+            not exist.
+        """
+        if predictions_file:
+            directory = os.path.dirname(os.path.abspath(predictions_file))
+            if not os.path.isdir(directory):
+                raise UserError("%s: directory %s not found" % (predictions_file, directory))
+        model, _, config = self._restored(checkpoint_path)
+        infer_config = config["infer"]
+        dataset = model.examples_inputter.make_inference_dataset(
+            features_file,
+            infer_config["batch_size"],
+            batch_type=infer_config["batch_type"],
+            length_bucket_width=infer_config["length_bucket_width"],
+            prefetch_buffer_size=infer_config.get("prefetch_buffer_size"),
+        )
+        limit = config["params"].get("maximum_decoding_length", DEFAULT_MAXIMUM_DECODING_LENGTH)
+        counter = _StoppedCounter(model, limit)
+        if predictions_file:
+            with atomic_output(predictions_file) as partial:
+                inference.predict_dataset(
+                    counter, dataset, print_params=infer_config, predictions_file=partial,
+                    log_time=log_time,
+                )  # fmt: skip
+        else:
+            inference.predict_dataset(
+                counter, dataset, print_params=infer_config, log_time=log_time
+            )
+        counter.report()
+
+    def export(self, export_dir, checkpoint_path=None, exporter=None):
+        """Exports the model, as ``opennmt.Runner.export`` does, built under a temporary
+        name and renamed when complete (:func:`ldr_opennmt.assets.export_directory`): an
+        interrupted export leaves no directory that looks like an export.
+
+        Raises:
+          UserError: if no checkpoint is found (OpenNMT-tf raises an AttributeError), or
+            :obj:`export_dir` is a non-empty directory that is not an earlier export.
+        """
+        model, _, _ = self._restored(checkpoint_path)
+        if isinstance(model, MultiDomainModel):
+            model.export(export_dir, exporter=exporter)  # Built under a temporary name.
+            return
+        with assets_lib.export_directory(export_dir) as partial:
+            model.export(partial, exporter=exporter)

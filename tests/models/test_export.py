@@ -1,4 +1,6 @@
 import os
+import types
+from unittest import mock
 
 import opennmt
 import pytest
@@ -43,6 +45,7 @@ class ExportTest(tf.test.TestCase):
         self.assertAllEqual(outputs["tokens"], expected["tokens"])
         self.assertAllEqual(outputs["length"], expected["length"])
         self.assertAllClose(outputs["log_probs"], expected["log_probs"], atol=1e-5)
+        self._check_empty_batch_and_lengths(serve, takes_labels, outputs)
         if not takes_labels:
             with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "2 in length, 3 in tokens"):
                 serve(tokens=tf.constant([["cell"]] * 3), length=tf.constant([1, 1], tf.int32))
@@ -68,11 +71,90 @@ class ExportTest(tf.test.TestCase):
                 domain=tf.constant(["medical"] * 3),
             )
 
+    def _check_empty_batch_and_lengths(self, serve, takes_labels, outputs):
+        """An empty batch gives empty outputs; a length outside [1, width of tokens] is
+        refused in graph."""
+
+        def _call(tokens, length):
+            inputs = dict(
+                tokens=tf.constant(
+                    tokens, tf.string, shape=[len(tokens), len(tokens[0]) if tokens else 0]
+                ),
+                length=tf.constant(length, tf.int32, shape=[len(length)]),
+            )
+            if takes_labels:
+                inputs["domain"] = tf.constant(["generic"] * len(length), tf.string, [len(length)])
+            return serve(**inputs)
+
+        empty = _call([], [])  # tokens of shape [0, 0]
+        self.assertEqual(sorted(empty), sorted(outputs))
+        for name, value in empty.items():
+            self.assertEqual(value.shape[0], 0, name)
+            self.assertEqual(value.dtype, outputs[name].dtype, name)
+        cases = (
+            (
+                [["cell", "host"]],
+                [0],
+                r"Invalid length 0 at index 0 \(each length must be in \[1, 2\]",
+            ),
+            ([["cell", "host"], ["a", ""]], [2, -1], "Invalid length -1 at index 1"),
+            ([["cell", ""], ["a", "host"]], [1, 3], r"Invalid length 3 at index 1 .*\[1, 2\]"),
+        )
+        for tokens, length, message in cases:
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
+                _call(tokens, length)
+
     def test_ctranslate2_export_is_refused(self):
         model, _ = helpers.build_model(self, "ldr_transformer")
         exporter = opennmt.utils.exporters.make_exporter("ctranslate2")
         with self.assertRaisesRegex(UserError, "CTranslate2Exporter cannot export a multi-domain"):
             model.export(os.path.join(self.get_temp_dir(), "ct2"), exporter=exporter)
+
+
+class ExportDirectoryTest(helpers.SharedDirTestCase):
+    """An export is built under a temporary name and renamed when complete."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.model, _ = helpers.build_model(
+            types.SimpleNamespace(get_temp_dir=lambda: cls.dir), "mixed_transformer"
+        )
+
+    def _parent(self, name):
+        parent = os.path.join(self.dir, name)
+        os.makedirs(parent)
+        return parent
+
+    def test_interrupted_export_leaves_nothing(self):
+        parent = self._parent("interrupted")
+        export_dir = os.path.join(parent, "export")
+        # The SavedModel is written, then the export stops before assets.extra/.
+        with mock.patch.object(
+            type(self.model), "export_assets", side_effect=RuntimeError("killed")
+        ):
+            with self.assertRaisesRegex(RuntimeError, "killed"):
+                self.model.export(export_dir)
+        self.assertEqual(os.listdir(parent), [])
+
+    def test_export_replaces_an_earlier_export_only(self):
+        parent = self._parent("again")
+        export_dir = os.path.join(parent, "export")
+        self.model.export(export_dir)
+        stale = os.path.join(export_dir, "stale.txt")
+        with open(stale, "w") as f:
+            f.write("from an earlier export\n")
+        self.model.export(export_dir)
+        self.assertFalse(os.path.exists(stale))
+        self.assertTrue(os.path.isfile(os.path.join(export_dir, "assets.extra", "domains.txt")))
+        self.assertEqual(os.listdir(parent), ["export"])
+        # Any other non-empty directory is refused, not replaced.
+        other = self._parent("other")
+        with open(os.path.join(other, "notes.txt"), "w") as f:
+            f.write("keep me\n")
+        with self.assertRaisesRegex(UserError, "not empty and not an earlier export"):
+            self.model.export(other)
+        self.assertEqual(os.listdir(other), ["notes.txt"])
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@ import numpy as np
 import tensorflow as tf
 from parameterized import parameterized
 
+from ldr_opennmt.errors import UserError
 from tests import helpers
 
 SENTENCES = ["the big cell", "a host is here now", "spirit", "red cell a host"]
@@ -63,6 +64,13 @@ class MultiDomainModelTest(tf.test.TestCase):
         model, _ = helpers.build_model(self, "ldr_transformer")
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "Unknown domain label 'legal'"):
             helpers.source_features(model, ["the cell"], ["legal"])
+
+    def test_invalid_domain_training_is_a_user_error(self):
+        # One line from ldr-main and onmt-main, not a traceback.
+        with self.assertRaisesRegex(
+            UserError, r"^params: domain_training must be one of .*, got 'both'$"
+        ):
+            helpers.build_model(self, "ldr_transformer", params={"domain_training": "both"})
 
     def test_domain_weights_listed(self):
         model, _ = helpers.build_model(self, "ldr_transformer_target")

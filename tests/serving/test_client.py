@@ -326,9 +326,26 @@ class ClientTest(helpers.SharedDirTestCase):
         self.assertEqual(status, 0, msg=stderr)
         self.assertEqual(output.splitlines(), expected[:2] + [""] + expected[2:])
 
+    def test_incomplete_export(self):
+        # An export interrupted before assets.extra/ (or made before domains.txt was
+        # recorded): refused up front, not blamed on the tokenizer.
+        export_dir = self._copy_export("incomplete")
+        shutil.rmtree(os.path.join(export_dir, "assets.extra"))
+        output = os.path.join(self.dir, "incomplete.out")
+        args = ("--export", export_dir, "--input", self.input, "--output", output)
+        status, _, stderr = self._client(*args, "--domain_file", self.labels)
+        self.assertEqual(status, 2)
+        self.assertEqual(
+            stderr,
+            "ldr-translate: error: %s: incomplete export (no assets.extra/domains.txt: "
+            "interrupted, or made by an older version): export the model again\n" % export_dir,
+        )
+        self.assertFalse(os.path.exists(output))
+
     def test_missing_tokenizer_assets(self):
         export_dir = self._copy_export("no_assets")
-        shutil.rmtree(os.path.join(export_dir, "assets.extra"))
+        for side in ("source", "target"):
+            os.remove(os.path.join(export_dir, "assets.extra", "%s_tokenizer_config.yml" % side))
         output = os.path.join(self.dir, "no_assets.out")
         args = ("--export", export_dir, "--input", self.input, "--output", output)
         status, _, stderr = self._client(*args, "--domain_file", self.labels)
@@ -359,7 +376,10 @@ class ClientTest(helpers.SharedDirTestCase):
             [target.detokenize(line.split()) for line in _read(output)], raw_output.splitlines()
         )
 
-        # Without the recorded domain list, the model itself refuses an unknown label.
+        # With an empty domain list (a hand-edited domains.txt), the model itself refuses
+        # an unknown label, reported the same way.
+        with open(os.path.join(export_dir, "assets.extra", "domains.txt"), "w"):
+            pass
         os.remove(output)
         labels = _write(os.path.join(self.dir, "legal.domain"), LABELS[:4] + ["legal"] + LABELS[5:])
         status, _, stderr = self._client(*args, "--domain_file", labels, "--tokenized")

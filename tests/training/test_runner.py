@@ -176,6 +176,49 @@ class RunnerTest(helpers.SharedDirTestCase):
             Runner(_ldr, config)
 
 
+class ValidationTest(helpers.SharedDirTestCase):
+    """Configuration errors stop ``train`` before it writes anything."""
+
+    def _config(self, name):
+        config = _config(os.path.join(self.dir, name), os.path.join(self.dir, name, "run"))
+        return config
+
+    def _train_fails(self, config, regex):
+        with self.assertRaisesRegex(UserError, regex):
+            Runner(_ldr, config).train(with_eval=True)
+        self.assertFalse(os.path.exists(config["model_dir"]))
+
+    def test_missing_vocabulary_names_the_key(self):
+        config = self._config("vocab")
+        missing = os.path.join(self.dir, "none.vocab")
+        config["data"]["target_vocabulary"] = missing
+        with self.assertRaisesRegex(
+            UserError, "^data: target_vocabulary: file not found: %s$" % missing
+        ):
+            Runner(_ldr, config)
+
+    def test_bad_label_file_writes_no_domain_record(self):
+        config = self._config("labels")
+        directory = os.path.dirname(config["model_dir"])
+        paths = corpus.write_corpus(os.path.join(directory, "flat"), count=5)
+        labels = domains.count_lines(paths["train_domain"])
+        bad = os.path.join(directory, "bad.domain")
+        corpus.write_lines(bad, ["medical"] * (labels - 1) + ["legal"])
+        del config["data"]["train_corpora"]
+        config["data"]["domains"] = corpus.DOMAINS
+        config["data"]["train_features_file"] = [paths["train_src"], bad]
+        config["data"]["train_labels_file"] = paths["train_tgt"]
+        self._train_fails(config, "^%s:%d: unknown domain label 'legal'" % (bad, labels))
+
+    def test_missing_eval_file(self):
+        config = self._config("eval")
+        del config["data"]["eval_corpora"]
+        missing = os.path.join(self.dir, "none.src")
+        config["data"]["eval_features_file"] = [missing, "domain:medical"]
+        config["data"]["eval_labels_file"] = missing
+        self._train_fails(config, "^data: eval_features_file: file not found: %s$" % missing)
+
+
 @pytest.mark.e2e
 class LdrMainTest(tf.test.TestCase):
     """The console script: onmt-main's command line with the multi-domain Runner."""
