@@ -42,9 +42,17 @@ def make_pairs(domain, count, seed):
 
 
 def write_lines(path, lines):
+    """Writes lines to a UTF-8 file; returns :obj:`path`."""
     with open(path, "w", encoding="utf-8") as f:
         for line in lines:
             f.write(line + "\n")
+    return path
+
+
+def read_lines(path):
+    """The lines of a UTF-8 file."""
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()
 
 
 def write_vocab(path, lines):

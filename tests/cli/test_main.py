@@ -27,14 +27,8 @@ LDR = ("ldr_transformer", "domain_region_size=2, num_layers=1, num_units=16, num
        "ffn_inner_dim=32, dropout=0.0")  # fmt: skip
 
 
-def _write(path, lines):
-    corpus.write_lines(path, lines)
-    return path
-
-
-def _read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
+_write = corpus.write_lines
+_read = corpus.read_lines
 
 
 def _tree(directory):

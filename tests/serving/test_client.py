@@ -57,14 +57,8 @@ def _run(command, *args):
     )
 
 
-def _write(path, lines):
-    corpus.write_lines(path, lines)
-    return path
-
-
-def _read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
+_write = corpus.write_lines
+_read = corpus.read_lines
 
 
 @pytest.mark.e2e
