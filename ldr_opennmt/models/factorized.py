@@ -151,8 +151,9 @@ class FactorizedTransformer(MultiDomainTransformer):
 
     def set_jit_compile(self, enable):
         super().set_jit_compile(enable)
-        # XLA cannot compile the gradient of the blocks' tf.cond in TensorFlow 2.13:
-        # under --jit_compile every copy is computed and selected per sentence.
+        # XLA needs static shapes; the blocks partition a batch's positions by domain
+        # (data-dependent shapes): under --jit_compile every copy is computed on the
+        # whole batch and selected per sentence.
         for layer in self.domain_layers():
             layer.branch_free = bool(enable)
 

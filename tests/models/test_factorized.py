@@ -222,6 +222,28 @@ class FactorizedTransformerTest(tf.test.TestCase):
             self.assertEqual(value, 0, variable.name)
 
 
+class ProjectionPathTest(tf.test.TestCase):
+    """Which path of factorized.domain_matmul a model step takes (see its docstring for
+    the measurements): Keras' training flag reaches every domain-specific projection."""
+
+    def _op_types(self, model, features, labels, training):
+        function = tf.function(lambda: model(features, labels=labels, training=training)[0])
+        return [op.type for op in function.get_concrete_function().graph.get_operations()]
+
+    def test_training_partitions_inference_selects(self):
+        model, paths = helpers.build_model(self, "factorized_df_transformer")
+        features, labels = helpers.training_batch(model, paths)
+        training = self._op_types(model, features, labels, True)
+        inference = self._op_types(model, features, labels, False)
+        # Two partitions (rows, positions) per projection; the target embedder projects
+        # twice (embedding and tied output layer).
+        projections = training.count("DynamicPartition") // 2
+        self.assertGreaterEqual(projections, len(model.domain_layers()))
+        self.assertEqual(training.count("StatelessIf") + training.count("If"), 0)
+        self.assertNotIn("DynamicPartition", inference)
+        self.assertEqual(inference.count("StatelessIf") + inference.count("If"), projections)
+
+
 @pytest.mark.e2e
 class FactorizedOnmtMainTest(tf.test.TestCase):
     def test_train_infer_with_onmt_main(self):
