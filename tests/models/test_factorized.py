@@ -131,9 +131,9 @@ class FactorizedTransformerTest(tf.test.TestCase):
         recorded = []
         call = factorized.FactorizedOutput.call
 
-        def _record(layer, inputs):
+        def _record(layer, inputs, training=None):
             recorded.append(inputs)
-            return call(layer, inputs)
+            return call(layer, inputs, training=training)
 
         with mock.patch.object(factorized.FactorizedOutput, "call", _record):
             outputs, _ = model(features, labels, training=True)  # TINY: no dropout.
