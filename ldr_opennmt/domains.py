@@ -232,21 +232,6 @@ def keep_empty_targets(data_config):
     return value
 
 
-def _union_count(a, b):
-    """The number of distinct values of two ascending sequences."""
-    i = j = common = 0
-    while i < len(a) and j < len(b):
-        if a[i] == b[j]:
-            common += 1
-            i += 1
-            j += 1
-        elif a[i] < b[j]:
-            i += 1
-        else:
-            j += 1
-    return len(a) + len(b) - common
-
-
 def _line_numbers(numbers):
     shown = ", ".join(str(n) for n in numbers[:_SHOWN_LINES])
     more = ", ..." if len(numbers) > _SHOWN_LINES else ""
@@ -350,7 +335,7 @@ def check_parallel_files(source, target, training=True, keep_empty=False, what=N
         if keep_empty:
             dropped = len(source_file.blank)
         else:
-            dropped = _union_count(source_file.blank, target_file.blank)
+            dropped = len(set(source_file.blank) | set(target_file.blank))
         if size and dropped == size:
             # The training pipeline would filter out every example and never end.
             raise UserError(

@@ -158,36 +158,38 @@ def domain_matmul(
     shape = shape_list(inputs)
     flat = tf.reshape(inputs, [-1, shape[-1]])
 
-    def _project(rows, copy):
-        outputs = tf.matmul(rows, kernels[copy], transpose_b=transpose)
-        return outputs if not biases else tf.nn.bias_add(outputs, biases[copy])
+    def _project(rows, kernel, bias):
+        outputs = tf.matmul(rows, kernel, transpose_b=transpose)
+        return outputs if bias is None else tf.nn.bias_add(outputs, bias)
+
+    def _copy(copy):
+        return kernels[copy], biases[copy] if biases else None
 
     def _every_copy(index):
         units = kernels[0].shape[0 if transpose else -1]
         outputs = tf.zeros([tf.shape(flat)[0], units], flat.dtype)
         for copy in range(len(kernels)):
             selected = tf.expand_dims(tf.equal(index, copy), -1)
-            outputs = tf.where(selected, _project(flat, copy), outputs)
+            outputs = tf.where(selected, _project(flat, *_copy(copy)), outputs)
         return outputs
 
     def _partitioned(index):
         count = len(kernels)
         parts = tf.dynamic_partition(flat, index, count)
         positions = tf.dynamic_partition(tf.range(tf.shape(flat)[0]), index, count)
-        return tf.dynamic_stitch(positions, [_project(part, c) for c, part in enumerate(parts)])
+        return tf.dynamic_stitch(positions, [_project(p, *_copy(c)) for c, p in enumerate(parts)])
 
     def _selected(index):
         first, last = tf.reduce_min(index), tf.reduce_max(index)  # Empty batch: mixed.
 
         def _single():
-            kernel = tf.gather(tf.stack(kernels), last)
-            outputs = tf.matmul(flat, kernel, transpose_b=transpose)
-            return outputs if not biases else tf.nn.bias_add(outputs, tf.gather(biases, last))
+            bias = tf.gather(tf.stack(biases), last) if biases else None
+            return _project(flat, tf.gather(tf.stack(kernels), last), bias)
 
         return tf.cond(tf.equal(first, last), _single, lambda: _every_copy(index))
 
     if len(kernels) == 1:
-        outputs = _project(flat, 0)
+        outputs = _project(flat, *_copy(0))
     else:
         index = _row_index(tf.cast(domain, tf.int32) + 1, shape)  # 0 is the general copy.
         if branch_free:
