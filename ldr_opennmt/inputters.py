@@ -427,10 +427,23 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
     It also drops the training pairs with an empty side
     (:meth:`keep_for_training`), and checks the training files before building
     the dataset (:meth:`check_training_files`).
+
+    A model can put tokens before every target that depend on the example's source
+    features (e.g. its domain): see :attr:`target_prefix_fn`.
     """
 
     domain_batches = False
     keep_empty_targets = False
+
+    #: Set by a model that needs it (default ``None``): a callable taking the source
+    #: features of one example (``domain`` included) and returning the 1-D string
+    #: tensor of the tokens to put before its target words, possibly empty. They are
+    #: looked up in the target vocabulary and inserted after the start token, so the
+    #: decoder reads ``<s> PREFIX w1 ..`` and predicts ``PREFIX w1 .. </s>`` (training,
+    #: evaluation and ``score``); they do not count as target words for the empty
+    #: target filter. Target Token Mixing (:mod:`ldr_opennmt.models.ttm`) prepends the
+    #: domain token with it.
+    target_prefix_fn = None
 
     def initialize(self, data_config):
         super().initialize(data_config)
@@ -456,12 +469,22 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
             tf.greater(self.features_inputter.get_length(source, ignore_special_tokens=True), 0)
         ]
         if not self.keep_empty_targets:
-            constraints.append(
-                tf.greater(self.labels_inputter.get_length(target, ignore_special_tokens=True), 0)
-            )
+            words = self.labels_inputter.get_length(target, ignore_special_tokens=True)
+            if self.target_prefix_fn is not None:
+                words -= tf.size(self.target_prefix_fn(source), out_type=words.dtype)
+            constraints.append(tf.greater(words, 0))
         if not isinstance(keep, bool):
             constraints.append(keep)
         return tf.reduce_all(constraints)
+
+    def make_features(self, element=None, features=None, training=None):
+        features, labels = super().make_features(
+            element=element, features=features, training=training
+        )
+        if self.target_prefix_fn is not None:
+            prefix = self.target_prefix_fn(features)
+            labels = prepend_target_tokens(self.labels_inputter, labels, prefix)
+        return features, labels
 
     def check_training_files(self, features_file, labels_file):
         """Checks each (source, target) pair of training files; logs their empty pairs.
@@ -526,3 +549,34 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
         # Each domain pipeline repeats forever and prefetches; sampling happens on
         # whole batches. The seed comes from the global one (onmt-main --seed).
         return tf.data.Dataset.sample_from_datasets(datasets, weights=probabilities)
+
+
+def prepend_target_tokens(labels_inputter, labels, tokens):
+    """Puts :obj:`tokens` before the words of one example's target features.
+
+    Args:
+      labels_inputter: The target ``WordEmbedder`` (in decoder mode).
+      labels: The target features of one example (``tokens``, ``ids``, ``ids_out``,
+        ``length``), as the inputter made them.
+      tokens: A 1-D string tensor, possibly empty.
+
+    Returns:
+      New target features: ``tokens`` starts with :obj:`tokens`, ``ids``/``ids_out``
+      have their ids after the start token, ``length`` counts them.
+
+    Raises:
+      ValueError: on batched features (they are made one example at a time).
+    """
+    if labels["ids"].shape.rank != 1:
+        raise ValueError("target prefixes are added to one example at a time, not a batch")
+    labels = dict(labels)
+    ids = tf.cast(labels_inputter.tokens_to_ids.lookup(tokens), labels["ids"].dtype)
+    # Decoder mode split the full sequence (<s> w1 .. wn </s>) into ids = full[:-1] and
+    # ids_out = full[1:]: rebuild it, insert after the start token, split again.
+    full = tf.concat([labels["ids"][:1], labels["ids_out"]], 0)
+    start = 1 if labels_inputter.mark_start else 0
+    full = tf.concat([full[:start], ids, full[start:]], 0)
+    labels["ids"], labels["ids_out"] = full[:-1], full[1:]
+    labels["tokens"] = tf.concat([tokens, labels["tokens"]], 0)
+    labels["length"] += tf.size(tokens, out_type=labels["length"].dtype)
+    return labels

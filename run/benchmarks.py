@@ -69,14 +69,19 @@ NAMES = {
     "mix_k2": "Domain mixing, k = 2",
     "mix_k3": "Domain mixing, k = 3",
     "mix_k6": "Domain mixing, k = 6",
+    "adapters": "Residual adapters",
+    "ttm": "TTM",
+    "ml": "ML",
+    "advl": "AdvL",
 }
 #: The domain counts of the domain-mixing systems (its cost grows with k).
 MIXING_KS = (2, 3, 6)
 RUNTIMES = {TF: "TF SavedModel", CT2: "CTranslate2"}
 TRAIN_SYSTEMS = [VANILLA, "mixed", "dc", "ldr_joint", "ldr_procedure1"]
 TRAIN_SYSTEMS += ["fact_pa", "fact_sf", "fact_df", "mix_k2", "mix_k3", "mix_k6"]
+TRAIN_SYSTEMS += ["adapters", "ttm", "ml", "advl"]
 TF_SYSTEMS = [VANILLA, "mixed", "dc", "ldr", "fact_pa", "fact_sf", "fact_df"]
-TF_SYSTEMS += ["mix_k2", "mix_k3", "mix_k6"]
+TF_SYSTEMS += ["mix_k2", "mix_k3", "mix_k6", "adapters", "ttm", "ml", "advl"]
 CT2_SYSTEMS = [VANILLA, "dc", "ldr"]
 # Training mode of each training system (params: domain_training). The Factorized
 # designs train in one pass over all their variables: the cost of their blocks, as in
@@ -93,6 +98,11 @@ DOMAIN_TRAINING = {
     "mix_k2": "joint",
     "mix_k3": "joint",
     "mix_k6": "joint",
+    # Residual adapters train their adapters alone, the base frozen (the only mode).
+    "adapters": "domains",
+    "ttm": "joint",
+    "ml": "joint",
+    "advl": "joint",
 }
 # The family of each system, for --families (vanilla, the reference, is always run).
 FAMILIES = {
@@ -100,6 +110,7 @@ FAMILIES = {
     "ldr": ("ldr", "ldr_joint", "ldr_procedure1"),
     "factorized": ("fact_pa", "fact_sf", "fact_df"),
     "mixing": ("mix_k2", "mix_k3", "mix_k6"),
+    "paper_baselines": ("adapters", "ttm", "ml", "advl"),
 }
 # SavedModels fed batches that mix the domains (sentence i gets DOMAINS[i % 3]): the
 # Factorized blocks select a copy per sentence. The others get INFER_DOMAIN, the
@@ -775,8 +786,11 @@ def write_data(directory, vocab_size, sentences, length, seed, block=1):
     each training batch has one domain, as ``ldr-main``'s sampling gives.
 
     Returns:
-      A dict of paths: ``src``, ``tgt``, ``dom``, ``vocab``.
+      A dict of paths: ``src``, ``tgt``, ``dom``, ``vocab`` and ``ttm_vocab`` (the
+      vocabulary with TTM's domain tokens).
     """
+    from ldr_opennmt.models import ttm
+
     rng = random.Random(seed)
     words = ["w%d" % i for i in range(vocab_size)]
     paths = {k: os.path.join(directory, k) for k in ("src", "tgt", "dom", "vocab")}
@@ -789,6 +803,9 @@ def write_data(directory, vocab_size, sentences, length, seed, block=1):
             dom.write(DOMAINS[(i // block) % len(DOMAINS)] + "\n")
     with open(paths["vocab"], "w") as f:
         f.write("\n".join(["<blank>", "<s>", "</s>"] + words) + "\n")
+    paths["ttm_vocab"] = os.path.join(directory, "ttm_vocab")
+    with open(paths["ttm_vocab"], "w") as f:
+        f.write("\n".join(["<blank>", "<s>", "</s>"] + words + ttm.domain_tokens(DOMAINS)) + "\n")
     return paths
 
 
@@ -819,6 +836,10 @@ def _build_model(system, config):
         return models.ldr_transformer(**size)
     if system.startswith("mix_k"):
         return models.mixing_transformer(**size)
+    if system == "adapters":  # Inner size 4x the model size, as 2048 for 512 units.
+        return models.residual_adapter_transformer(adapter_dim=4 * size["num_units"], **size)
+    if system in ("ttm", "ml", "advl"):
+        return getattr(models, "%s_transformer" % system)(**size)
     if system.startswith("fact_"):
         design = system[len("fact_") :]
         if design == "df":
@@ -851,6 +872,8 @@ def _label_file(system, config):
 def _data_config(system, config):
     paths = config["paths"]
     data = {"source_vocabulary": paths["vocab"], "target_vocabulary": paths["vocab"]}
+    if system == "ttm":  # The vocabulary with the domain tokens.
+        data["target_vocabulary"] = paths["ttm_vocab"]
     if system != VANILLA:
         data["domains"] = system_domains(system)
     return data
@@ -891,6 +914,8 @@ def _measure_training(config, system):
         int(tf.reduce_sum(features["length"]) + tf.reduce_sum(labels["length"]))
         for features, labels in dataset.take(16)
     ]
+    if getattr(model, "requires_base", False):
+        optimizer.iterations.assign(1)  # As after restoring a trained base (adapters).
     trainer = opennmt.training.Trainer(model, optimizer)
     times = []
     start = time.perf_counter()

@@ -11,6 +11,7 @@ import opennmt
 import tensorflow as tf
 
 from ldr_opennmt import models
+from ldr_opennmt.models import ttm
 from tests import corpus
 
 TINY = dict(num_layers=1, num_units=16, num_heads=2, ffn_inner_dim=32, dropout=0.0)
@@ -27,6 +28,12 @@ FAMILIES = {
     "factorized_sf_transformer": lambda: models.factorized_transformer("sf", **TINY),
     "factorized_df_transformer": lambda: models.factorized_transformer("df", d_inner=8, **TINY),
     "mixing_transformer": lambda: models.mixing_transformer(**TINY),
+    "residual_adapter_transformer": lambda: models.residual_adapter_transformer(
+        adapter_dim=8, **TINY
+    ),
+    "ml_transformer": lambda: models.ml_transformer(**TINY),
+    "advl_transformer": lambda: models.advl_transformer(**TINY),
+    "ttm_transformer": lambda: models.ttm_transformer(**TINY),
     "ldr_rnn": lambda: models.ldr_rnn(domain_region_size=2, **TINY_RNN),
     "dc_rnn": lambda: models.dc_rnn(**TINY_RNN),
     "mixed_rnn": lambda: models.mixed_rnn(**TINY_RNN),
@@ -79,6 +86,9 @@ def build_model(test, family="ldr_transformer", params=None, count=20, seed=7):
     """
     paths = corpus.write_corpus(os.path.join(test.get_temp_dir(), "corpus"), count=count)
     model = FAMILIES[family]()
+    if isinstance(model, models.TTMTransformer):  # Its domain tokens in the vocabulary.
+        with open(paths["tgt_vocab"], "a") as f:
+            f.write("".join(t + "\n" for t in ttm.domain_tokens(corpus.DOMAINS)))
     model_params = {"beam_width": 1, "maximum_decoding_length": 6}
     model_params.update(params or {})
     model.initialize(corpus.data_config(paths), params=model_params)
@@ -191,3 +201,38 @@ def assert_cli_error(test, main, argv, regex):
     test.assertIsNotNone(match, lines[-1])
     test.assertRegex(match.group(1), regex)
     return match.group(1)
+
+
+CORPUS_SIZES = {"medical": 24, "religious": 24, "software": 24}
+
+
+def corpora_config(directory, model_dir, **params):
+    """A tiny ldr-main configuration with per-domain corpora (``CORPUS_SIZES``)."""
+    paths = corpus.write_corpus(os.path.join(directory, "data"), count=20)
+    return {
+        "model_dir": model_dir,
+        "data": {
+            "source_vocabulary": paths["src_vocab"],
+            "target_vocabulary": paths["tgt_vocab"],
+            "train_corpora": corpus.write_domain_corpora(
+                os.path.join(directory, "data"), CORPUS_SIZES
+            ),
+        },
+        "params": dict({"optimizer": "Adam", "learning_rate": 0.01, "beam_width": 1}, **params),
+        "train": {"batch_size": 8, "max_step": 4, "save_checkpoints_steps": 2},
+    }
+
+
+def checkpoint_values(model_dir, step=None):
+    """{variable name: value} of the model variables of a checkpoint (latest by default)."""
+    path = tf.train.latest_checkpoint(model_dir)
+    if step is not None:
+        path = os.path.join(model_dir, "ckpt-%d" % step)
+    reader = tf.train.load_checkpoint(path)
+    return {
+        name: reader.get_tensor(name)
+        for name in reader.get_variable_to_shape_map()
+        if name.startswith("model/")
+        and name.endswith("VARIABLE_VALUE")
+        and "OPTIMIZER_SLOT" not in name
+    }

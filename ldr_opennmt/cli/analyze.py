@@ -3,7 +3,8 @@
     ldr-analyze polysemy --config data.yml ldr.yml --out results/polysemy \\
         [--min-count 30] [--k 10] [--top 10] [--checkpoint_path PATH]
 
-    ldr-analyze parameters [--vocab-size 50000 --d-model 512 --num-domains 5 --d-inner 280 ...]
+    ldr-analyze parameters [--vocab-size 50000 --d-model 512 --num-domains 5 --d-inner 280
+        --adapter-dim 2048 ...]
 
     ldr-analyze proportions --config data.yml mixing.yml --features_file test.en \\
         [--labels_file test.domain] [--target_file test.fr] [--sentence 0] \\
@@ -12,8 +13,9 @@
 The first writes ``polysemy.csv`` (every unit), ``polysemy.md`` (the most polysemous and
 most monosemous units with their neighbours per domain, the shape of Table 7 of
 the LDR paper) and ``polysemy.png`` (distribution of the intersection sizes). The
-second prints the parameters of the Factorized Transformer designs (DF, SF, PA)
-against the vanilla Transformer (the #P column of the Factorized paper's Table 2).
+second prints the parameters of the Factorized Transformer designs (DF, SF, PA) and the
+baselines (residual adapters, TTM, ML, AdvL) against the vanilla Transformer (the #P column
+of the Factorized paper's Table 2).
 The third reads a domain-mixing model's word-level domain proportions
 (:mod:`ldr_opennmt.analysis.proportions`) and writes ``sentence_<N>.png`` (Figure 7 of
 the mixing paper), ``histograms.png`` (Figure 9) and ``proportions.md`` (per layer: mean
@@ -27,7 +29,7 @@ import sys
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import errors
-from ldr_opennmt.analysis import polysemy, proportions
+from ldr_opennmt.analysis import parameters, polysemy, proportions
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import factorized
 from ldr_opennmt.utils import read_lines, write_lines_atomic
@@ -129,17 +131,12 @@ def polysemy_main(args):
 
 
 def parameters_main(args):
-    """Prints the parameters of each Factorized design against the vanilla Transformer."""
+    """Prints the parameters of every system against the vanilla Transformer."""
     sizes = {name: getattr(args, name) for name in factorized.PAPER_SIZES}
-    vanilla = factorized.parameter_count("vanilla", **sizes)
-    print("| design | parameters | x vanilla |")
-    print("|---|---:|---:|")
-    for design in factorized.COUNTED_DESIGNS:
-        count = factorized.parameter_count(design, **sizes)
-        print("| %s | %d | %.2f |" % (design.upper(), count, count / vanilla))
+    print("\n".join(parameters.parameter_table(adapter_dim=args.adapter_dim, **sizes)))
     print(
         "\nKernels and embeddings (one target table tied with the output layer), no general "
-        "copy counted, as in the paper's #P column."
+        "copy counted, as in the Factorized paper's #P column."
     )
     return 0
 
@@ -187,10 +184,11 @@ def _main(argv):
     sub.add_argument("--top", type=int, default=10, help="units shown at each extreme")
     sub.add_argument("--out", required=True, help="output directory")
     sub = subparsers.add_parser(
-        "parameters", help="parameters of the Factorized designs against the vanilla Transformer"
+        "parameters", help="parameters of every system against the vanilla Transformer"
     )
     for name, default in factorized.PAPER_SIZES.items():  # The paper's, 5 domains.
         sub.add_argument("--%s" % name.replace("_", "-"), type=int, default=default)
+    sub.add_argument("--adapter-dim", type=int, default=2048, help="residual adapters' inner size")
     sub = subparsers.add_parser(
         "proportions", help="word-level domain proportions of a domain-mixing model"
     )

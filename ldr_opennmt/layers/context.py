@@ -54,6 +54,56 @@ def domain_scope(domain):
         stack.pop()
 
 
+class Recorder:
+    """Collects values that stock layers compute during a forward pass, per thread.
+
+    A family that needs a value from inside OpenNMT-tf's stock layers (the domain
+    proportions of each mixed layer, the encoder output of the multitask classifier)
+    records it there while a collection is open, and reads the records after the pass:
+
+    .. code-block:: python
+
+        with recorder.collect() as records:
+            ...  # forward pass; a layer calls recorder.record(value)
+        # records: every recorded value, in call order
+
+    Inside ``tf.function`` the records hold the traced tensors: use them in the same
+    function. Collections nest (the innermost one records); :meth:`pause` records
+    nothing (e.g. inside beam search's loop).
+    """
+
+    def __init__(self):
+        self._state = threading.local()
+
+    def _stack(self):
+        if not hasattr(self._state, "stack"):
+            self._state.stack = []
+        return self._state.stack
+
+    @contextlib.contextmanager
+    def _push(self, records):
+        stack = self._stack()
+        stack.append(records)
+        try:
+            yield records
+        finally:
+            stack.pop()
+
+    def collect(self):
+        """A context manager yielding the list of the values recorded while it is open."""
+        return self._push([])
+
+    def pause(self):
+        """A context manager while which nothing is recorded."""
+        return self._push(None)
+
+    def record(self, value):
+        """Appends :obj:`value` to the innermost open collection, if any."""
+        stack = self._stack()
+        if stack and stack[-1] is not None:
+            stack[-1].append(value)
+
+
 def current_domain():
     """Returns the domain ids bound by the innermost :func:`domain_scope`.
 

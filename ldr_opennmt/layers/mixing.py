@@ -81,7 +81,7 @@ from opennmt.utils.misc import shape_list
 
 from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.layers.context import DomainSpecificLayer
+from ldr_opennmt.layers.context import DomainSpecificLayer, Recorder
 from ldr_opennmt.layers.replace import replace_dense
 
 #: The side of a proportion record: source positions (encoder layers, and the decoder's
@@ -110,6 +110,8 @@ ProportionRecord = collections.namedtuple(
 )
 
 _STATE = threading.local()
+#: The proportions computed during a forward pass (see :func:`collect_proportions`).
+_PROPORTIONS = Recorder()
 
 
 def _stack(name):
@@ -164,7 +166,6 @@ def log_proportions(logits, epsilon):
     return tf.maximum(a, uniform) + tf.math.log1p(tf.exp(-tf.abs(a - uniform)))
 
 
-@contextlib.contextmanager
 def collect_proportions():
     """Records the proportions computed while it is open.
 
@@ -177,30 +178,16 @@ def collect_proportions():
     Inside ``tf.function`` the records hold the traced tensors: use them in the same
     function.
     """
-    records = []
-    stack = _stack("collectors")
-    stack.append(records)
-    try:
-        yield records
-    finally:
-        stack.pop()
+    return _PROPORTIONS.collect()
 
 
-@contextlib.contextmanager
 def pause_collection():
     """Nothing is recorded while it is open (e.g. inside beam search's loop)."""
-    stack = _stack("collectors")
-    stack.append(None)
-    try:
-        yield
-    finally:
-        stack.pop()
+    return _PROPORTIONS.pause()
 
 
 def _record(record):
-    stack = _stack("collectors")
-    if stack and stack[-1] is not None:
-        stack[-1].append(record)
+    _PROPORTIONS.record(record)
 
 
 class _LayerMixing:

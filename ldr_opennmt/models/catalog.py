@@ -1,5 +1,6 @@
 """Ready-made multi-domain systems: LDR, Mixed, domain control (DC), Factorized, domain
-mixing.
+mixing, residual adapters, multitask (ML) and adversarial (AdvL) domain
+classifiers, target token mixing (TTM).
 
 Model definition files in ``model_defs/`` are one call to these functions.
 Defaults follow the LDR paper (Pham et al., 2019, section 3.2): Transformer
@@ -12,9 +13,12 @@ import opennmt
 
 from ldr_opennmt.layers import DomainControlEmbedder, LDREmbedder
 from ldr_opennmt.models import procedure
+from ldr_opennmt.models.adapters import ResidualAdapterTransformer
 from ldr_opennmt.models.factorized import FactorizedTransformer
 from ldr_opennmt.models.mixing import MixingTransformer
+from ldr_opennmt.models.multitask import advl_transformer, ml_transformer  # noqa: F401
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainRNN, MultiDomainTransformer
+from ldr_opennmt.models.ttm import ttm_transformer  # noqa: F401
 
 
 def _transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout):
@@ -178,3 +182,12 @@ def mixing_transformer(**kwargs):
     ``"encoder"``) and sizes are
     :class:`~ldr_opennmt.models.mixing.MixingTransformer`'s arguments."""
     return MixingTransformer(**kwargs)
+
+
+def residual_adapter_transformer(**kwargs):
+    """Residual adapters (Bapna and Firat, 2019): a per-domain bottleneck block after every
+    layer of a Transformer whose other parameters are a frozen, trained Mixed model
+    (``finetune: base``). The sizes (the base's) and ``adapter_dim`` (2048 by default, the
+    Factorized paper's comparison) are
+    :class:`~ldr_opennmt.models.adapters.ResidualAdapterTransformer`'s arguments."""
+    return ResidualAdapterTransformer(**kwargs)

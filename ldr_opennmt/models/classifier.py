@@ -17,6 +17,7 @@ from opennmt.models.sequence_classifier import ClassInputter
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import constant_label_dataset, constant_label_name
+from ldr_opennmt.layers.adversarial import masked_mean
 from ldr_opennmt.models.sequence_to_sequence import bidirectional_lstm_encoder
 
 
@@ -117,11 +118,7 @@ class DomainClassifier(opennmt.models.SequenceClassifier):
         inputs = self.features_inputter(features, training=training)
         length = self.features_inputter.get_length(features)
         outputs, _, _ = self.encoder(inputs, sequence_length=length, training=training)
-        mask = tf.sequence_mask(length, maxlen=tf.shape(outputs)[1], dtype=outputs.dtype)
-        encoding = tf.reduce_sum(outputs * mask[:, :, None], axis=1) / tf.maximum(
-            tf.reduce_sum(mask, axis=1, keepdims=True), 1
-        )
-        logits = self.output_layer(encoding)
+        logits = self.output_layer(masked_mean(outputs, length))
         predictions = None
         if not training:
             classes_id = tf.argmax(logits, axis=1)

@@ -36,7 +36,6 @@ import opennmt
 
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import factorized
-from ldr_opennmt.layers.context import configured_regions
 from ldr_opennmt.models import procedure
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainTransformer
 
@@ -143,19 +142,9 @@ class FactorizedTransformer(MultiDomainTransformer):
 
     def initialize(self, data_config, params=None):
         super().initialize(data_config, params=params)
-        _, regions = configured_regions(
+        self.set_layer_regions(
             data_config, self.num_reserved_regions, "the %s Factorized Transformer" % self.design
         )
-        for layer in self.domain_layers():
-            layer.set_num_regions(regions)
-
-    def set_jit_compile(self, enable):
-        super().set_jit_compile(enable)
-        # XLA needs static shapes; the blocks partition a batch's positions by domain
-        # (data-dependent shapes): under --jit_compile every copy is computed on the
-        # whole batch and selected per sentence.
-        for layer in self.domain_layers():
-            layer.branch_free = bool(enable)
 
     def fixed_general_copies(self):
         """The general copies that are constants (the F6 identity maps)."""

@@ -60,6 +60,12 @@ VARIANTS = ("encoder", "encoder_decoder")
 class MixingTransformer(MultiDomainTransformer):
     """A Transformer with word-level, layer-wise domain mixing."""
 
+    domain_training_modes = (procedure.JOINT,)
+    domain_training_reason = (
+        "the mixing Transformer trains jointly (L = L_gen + L_mix, every domain's weights get "
+        "a gradient from every word)"
+    )
+
     def __init__(
         self,
         num_layers=6,
@@ -121,22 +127,6 @@ class MixingTransformer(MultiDomainTransformer):
             mixing.install(stack, epsilon=epsilon, cut=cut)
 
     @property
-    def domain_training(self):
-        """``joint``, the only mode (``params: domain_training`` may only say so).
-
-        Raises:
-          UserError: on any other mode.
-        """
-        mode = self.params.get("domain_training", procedure.JOINT)
-        if mode != procedure.JOINT:
-            raise UserError(
-                "the mixing Transformer trains jointly (L = L_gen + L_mix, every domain's "
-                "weights get a gradient from every word): params: domain_training must be "
-                "joint, got %r" % (mode,)
-            )
-        return mode
-
-    @property
     def num_domains(self):
         """``k``, the number of per-domain copies (known once initialized)."""
         return self._num_domains
@@ -177,16 +167,8 @@ class MixingTransformer(MultiDomainTransformer):
         with super().decoding_scope(features), mixing.pause_collection():
             yield
 
-    def compute_loss(self, outputs, labels, training=True):
-        loss = super().compute_loss(outputs, labels, training=training)
-        mixing_loss = outputs.get("mixing_loss") if isinstance(outputs, dict) else None
-        if not training or mixing_loss is None:
-            return loss
-        if not isinstance(loss, tuple):
-            return loss + tf.cast(mixing_loss, loss.dtype)
-        numerator, normalizer = loss[0], loss[1]
-        mixing_loss = tf.cast(mixing_loss, numerator.dtype) * tf.cast(normalizer, numerator.dtype)
-        return (numerator + mixing_loss,) + tuple(loss[1:])
+    def auxiliary_losses(self, outputs):
+        return [(outputs["mixing_loss"], 1.0)] if "mixing_loss" in outputs else []
 
     def compute_proportions(self, features, labels=None):
         """The domain proportions of every mixed layer for a batch (no dropout).

@@ -23,7 +23,7 @@ from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainExamplesInputter, MultiDomainInputter
-from ldr_opennmt.layers.context import DomainSpecificLayer, domain_scope
+from ldr_opennmt.layers.context import DomainSpecificLayer, configured_regions, domain_scope
 from ldr_opennmt.models import optimizer as optimizer_lib
 from ldr_opennmt.models import procedure
 
@@ -102,6 +102,13 @@ class MultiDomainModel(compat.DecodingScopeMixin):
 
     #: Training mode used when ``params: domain_training`` is not set.
     default_domain_training = procedure.JOINT
+    #: The training modes a family supports (default: every mode) and, when it
+    #: restricts them, why (the start of the one-line error on another mode).
+    domain_training_modes = procedure.MODES
+    domain_training_reason = None
+    #: Set by a family that no plain Transformer equals for a domain: why the exports to
+    #: CTranslate2 (``ldr-export ctranslate2``, ``--format ctranslate2``) refuse it.
+    ctranslate2_refusal = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -118,12 +125,22 @@ class MultiDomainModel(compat.DecodingScopeMixin):
 
     @property
     def domain_training(self):
-        """The configured training mode (``procedure1`` or ``joint``)."""
+        """The configured training mode (``params: domain_training``, else the default).
+
+        Raises:
+          UserError: on an unknown mode, or one the family does not support
+            (:attr:`domain_training_modes`).
+        """
         mode = self.params.get("domain_training", self.default_domain_training)
         if mode not in procedure.MODES:
             raise UserError(
                 "params: domain_training must be one of %s, got %r"
                 % (", ".join(procedure.MODES), mode)
+            )
+        if mode not in self.domain_training_modes:
+            raise UserError(
+                "%s: params: domain_training must be %s, got %r"
+                % (self.domain_training_reason, " or ".join(self.domain_training_modes), mode)
             )
         return mode
 
@@ -134,6 +151,28 @@ class MultiDomainModel(compat.DecodingScopeMixin):
             raise UserError(
                 "params: replace_unknown_target is not supported by multi-domain models"
             )
+
+    def auxiliary_losses(self, outputs):
+        """Hook: the extra training losses of a family, as ``(mean, weight)`` pairs read
+        from the outputs of :meth:`call` (default: none). Evaluation leaves them out."""
+        return []
+
+    def compute_loss(self, outputs, labels, training=True):
+        # Model.compute_training_loss ignores Keras' add_loss: an extra loss is added
+        # here, as ``weight x mean x (the loss normalizer)`` to the numerator, so that the
+        # normalized training loss is ``L + weight x mean`` also under gradient
+        # accumulation and several replicas.
+        loss = super().compute_loss(outputs, labels, training=training)
+        if not training or not isinstance(outputs, dict):
+            return loss
+        for mean, weight in self.auxiliary_losses(outputs):
+            if not isinstance(loss, tuple):
+                loss = loss + weight * tf.cast(mean, loss.dtype)
+                continue
+            numerator, normalizer = loss[0], loss[1]
+            extra = weight * tf.cast(mean, numerator.dtype) * tf.cast(normalizer, numerator.dtype)
+            loss = (numerator + extra,) + tuple(loss[1:])
+        return loss
 
     def regularize_loss(self, loss, variables=None):
         # Domain variables are not regularized: a penalty gradient would move the
@@ -163,6 +202,11 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         # Only the SavedModel and checkpoint exporters keep the domain input: the
         # CTranslate2 converter would export the generic embedding alone.
         allowed = (exporters.SavedModelExporter, exporters.CheckpointExporter)
+        if exporter is not None and not isinstance(exporter, allowed) and self.ctranslate2_refusal:
+            raise UserError(
+                "%s cannot export %s: %s"
+                % (type(exporter).__name__, type(self).__name__, self.ctranslate2_refusal)
+            )
         if exporter is not None and not isinstance(exporter, allowed) and self.domain_variables():
             raise UserError(
                 "%s cannot export a multi-domain model (it would drop the domain-specific "
@@ -218,6 +262,32 @@ class MultiDomainModel(compat.DecodingScopeMixin):
     def domain_layers(self):
         """The domain-specific layers of the model (see :class:`DomainSpecificLayer`)."""
         return [m for m in self.submodules if isinstance(m, DomainSpecificLayer)]
+
+    def set_layer_regions(self, data_config, num_reserved_regions, owner):
+        """Sets the number of regions on every domain layer (call it in ``initialize``).
+
+        For families whose domain layers sit inside the stock encoder and decoder, which
+        the model does not initialize (Factorized blocks, residual adapters): the
+        declared domains plus :obj:`num_reserved_regions`, or a trained checkpoint's
+        ``data: domain_regions``.
+
+        Args:
+          data_config: The data configuration.
+          num_reserved_regions: Regions kept free for domains added later.
+          owner: The model's name, for the error messages.
+        """
+        _, regions = configured_regions(data_config, num_reserved_regions, owner)
+        for layer in self.domain_layers():
+            layer.set_num_regions(regions)
+
+    def set_jit_compile(self, enable):
+        super().set_jit_compile(enable)
+        # XLA needs static shapes: the layers that partition a batch's positions by
+        # domain (data-dependent shapes) compute every copy on the whole batch and
+        # select per sentence under --jit_compile.
+        for layer in self.domain_layers():
+            if hasattr(layer, "branch_free"):
+                layer.branch_free = bool(enable)
 
     def domain_regions(self):
         """The number of domain regions, as the layers report it (0 for Mixed).

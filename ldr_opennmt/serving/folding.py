@@ -53,6 +53,9 @@ def check_foldable(model):
             "%s is not a multi-domain translation model: export it with "
             "onmt-main export --format ctranslate2" % name
         )
+    refusal = getattr(model, "ctranslate2_refusal", None)
+    if refusal:  # A family that says why no plain model equals it.
+        raise UserError("%s cannot be exported to CTranslate2: %s" % (name, refusal))
     if not isinstance(model, opennmt.models.Transformer):
         raise UserError(
             "%s cannot be exported to CTranslate2: CTranslate2 3.x converts only OpenNMT-tf "

@@ -49,6 +49,9 @@ from ldr_opennmt.utils import atomic_output, write_lines_atomic
 FINETUNE_STATE = "finetune.json"
 # Only PA keeps a plain Transformer's attention shapes (SF and DF: multi-query attention).
 _PLAIN_BASE_HINT = " (a plain Transformer fits PA only: SF and DF use multi-query attention)"
+_ADAPTER_BASE_HINT = (
+    " (residual adapters go on a Mixed model of the same size and embedding sharing)"
+)
 MODEL_DESCRIPTION = "model_description.py"
 #: OpenNMT-tf's default ``params: maximum_decoding_length`` (in
 #: ``SequenceToSequence._dynamic_decode``).
@@ -500,6 +503,11 @@ class Runner(compat.RunnerAdapter):
         model = self._checked_model
         return model.domain_regions() if hasattr(model, "domain_regions") else 0
 
+    def _requires_base(self):
+        """Whether the model trains only on top of a trained base (residual adapters)."""
+        self.validate()
+        return bool(getattr(self._checked_model, "requires_base", False))
+
     def _finetune_corpus(self, finetune, corpora):
         domain = finetune.get("domain")
         names = [c.domain for c in corpora]
@@ -547,9 +555,9 @@ class Runner(compat.RunnerAdapter):
                 "unfold": bool(finetune.get("unfold")),
             }
             continue_training = True
-            if state["unfold"]:
+            if state["unfold"] or self._requires_base():
                 # Written to model_dir as its first checkpoint: training continues from it.
-                self._unfold(base_dir, checkpoint_path, state["base_step"])
+                self._graft(base_dir, checkpoint_path, state["base_step"], state["unfold"])
                 checkpoint_path, continue_training = None, False
             tf.io.gfile.makedirs(model_dir)
             write_lines_atomic(state_path, [json.dumps(state, indent=2)])
@@ -573,42 +581,51 @@ class Runner(compat.RunnerAdapter):
         )
         return {"checkpoint_path": checkpoint_path, "continue_from_checkpoint": continue_training}
 
-    def _unfold(self, base_dir, base_checkpoint, step):
-        """Restores a stage-1 checkpoint (weights and optimizer state), sets every domain
-        copy from its general copy, and saves it as ``model_dir``'s checkpoint ``step``.
+    def _graft(self, base_dir, base_checkpoint, step, unfold):
+        """Restores a base checkpoint (weights and optimizer state) into this model and
+        saves it as ``model_dir``'s checkpoint ``step``: the start of a training stage on
+        top of a trained model.
 
-        The base may also be a plain Transformer of the same size (``mixed_transformer``:
-        the Mixed baseline) for the PA design, whose attention has a plain Transformer's
-        shapes: its weights become the general copies, so stage 2 starts from the same
-        converged general model as the fine-tuning baselines. (SF and DF use multi-query
-        attention, one key/value head: no plain Transformer fits them.)
+        Two uses:
+
+        * the Factorized curriculum's stage 2 (:obj:`unfold`): the base is a stage-1
+          checkpoint of the same design, or a plain Transformer of the same size
+          (``mixed_transformer``, the Mixed baseline) for the PA design, whose attention
+          has a plain Transformer's shapes; its weights become the general copies, then
+          every domain copy is set from its general copy, so stage 2 starts from the same
+          converged general model as the fine-tuning baselines. (SF and DF use
+          multi-query attention, one key/value head: no plain Transformer fits them.)
+        * residual adapters (a model with ``requires_base``): the base is a plain
+          Transformer of the same size and embedding sharing; the adapters, the only
+          variables it has no value for, keep their initial values (the identity).
 
         Raises:
           UserError: if the model has no general copies to unfold, the base was
-            already unfolded, or it is not a checkpoint of this model.
+            already unfolded, or it is not a checkpoint of this model nor of a plain
+            Transformer that fits it.
         """
-        base_state = os.path.join(base_dir, FINETUNE_STATE)
-        if tf.io.gfile.exists(base_state):
-            with tf.io.gfile.GFile(base_state) as f:
-                previous = json.load(f)
-            if previous.get("unfold"):
-                raise UserError(
-                    "finetune: unfold: %s is already unfolded (from %s): unfold a stage-1 model"
-                    % (base_dir, previous.get("base_checkpoint"))
-                )
+        if unfold:
+            base_state = os.path.join(base_dir, FINETUNE_STATE)
+            if tf.io.gfile.exists(base_state):
+                with tf.io.gfile.GFile(base_state) as f:
+                    previous = json.load(f)
+                if previous.get("unfold"):
+                    raise UserError(
+                        "finetune: unfold: %s is already unfolded (from %s): unfold a stage-1 "
+                        "model" % (base_dir, previous.get("base_checkpoint"))
+                    )
         config = self.finalized_config()
         model = self.new_model(config)
-        if not hasattr(model, "unfold"):
+        if unfold and not hasattr(model, "unfold"):
             raise UserError(
                 "finetune: unfold needs a model with general copies (a Factorized Transformer), "
                 "not %s" % type(model).__name__
             )
+        hint = _PLAIN_BASE_HINT if unfold else _ADAPTER_BASE_HINT
         optimizer = model.get_optimizer()
         model.create_variables(optimizer=optimizer)
-        # The base is a stage-1 checkpoint of this design, or a plain Transformer of the
-        # same size (e.g. the Mixed baseline: one converged general model shared by every
-        # system that starts from one). Variables are restored in place; a sentinel
-        # shows which ones the checkpoint has no value for.
+        # Variables are restored in place; a sentinel shows which ones the checkpoint has
+        # no value for.
         weights = model.weights
         initial = [tf.convert_to_tensor(v) for v in weights]
         for variable in weights:
@@ -620,17 +637,19 @@ class Runner(compat.RunnerAdapter):
             raise UserError(
                 "finetune: base %s is not a checkpoint of this model (same design and size) "
                 "nor of a plain Transformer of its size%s: %s"
-                % (base_checkpoint, _PLAIN_BASE_HINT, str(e).strip().splitlines()[0])
+                % (base_checkpoint, hint, str(e).strip().splitlines()[0])
             ) from e
         missing = [
             (variable, value)
             for variable, value in zip(weights, initial)
             if bool(tf.reduce_all(tf.math.is_nan(tf.cast(variable, tf.float32))))
         ]
-        # A plain Transformer has exactly no domain region (set by unfold below) and no
-        # constant F6 identity (set back to its initial value); a stage-1 checkpoint of
-        # another design has some of them: refused.
-        plain = {v.ref() for v in model.domain_variables() + model.fixed_general_copies()}
+        # A plain Transformer has exactly no value for the domain variables (regions set
+        # by unfold below, or the adapters) and for the constant F6 identities (set back
+        # to their initial value); a checkpoint of another design has some of them:
+        # refused.
+        fixed = getattr(model, "fixed_general_copies", list)()
+        plain = {v.ref() for v in model.domain_variables() + fixed}
         absent = {variable.ref() for variable, _ in missing}
         if absent and absent != plain:
             unexpected = [v.name for v, _ in missing if v.ref() not in plain]
@@ -640,7 +659,7 @@ class Runner(compat.RunnerAdapter):
                 "nor of a plain Transformer of its size%s: %s"
                 % (
                     base_checkpoint,
-                    _PLAIN_BASE_HINT,
+                    hint,
                     (
                         "no value for %s" % unexpected[0]
                         if unexpected
@@ -654,25 +673,54 @@ class Runner(compat.RunnerAdapter):
             raise UserError(
                 "finetune: base %s has %d model weights and this model took %d: it is not a"
                 " checkpoint of this model nor of a plain Transformer of its size%s (a plain"
-                " base needs share_target_embeddings)"
-                % (base_checkpoint, stored, len(weights) - len(missing), _PLAIN_BASE_HINT)
+                " base needs %s)"
+                % (
+                    base_checkpoint,
+                    stored,
+                    len(weights) - len(missing),
+                    hint,
+                    "share_target_embeddings" if unfold else "the same embedding sharing",
+                )
             )
         for variable, value in missing:
             variable.assign(value)
         if missing:
             tf.get_logger().info(
-                "%s is a plain Transformer's checkpoint: its weights are the general copies",
+                "%s is a plain Transformer's checkpoint: %s",
                 base_checkpoint,
+                (
+                    "its weights are the general copies"
+                    if unfold
+                    else "the adapters start as identity"
+                ),
             )
-        model.unfold()
+        if unfold:
+            model.unfold()
         checkpoint_util.Checkpoint.from_config(config, model, optimizer=optimizer).save(step)
-        tf.get_logger().info("Unfolded the general copies of %s into every domain", base_checkpoint)
+        if unfold:
+            tf.get_logger().info(
+                "Unfolded the general copies of %s into every domain", base_checkpoint
+            )
 
     def train(self, num_devices=1, with_eval=False, **kwargs):
         # Everything is checked before the first write (finetune.json, domains.json,
         # OpenNMT-tf's summaries and checkpoints).
         self.validate("train", with_eval=with_eval)
         finetune = self.config.get("finetune")
+        if self._requires_base() and not finetune:
+            name = type(self._checked_model).__name__
+            if kwargs.get("checkpoint_path") and not kwargs.get("continue_from_checkpoint"):
+                # Weights only: the step would restart at 0 (see the model's check).
+                raise UserError(
+                    "%s continues a trained base model: add --continue_from_checkpoint to "
+                    "--checkpoint_path (or use finetune: {base: BASE_MODEL_DIR, steps: N})" % name
+                )
+            if not kwargs.get("checkpoint_path") and not tf.train.latest_checkpoint(self.model_dir):
+                raise UserError(
+                    "%s trains on top of a trained base model: give it with finetune: {base: "
+                    "BASE_MODEL_DIR, steps: N} (model_dir %s has no checkpoint)"
+                    % (name, self.model_dir)
+                )
         if finetune:
             if kwargs.get("checkpoint_path"):
                 raise UserError("finetune: base sets the checkpoint; do not pass --checkpoint_path")

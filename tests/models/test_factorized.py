@@ -157,10 +157,14 @@ class FactorizedTransformerTest(tf.test.TestCase):
         stdout = io.StringIO()
         with contextlib.redirect_stdout(stdout):
             self.assertEqual(analyze.main(["parameters"]), 0)
-        rows = {line.split("|")[1].strip(): line for line in stdout.getvalue().splitlines()[2:6]}
-        self.assertRegex(rows["DF"], r"\| 1\.01 \|$")
-        self.assertRegex(rows["SF"], r"\| 1\.13 \|$")
-        self.assertRegex(rows["PA"], r"\| 1\.79 \|$")
+        rows = {line.split("|")[1].strip(): line for line in stdout.getvalue().splitlines()[2:10]}
+        self.assertRegex(rows["Factorized DF"], r"\| 1\.01 \|$")
+        self.assertRegex(rows["Factorized SF"], r"\| 1\.13 \|$")
+        self.assertRegex(rows["Factorized PA"], r"\| 1\.79 \|$")
+        # The baselines (issue 16): residual adapters with inner size 2048 and 5 domains.
+        self.assertRegex(rows["Residual adapters"], r"\| 2\.32 \|$")
+        for system in ("TTM", "ML", "AdvL"):
+            self.assertRegex(rows[system], r"\| 1\.00 \|$")
 
     def test_refusals(self):
         with self.assertRaisesRegex(UserError, "unknown Factorized Transformer design 'df2'"):

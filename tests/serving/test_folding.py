@@ -144,6 +144,25 @@ class FoldingTest(tf.test.TestCase):
             ct2_export.export(model, output_dir)
         self.assertFalse(os.path.exists(output_dir))
 
+    @parameterized.expand(
+        [
+            ("residual_adapter_transformer", "residual adapters are not linear"),
+            ("ttm_transformer", "TTM forces the domain token"),
+            ("ml_transformer", "the ML/AdvL exports are SavedModels only"),
+            ("advl_transformer", "the ML/AdvL exports are SavedModels only"),
+        ]
+    )
+    def test_families_without_a_fold_are_refused(self, family, reason):
+        model, _ = helpers.build_model(self, family)
+        output_dir = os.path.join(self.get_temp_dir(), "ct2_" + family)
+        message = "^%s cannot be exported to CTranslate2: %s" % (type(model).__name__, reason)
+        with self.assertRaisesRegex(UserError, message):
+            ct2_export.export(model, output_dir)
+        exporter = opennmt.utils.exporters.make_exporter("ctranslate2")
+        with self.assertRaisesRegex(UserError, "^CTranslate2Exporter cannot export .*" + reason):
+            model.export(output_dir, exporter=exporter)
+        self.assertFalse(os.path.exists(output_dir))
+
     def test_unknown_domain_is_refused(self):
         model = _build(self, "ldr_transformer")
         message = r"unknown domain 'legal' \(declared: medical, religious, software, generic\)"

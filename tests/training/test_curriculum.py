@@ -11,9 +11,7 @@ import tensorflow as tf
 from ldr_opennmt import models
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.training.runner import Runner
-from tests import corpus, helpers
-
-SIZES = {"medical": 24, "religious": 24, "software": 24}
+from tests import helpers
 
 
 def _sf():
@@ -22,35 +20,6 @@ def _sf():
 
 def _pa():
     return models.factorized_transformer("pa", **helpers.TINY)
-
-
-def _config(directory, model_dir, **params):
-    paths = corpus.write_corpus(os.path.join(directory, "data"), count=20)
-    return {
-        "model_dir": model_dir,
-        "data": {
-            "source_vocabulary": paths["src_vocab"],
-            "target_vocabulary": paths["tgt_vocab"],
-            "train_corpora": corpus.write_domain_corpora(os.path.join(directory, "data"), SIZES),
-        },
-        "params": dict({"optimizer": "Adam", "learning_rate": 0.01, "beam_width": 1}, **params),
-        "train": {"batch_size": 8, "max_step": 4, "save_checkpoints_steps": 2},
-    }
-
-
-def _model_values(model_dir, step=None):
-    """{variable name: value} of the model variables of a checkpoint (latest by default)."""
-    path = tf.train.latest_checkpoint(model_dir)
-    if step is not None:
-        path = os.path.join(model_dir, "ckpt-%d" % step)
-    reader = tf.train.load_checkpoint(path)
-    return {
-        name: reader.get_tensor(name)
-        for name in reader.get_variable_to_shape_map()
-        if name.startswith("model/")
-        and name.endswith("VARIABLE_VALUE")
-        and "OPTIMIZER_SLOT" not in name
-    }
 
 
 def _region(name):
@@ -69,7 +38,7 @@ class CurriculumTest(helpers.SharedDirTestCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.stage1 = os.path.join(cls.dir, "stage1")
-        cls.config = _config(cls.dir, cls.stage1, domain_training="general")
+        cls.config = helpers.corpora_config(cls.dir, cls.stage1, domain_training="general")
         Runner(_sf, copy.deepcopy(cls.config), seed=2).train()
 
     def _stage2(self, name, **finetune):
@@ -80,8 +49,8 @@ class CurriculumTest(helpers.SharedDirTestCase):
         return config
 
     def test_stage1_trains_the_general_copies_only(self):
-        values = _model_values(self.stage1)
-        initial = _model_values(self.stage1, step=2)
+        values = helpers.checkpoint_values(self.stage1)
+        initial = helpers.checkpoint_values(self.stage1, step=2)
         moved_general = moved_region = 0
         for name, value in values.items():
             region = _region(name)
@@ -97,9 +66,9 @@ class CurriculumTest(helpers.SharedDirTestCase):
         runner = Runner(_sf, config, seed=3)
         self.assertEqual(runner.config["params"]["domain_training"], "domains")
         runner.train()
-        stage1 = _model_values(self.stage1)
-        unfolded = _model_values(config["model_dir"], step=4)
-        final = _model_values(config["model_dir"])
+        stage1 = helpers.checkpoint_values(self.stage1)
+        unfolded = helpers.checkpoint_values(config["model_dir"], step=4)
+        final = helpers.checkpoint_values(config["model_dir"])
         self.assertTrue(tf.train.latest_checkpoint(config["model_dir"]).endswith("ckpt-6"))
         for name, value in final.items():
             region = _region(name)
@@ -124,8 +93,8 @@ class CurriculumTest(helpers.SharedDirTestCase):
     def test_stage2_on_one_domain_moves_only_its_blocks(self):
         config = self._stage2("stage2_medical", domain="medical")
         Runner(_sf, config, seed=4).train()
-        unfolded = _model_values(config["model_dir"], step=4)
-        final = _model_values(config["model_dir"])
+        unfolded = helpers.checkpoint_values(config["model_dir"], step=4)
+        final = helpers.checkpoint_values(config["model_dir"])
         moved = {
             _region(n)[1] for n in final if _region(n) and not np.array_equal(final[n], unfolded[n])
         }
@@ -147,8 +116,8 @@ class CurriculumTest(helpers.SharedDirTestCase):
         Runner(lambda: models.mixed_transformer(**tied), config, seed=5).train()
         stage2 = self._stage2("stage2_from_mixed", base=mixed_dir, steps=1)
         Runner(_pa, stage2, seed=6).train()
-        mixed = _model_values(mixed_dir)
-        unfolded = _model_values(stage2["model_dir"], step=4)
+        mixed = helpers.checkpoint_values(mixed_dir)
+        unfolded = helpers.checkpoint_values(stage2["model_dir"], step=4)
         self.assertTrue(tf.train.latest_checkpoint(stage2["model_dir"]).endswith("ckpt-5"))
         for name, value in mixed.items():
             self.assertAllEqual(unfolded[name], value, msg=name)
@@ -193,7 +162,7 @@ class CurriculumTest(helpers.SharedDirTestCase):
         with self.assertRaisesRegex(UserError, "domain 'legal' is not declared"):
             Runner(_sf, config).train()
         # Declared (a reserved domain) but without a corpus to train its blocks on.
-        config["data"]["domains"] = sorted(SIZES) + ["legal"]
+        config["data"]["domains"] = sorted(helpers.CORPUS_SIZES) + ["legal"]
         with self.assertRaisesRegex(UserError, "domain .legal. has no corpus"):
             Runner(_sf, config).train()
         for name in ("stage2_general", "stage2_legal"):

@@ -1,0 +1,8 @@
+"""Small adversarial-learning Transformer (reversed domain classifier), for CPU experiments
+and tests."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.advl_transformer(num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256)

@@ -1,0 +1,11 @@
+"""Small residual adapters for CPU experiments and tests, on the small Mixed Transformer
+(model_defs/small/mixed_transformer.py): adapter inner size 256 (4x the model size, as 2048
+is at paper size)."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.residual_adapter_transformer(
+        num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256, adapter_dim=256
+    )

@@ -1,0 +1,7 @@
+"""Small Target Token Mixing Transformer for CPU experiments and tests."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.ttm_transformer(num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256)

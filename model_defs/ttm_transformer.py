@@ -1,0 +1,10 @@
+"""Target Token Mixing (Britz et al., 2017) on a Transformer: 6+6 layers, 512 units,
+8 heads, FFN 2048, dropout 0.1. Each target starts with its domain token ``<domain:NAME>``
+(add one line per declared domain to the target vocabulary); the token is predicted for
+``generic`` sentences, forced for labelled ones, and removed from the output."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.ttm_transformer()

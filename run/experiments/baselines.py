@@ -1,0 +1,249 @@
+"""The baselines of the papers' tables side by side: Mixed, residual adapters, TTM, ML, AdvL.
+
+    bash run/baselines.sh [--quick] [--systems adapters ttm ml advl]
+    PYTHONPATH=run python -m experiments.baselines --size paper \\
+        --config data_configs/opus_en_fr.yml --data data/opus_en_fr --steps 200000 \\
+        --adapter-steps 20000 --onmt-options=--mixed_precision,--jit_compile
+
+Trains, on the same corpus and with the same recipe (Noam schedule, batches mixing the
+domains):
+
+* Mixed: a plain Transformer, the domain labels ignored;
+* Residual adapters (Bapna and Firat, 2019): on top of that Mixed model, frozen, each
+  domain's adapters on that domain's batches (``finetune: base``);
+* TTM (target token mixing, Britz et al., 2017): a Transformer whose targets start with
+  a domain token (a copy of the target vocabulary with the tokens appended is written
+  under ``configs/``);
+* ML and AdvL (Britz et al., 2017): a Transformer with a domain classifier on its
+  mean-pooled encoder output, trained jointly (ML) or behind a gradient reversal (AdvL).
+
+Each is evaluated per domain (``ldr-eval``'s tables, BLEU/chrF, significance against
+Mixed): residual adapters with oracle, generic (no adapter: the Mixed model) and wrong
+labels; TTM with oracle (the true token forced first), generic (the model predicts its
+token) and wrong (another domain's token forced); Mixed, ML and AdvL need no label.
+``report.md`` has the tables, the parameter counts against vanilla and ``bleu.png``.
+
+``--size small`` (default): ``model_defs/small/`` (2 layers, 64 units, CPU); ``--size
+paper``: ``model_defs/`` (6+6 layers, 512 units), for a machine with a GPU. Every step
+resumes like the demo's: a finished training is skipped, an interrupted one continues
+from its last checkpoint.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+from ldr_opennmt.analysis import parameters
+from ldr_opennmt.evaluation import evaluate
+from ldr_opennmt.models import ttm
+from ldr_opennmt.training import corpora as corpora_lib
+from ldr_opennmt.utils import DEFAULT_CACHE, read_lines, write_lines_atomic
+
+from . import common
+from .common import ROOT
+
+SYSTEMS = ("adapters", "ttm", "ml", "advl")
+MODEL_DIRS = {"small": "model_defs/small", "paper": "model_defs"}
+MODEL_FILES = {
+    "mixed": "mixed_transformer.py",
+    "adapters": "residual_adapters.py",
+    "ttm": "ttm_transformer.py",
+    "ml": "ml_transformer.py",
+    "advl": "advl_transformer.py",
+}
+NAMES = {
+    "mixed": "Mixed",
+    "adapters": "Residual adapters",
+    "ttm": "TTM",
+    "ml": "ML",
+    "advl": "AdvL",
+}
+#: The label modes each system is evaluated with (``None``: no label).
+MODES = {
+    "mixed": None,
+    "adapters": ("oracle", "generic", "wrong"),
+    "ttm": ("oracle", "generic", "wrong"),
+    "ml": None,
+    "advl": None,
+}
+UNITS = {"small": 64, "paper": 512}
+#: The sizes of the parameter table at each size (``ldr-analyze parameters``'s keys).
+SIZES = {
+    "small": dict(encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, num_heads=4),
+    "paper": {},
+}
+ADAPTER_DIMS = {"small": 256, "paper": 2048}
+
+BUDGETS = {
+    # Small models run about 4 steps/s on the 2 CPU cores: four trainings from scratch
+    # and the adapters take about 25 minutes, the evaluations about 5.
+    "full": {
+        "steps": 1000,
+        "adapter_steps": 300,
+        "warmup": 400,
+        "eval_sentences": 200,
+        "log_steps": 100,
+        "max_decoding_length": 100,
+    },
+    "quick": {
+        "steps": 30,
+        "adapter_steps": 10,
+        "warmup": 15,
+        "eval_sentences": 10,
+        "log_steps": 10,
+        "max_decoding_length": 20,
+    },
+}
+
+
+def model_def(size, system):
+    """The model definition file of one system at one size."""
+    return os.path.join(MODEL_DIRS[size], MODEL_FILES[system])
+
+
+def ttm_vocabulary(data_config, path):
+    """Writes the data configuration's target vocabulary with TTM's domain tokens
+    appended (those it lacks); returns :obj:`path`."""
+    data = common.load_yaml(data_config)["data"]
+    lines = read_lines(os.path.join(ROOT, data["target_vocabulary"]))
+    missing = [t for t in ttm.domain_tokens(corpora_lib.domain_names(data)) if t not in lines]
+    write_lines_atomic(path, lines + missing)
+    return path
+
+
+def system_configs(systems, budget, runs_dir, configs_dir, data_config, model_dim):
+    """The run configuration of Mixed and of each chosen system: ``{system: config}``."""
+    configs = {}
+
+    def _from_scratch(system, data=None):
+        config = common.train_config(
+            system, {}, {}, budget, runs_dir, data=dict(common.MIXED_BATCHES, **(data or {}))
+        )
+        config["params"]["decay_params"]["model_dim"] = model_dim
+        return config
+
+    configs["mixed"] = _from_scratch("mixed")
+    for system in systems:
+        if system == "adapters":
+            steps = budget["adapter_steps"]
+            mixed = configs["mixed"]
+            # Per-domain batches (the data configuration's): each domain's adapters on
+            # that domain's sentences. Mixed's schedule continues.
+            configs[system] = {
+                "model_dir": os.path.join(runs_dir, system),
+                "finetune": {"base": mixed["model_dir"], "steps": steps},
+                "params": dict(mixed["params"]),
+                "train": {
+                    "save_summary_steps": max(steps // 4, 1),
+                    "save_checkpoints_steps": steps,
+                },
+            }
+        elif system == "ttm":
+            vocabulary = ttm_vocabulary(
+                data_config, os.path.join(configs_dir, "ttm_target_vocabulary.txt")
+            )
+            configs[system] = _from_scratch(system, {"target_vocabulary": vocabulary})
+        else:
+            configs[system] = _from_scratch(system)
+    return configs
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Train and compare the papers' baselines.")
+    parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
+    parser.add_argument("--size", choices=sorted(MODEL_DIRS), default="small")
+    parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
+    parser.add_argument("--steps", type=int, help="training steps of the systems from scratch")
+    parser.add_argument("--adapter-steps", type=int, help="adapter training steps")
+    parser.add_argument("--config", default="data_configs/default_corpora.yml")
+    parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
+    parser.add_argument("--out", help="results directory (default results/baselines[-quick])")
+    parser.add_argument("--cache", default=DEFAULT_CACHE)
+    parser.add_argument(
+        "--onmt-options",
+        default="",
+        help="comma-separated options given to every training command before `train` "
+        "(e.g. --mixed_precision,--jit_compile on a GPU)",
+    )
+    args = parser.parse_args(argv)
+    mode = "quick" if args.quick else "full"
+    budget = dict(BUDGETS[mode])
+    if args.steps:
+        budget["steps"] = args.steps
+    if args.adapter_steps:
+        budget["adapter_steps"] = args.adapter_steps
+    systems = [s for s in SYSTEMS if s in args.systems]
+    out = args.out or ("results/baselines-quick" if args.quick else "results/baselines")
+    os.chdir(ROOT)
+    num_domains = len(corpora_lib.domain_names(common.load_yaml(args.config)["data"]))
+    options = [o for o in args.onmt_options.split(",") if o]
+    steps = common.Steps(out, name="baselines", options=options)
+    start = time.time()
+    common.prepare_corpus(args.data, args.cache)
+    configs = system_configs(
+        systems, budget, steps.runs_dir, steps.configs_dir, args.config, UNITS[args.size]
+    )
+    evaluated = []
+    order = ["mixed"] + systems
+    for index, system in enumerate(order):
+        config = configs[system]
+        path = common.write_config(config, os.path.join(steps.configs_dir, "%s.yml" % system))
+        final = budget["steps"] + (budget["adapter_steps"] if system == "adapters" else 0)
+        steps.train(
+            NAMES[system],
+            system,
+            model_def(args.size, system),
+            [args.config, path],
+            config["model_dir"],
+            final,
+            "train (%d/%d)" % (index + 1, len(order)),
+        )
+        evaluated.append(evaluate.System(NAMES[system], [args.config, path], MODES[system]))
+
+    common.log("[baselines] evaluate (%d test sentences per domain)" % budget["eval_sentences"])
+    t0 = time.time()
+    results = evaluate.evaluate(
+        args.data,
+        evaluated,
+        os.path.join(out, "eval"),
+        baseline="Mixed",
+        max_sentences=budget["eval_sentences"],
+    )
+    steps.timings.append(("evaluate", time.time() - t0))
+    tables = evaluate.format_tables(results)
+    sizes = dict(SIZES[args.size], num_domains=num_domains)
+    lines = [
+        "# The papers' baselines (%s, %s size)" % (mode, args.size),
+        "",
+        "Trained on %s (%s): Mixed, TTM, ML and AdvL %d steps each from scratch (batches mixing"
+        " the domains); residual adapters %d steps on top of the Mixed model, frozen (each"
+        " batch from one domain). Labels: residual adapters oracle, generic (no adapter: the"
+        " Mixed model), wrong (the next domain in the list); TTM oracle (the true domain token"
+        " forced first), generic (the model predicts its token), wrong (another domain's token"
+        " forced); Mixed, ML and AdvL translate without labels. First %d test sentences per"
+        " domain, beam 4."
+        % (
+            args.config,
+            MODEL_DIRS[args.size],
+            budget["steps"],
+            budget["adapter_steps"],
+            budget["eval_sentences"],
+        ),
+        "",
+        tables,
+        "",
+        "![BLEU per domain](eval/bleu.png)",
+        "",
+        "Parameters against the vanilla Transformer of the same size (%d domains, a"
+        " 50,000-word vocabulary, one tied target embedding, kernels and embeddings;"
+        " residual adapters of inner size %d):" % (num_domains, ADAPTER_DIMS[args.size]),
+        "",
+    ]
+    lines += parameters.parameter_table(adapter_dim=ADAPTER_DIMS[args.size], **sizes)
+    steps.write_report(lines, tables, time.time() - start)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
