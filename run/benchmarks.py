@@ -82,7 +82,7 @@ TRAIN_SYSTEMS += ["fact_pa", "fact_sf", "fact_df", "mix_k2", "mix_k3", "mix_k6"]
 TRAIN_SYSTEMS += ["adapters", "ttm", "ml", "advl"]
 TF_SYSTEMS = [VANILLA, "mixed", "dc", "ldr", "fact_pa", "fact_sf", "fact_df"]
 TF_SYSTEMS += ["mix_k2", "mix_k3", "mix_k6", "adapters", "ttm", "ml", "advl"]
-CT2_SYSTEMS = [VANILLA, "dc", "ldr"]
+CT2_SYSTEMS = [VANILLA, "dc", "ldr", "fact_pa", "fact_sf", "fact_df"]
 # Training mode of each training system (params: domain_training). The Factorized
 # designs train in one pass over all their variables: the cost of their blocks, as in
 # stage 2 of the curriculum or joint training (Procedure 1's two passes cost what

@@ -57,3 +57,32 @@ def replace_dense(parent, attribute, layer_class, family, **kwargs):
     # Keras untracks the replaced layer: it was never built and leaves no variable.
     setattr(parent, attribute, layer)
     return layer
+
+
+#: The linear layers of a stock attention and feed-forward layer that
+#: :func:`replace_dense` may replace.
+ATTENTION_SLOTS = ("linear_queries", "linear_keys", "linear_values", "linear_output")
+FFN_SLOTS = ("inner", "outer")
+
+
+def dense_slots(layer_stack):
+    """Every replaceable linear layer of a stock self-attention stack, in a fixed order.
+
+    Two stacks of the same shape (a multi-domain model's and the plain Transformer it
+    folds into) give their slots in the same order, so zipping them pairs each
+    per-domain layer with the plain ``Dense`` it becomes for one domain.
+
+    Args:
+      layer_stack: An ``opennmt.encoders.SelfAttentionEncoder`` or
+        ``opennmt.decoders.SelfAttentionDecoder``.
+
+    Returns:
+      A list of ``(parent, attribute)``: ``getattr(parent, attribute)`` is the layer.
+    """
+    slots = []
+    for layer in layer_stack.layers:
+        wrappers = [layer.self_attention] + list(getattr(layer, "attention", []))
+        for wrapper in wrappers:
+            slots += [(wrapper.layer, attribute) for attribute in ATTENTION_SLOTS]
+        slots += [(layer.ffn.layer, attribute) for attribute in FFN_SLOTS]
+    return slots

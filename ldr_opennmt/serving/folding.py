@@ -18,10 +18,27 @@ multi-domain model computes, and it is the kind of model that OpenNMT-tf and
 CTranslate2 know (see :mod:`ldr_opennmt.serving.ct2_export`). Folded models are
 for inference: their embedders have no dropout.
 
+The per-domain projections that model families put into the stock attention and
+feed-forward layers (:func:`ldr_opennmt.layers.replace.replace_dense`) fold too, when
+each is a linear map for a fixed domain: their :meth:`fold` gives the plain ``Dense``
+weights, which go into the same slot of the plain Transformer
+(:func:`~ldr_opennmt.layers.replace.dense_slots` pairs the slots). The Factorized
+Transformer's designs (Deng et al., 2020) fold this way:
+
+* PA (F5): each domain's Q, K, V and output kernels;
+* SF (F2 + F6): the multi-query K/V head repeated over the heads (an ordinary
+  multi-head K/V kernel: CTranslate2's ``multi_query_attention`` spec is not used, as
+  the OpenNMT-tf converter never sets it and it applies to every attention at once),
+  and the square map multiplied into the FFN's outer projection, ``K A_d``, ``b A_d``;
+* DF (F1-F4): ``W^C W_d^S`` for each factorized FFN linear, the embedding tables
+  ``W^C W_d^S``, and the factorized output layer as the transpose of the target
+  table (the plain model ties its target input and output embeddings, as DF does).
+
 Anything that cannot be folded exactly is refused with a
 :class:`~ldr_opennmt.UserError`: RNN models (CTranslate2 3.x converts
-no OpenNMT-tf RNN), domain-specific layers other than the embedders, weights
-outside the embedders, encoder and decoder.
+no OpenNMT-tf RNN), domain-specific layers outside the embedders and the stock
+projection slots, layers without an exact fold (domain mixing: input-dependent
+proportions), weights outside the embedders, encoder and decoder.
 """
 
 import functools
@@ -34,6 +51,7 @@ from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainInputter
 from ldr_opennmt.layers.context import DomainSpecificLayer
+from ldr_opennmt.layers.replace import dense_slots
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 
 
@@ -68,12 +86,15 @@ def check_foldable(model):
     if not model.built:
         raise ValueError("the model must be built (create_variables() or a restored checkpoint)")
     embedders = (source_embedder(model), model.labels_inputter)
+    slotted = {id(layer) for layer in _slot_layers(model)}
     for layer in model.submodules:
         if isinstance(layer, DomainSpecificLayer) and all(layer is not e for e in embedders):
-            raise UserError(
-                "%s has domain-specific parameters in %s, which cannot be folded into "
-                "embeddings" % (name, layer.name)
-            )
+            if id(layer) not in slotted:
+                raise UserError(
+                    "%s has domain-specific parameters in %s, which cannot be folded into "
+                    "a plain Transformer" % (name, layer.name)
+                )
+            layer.fold(domains_lib.GENERIC_ID)  # A layer with no exact fold refuses here.
     covered = {
         weight.ref()
         for layer in embedders + (model.encoder, model.decoder)
@@ -85,6 +106,32 @@ def check_foldable(model):
             "%s has weights outside its embedders, encoder and decoder (%s): the fold would "
             "drop them" % (name, ", ".join(missing))
         )
+
+
+def _slot_layers(model):
+    """The layers in the stock projection slots of the model's encoder and decoder."""
+    return [
+        getattr(parent, attribute)
+        for stack in (model.encoder, model.decoder)
+        for parent, attribute in dense_slots(stack)
+    ]
+
+
+def _folded_slots(model, plain):
+    """``(per-domain layer, plain Dense)`` pairs: the slots that :func:`assign_domain` sets."""
+    return [
+        (layer, plain_layer)
+        for layer, plain_layer in zip(_slot_layers(model), _slot_layers(plain), strict=True)
+        if isinstance(layer, DomainSpecificLayer)
+    ]
+
+
+def _ties_target(model):
+    """Whether the model's output layer is its target embedding, transposed (shared
+    embeddings, or the Factorized output layer that reads the target embedder)."""
+    share = opennmt.models.EmbeddingsSharingLevel
+    output_fold = getattr(model.decoder.output_layer, "fold", None)
+    return share.share_target_embeddings(model.share_embeddings) or output_fold is not None
 
 
 def source_embedder(model):
@@ -169,9 +216,7 @@ def transformer_arguments(model):
         pre_norm=encoder.layer_norm is not None,
         output_layer_bias=decoder.output_layer_bias,
         # Multi-domain source inputters never share their table with the target.
-        share_embeddings=(
-            share.TARGET if share.share_target_embeddings(model.share_embeddings) else share.NONE
-        ),
+        share_embeddings=share.TARGET if _ties_target(model) else share.NONE,
     )
 
 
@@ -205,17 +250,24 @@ def _data_config(source, target):
     return config
 
 
-def _copy_weights(source_layer, target_layer, what):
-    """Copies the weights of a layer into its twin, paired by checkpoint name."""
+def _copy_weights(source_layer, target_layer, what, folded=()):
+    """Copies the weights of a layer into its twin, paired by checkpoint name.
+
+    The weights of the :obj:`folded` pairs (per-domain layer, plain layer) are left
+    out on both sides: :func:`assign_domain` sets them for each domain.
+    """
+    skip = {w.ref() for pair in folded for layer in pair for w in layer.weights}
     source = misc.get_variables_name_mapping(source_layer, what)
     target = misc.get_variables_name_mapping(target_layer, what)
+    source = {name: v for name, v in source.items() if v.ref() not in skip}
+    target = {name: v for name, v in target.items() if v.ref() not in skip}
     mismatch = sorted(
         name
         for name in set(source) | set(target)
         if name not in source or name not in target or source[name].shape != target[name].shape
     )
     named = {variable.ref() for variable in target.values()}
-    mismatch += [w.name for w in target_layer.weights if w.ref() not in named]
+    mismatch += [w.name for w in target_layer.weights if w.ref() not in named | skip]
     if mismatch:
         raise UserError(
             "cannot fold: the %s of the plain Transformer differs from the model's (%s)"
@@ -232,7 +284,7 @@ def plain_transformer(model):
     by :func:`assign_domain`.
 
     Args:
-      model: A built multi-domain Transformer (LDR, DC or Mixed).
+      model: A built multi-domain Transformer (LDR, DC, Factorized or Mixed).
 
     Returns:
       A built ``opennmt.models.Transformer`` with plain word embedders, the same
@@ -253,8 +305,10 @@ def plain_transformer(model):
     plain.features_inputter.tokenizer = source.tokenizer
     plain.labels_inputter.tokenizer = target.tokenizer
     plain.create_variables()
-    _copy_weights(model.encoder, plain.encoder, "encoder")
-    _copy_weights(model.decoder, plain.decoder, "decoder")
+    # The target tables (also the output kernel of a tied model) are set per domain.
+    folded = _folded_slots(model, plain) + [(target, plain.labels_inputter)]
+    _copy_weights(model.encoder, plain.encoder, "encoder", folded)
+    _copy_weights(model.decoder, plain.decoder, "decoder", folded)
     return plain
 
 
@@ -276,13 +330,18 @@ def assign_domain(plain, model, domain):
     )
     for embedder, plain_embedder in pairs:
         plain_embedder.embedding.assign(folded_embedding(embedder, domain))
+    for layer, plain_layer in _folded_slots(model, plain):
+        weights = layer.fold(domain)
+        plain_layer.kernel.assign(weights["kernel"])
+        if plain_layer.use_bias:
+            plain_layer.bias.assign(weights["bias"])
 
 
 def fold(model, domain):
     """The plain Transformer equivalent to :obj:`model` for one domain.
 
     Args:
-      model: A built multi-domain Transformer (LDR, DC or Mixed; LDR target
+      model: A built multi-domain Transformer (LDR, DC, Factorized or Mixed; LDR target
         embeddings included).
       domain: A declared domain name, or ``generic``.
 

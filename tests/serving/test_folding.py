@@ -17,6 +17,7 @@ from parameterized import parameterized
 
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainInputter
+from ldr_opennmt.layers.context import DomainSpecificLayer
 from ldr_opennmt.serving import ct2_export, folding
 from tests import helpers
 
@@ -24,12 +25,17 @@ SOURCES = ["the big cell", "a host is here", "spirit", "cell host spirit now", "
 TARGETS = ["le grand case", "un hostie est ici", "esprit", "cachot hote alcool maintenant", "rouge"]
 MAX_LENGTH = 10
 # Seeds of the helper's random weights for which the tiny random models do not
-# translate everything alike, so that each domain's output differs.
+# translate everything alike, so that each domain's output differs, and give no empty
+# translation (seen with SF and DF at seed 7: TensorFlow ends at step 0 where
+# CTranslate2 3.24 goes on, which says nothing about the fold).
 SEEDS = {
     "ldr_transformer": 5,
     "ldr_transformer_target": 3,
     "dc_transformer": 2,
     "mixed_transformer": 7,
+    "factorized_pa_transformer": 7,
+    "factorized_sf_transformer": 4,
+    "factorized_df_transformer": 1,
 }
 FAMILIES = [(family,) for family in SEEDS]
 CONVERTER_HINT = "ldr-export ctranslate2"
@@ -191,7 +197,8 @@ class FoldingTest(tf.test.TestCase):
     @parameterized.expand(FAMILIES)
     def test_source_embedding_is_not_a_table_of_domain_aware_embedders(self, family):
         model = _build(self, family)
-        if family == "mixed_transformer":
+        if not isinstance(folding.source_embedder(model), DomainSpecificLayer):
+            # Mixed, Factorized PA and SF: a plain source table, the same for every domain.
             self.assertIs(
                 model.features_inputter.embedding, folding.source_embedder(model).embedding
             )
