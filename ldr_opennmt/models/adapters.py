@@ -28,13 +28,15 @@ does the same restore (without the checks). A training that starts at step 0 (no
 restored: every frozen parameter would stay random) is refused in one line.
 """
 
-import opennmt
 import tensorflow as tf
 
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import adapters
 from ldr_opennmt.models import procedure
-from ldr_opennmt.models.sequence_to_sequence import MultiDomainTransformer
+from ldr_opennmt.models.sequence_to_sequence import (
+    MultiDomainTransformer,
+    word_transformer_arguments,
+)
 
 
 class ResidualAdapterTransformer(MultiDomainTransformer):
@@ -80,19 +82,11 @@ class ResidualAdapterTransformer(MultiDomainTransformer):
         adapters.validate_inner_dim(adapter_dim)
         if num_reserved_regions < 0:
             raise UserError("num_reserved_regions must be >= 0, got %d" % num_reserved_regions)
-        share = opennmt.models.EmbeddingsSharingLevel
         super().__init__(
-            opennmt.inputters.WordEmbedder(num_units),
-            opennmt.inputters.WordEmbedder(num_units),
             domain_training=procedure.DOMAINS,
-            num_layers=num_layers,
-            num_units=num_units,
-            num_heads=num_heads,
-            ffn_inner_dim=ffn_inner_dim,
-            dropout=dropout,
-            attention_dropout=dropout,
-            ffn_dropout=dropout,
-            share_embeddings=share.TARGET if share_target_embeddings else share.NONE,
+            **word_transformer_arguments(
+                num_layers, num_units, num_heads, ffn_inner_dim, dropout, share_target_embeddings
+            ),
         )
         self.adapter_dim = adapter_dim
         self.num_reserved_regions = num_reserved_regions

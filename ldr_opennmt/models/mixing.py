@@ -42,7 +42,6 @@ through ``alpha``. Any of these choices would be ours, not the paper's.
 
 import contextlib
 
-import opennmt
 import tensorflow as tf
 from opennmt.utils import exporters
 
@@ -51,7 +50,10 @@ from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import mixing
 from ldr_opennmt.layers.context import configured_regions, domain_scope
 from ldr_opennmt.models import procedure
-from ldr_opennmt.models.sequence_to_sequence import MultiDomainTransformer
+from ldr_opennmt.models.sequence_to_sequence import (
+    MultiDomainTransformer,
+    word_transformer_arguments,
+)
 
 #: The variants this model builds.
 VARIANTS = ("encoder", "encoder_decoder")
@@ -102,19 +104,11 @@ class MixingTransformer(MultiDomainTransformer):
                 "unknown mixing Transformer variant %r (expected one of: %s)"
                 % (variant, ", ".join(VARIANTS))
             )
-        share = opennmt.models.EmbeddingsSharingLevel
         super().__init__(
-            opennmt.inputters.WordEmbedder(num_units),
-            opennmt.inputters.WordEmbedder(num_units),
             domain_training=procedure.JOINT,
-            num_layers=num_layers,
-            num_units=num_units,
-            num_heads=num_heads,
-            ffn_inner_dim=ffn_inner_dim,
-            dropout=dropout,
-            attention_dropout=dropout,
-            ffn_dropout=dropout,
-            share_embeddings=share.TARGET if share_target_embeddings else share.NONE,
+            **word_transformer_arguments(
+                num_layers, num_units, num_heads, ffn_inner_dim, dropout, share_target_embeddings
+            ),
         )
         # Labels: required for training (L_mix), optional elsewhere.
         self.features_inputter.optional_labels = True

@@ -70,7 +70,6 @@ keep right; a SavedModel serves the model without labels.
 as in the Mixed Transformer that these baselines extend.
 """
 
-import opennmt
 import tensorflow as tf
 
 from ldr_opennmt import compat
@@ -78,7 +77,10 @@ from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.layers import adversarial as adversarial_layers
 from ldr_opennmt.layers.context import Recorder, configured_regions
 from ldr_opennmt.models import procedure
-from ldr_opennmt.models.sequence_to_sequence import MultiDomainTransformer
+from ldr_opennmt.models.sequence_to_sequence import (
+    MultiDomainTransformer,
+    word_transformer_arguments,
+)
 
 #: ``params`` key overriding the model's ``classifier_loss_weight``.
 WEIGHT_PARAM = "domain_classifier_loss_weight"
@@ -155,19 +157,11 @@ class DomainClassifierTransformer(MultiDomainTransformer):
             classifier_loss_weight, "classifier_loss_weight"
         )
         scale = adversarial_layers.validate_non_negative(reversal_scale, "reversal_scale")
-        share = opennmt.models.EmbeddingsSharingLevel
         super().__init__(
-            opennmt.inputters.WordEmbedder(num_units),
-            opennmt.inputters.WordEmbedder(num_units),
             domain_training=procedure.JOINT,
-            num_layers=num_layers,
-            num_units=num_units,
-            num_heads=num_heads,
-            ffn_inner_dim=ffn_inner_dim,
-            dropout=dropout,
-            attention_dropout=dropout,
-            ffn_dropout=dropout,
-            share_embeddings=share.TARGET if share_target_embeddings else share.NONE,
+            **word_transformer_arguments(
+                num_layers, num_units, num_heads, ffn_inner_dim, dropout, share_target_embeddings
+            ),
         )
         # Labels: required for training (L_cls), optional elsewhere.
         self.features_inputter.optional_labels = True

@@ -97,6 +97,41 @@ def _empty_outputs(specs):
     }
 
 
+def word_transformer_arguments(
+    num_layers, num_units, num_heads, ffn_inner_dim, dropout, share_target_embeddings
+):
+    """The :class:`MultiDomainTransformer` arguments of a Transformer with plain word
+    embedders on both sides and one dropout rate (the Mixed Transformer's layout), which
+    the families that put their per-domain parts elsewhere build on (domain mixing,
+    residual adapters, TTM, ML/AdvL).
+
+    Args:
+      num_layers: Number of encoder and decoder layers.
+      num_units: Model size (and embedding size).
+      num_heads: Number of attention heads.
+      ffn_inner_dim: FFN inner size.
+      dropout: Dropout, attention dropout and FFN dropout.
+      share_target_embeddings: Tie the target input and output embeddings.
+
+    Returns:
+      A dict of keyword arguments (``source_embedder`` and ``target_embedder``
+      included).
+    """
+    share = opennmt.models.EmbeddingsSharingLevel
+    return dict(
+        source_embedder=opennmt.inputters.WordEmbedder(num_units),
+        target_embedder=opennmt.inputters.WordEmbedder(num_units),
+        num_layers=num_layers,
+        num_units=num_units,
+        num_heads=num_heads,
+        ffn_inner_dim=ffn_inner_dim,
+        dropout=dropout,
+        attention_dropout=dropout,
+        ffn_dropout=dropout,
+        share_embeddings=share.TARGET if share_target_embeddings else share.NONE,
+    )
+
+
 class MultiDomainModel(compat.DecodingScopeMixin):
     """Mixin adding domain routing and multi-domain training to a seq2seq model."""
 

@@ -48,7 +48,10 @@ from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import constant_label, constant_label_name
 from ldr_opennmt.layers import ttm as ttm_layers
 from ldr_opennmt.models import procedure
-from ldr_opennmt.models.sequence_to_sequence import MultiDomainTransformer
+from ldr_opennmt.models.sequence_to_sequence import (
+    MultiDomainTransformer,
+    word_transformer_arguments,
+)
 
 #: The spelling of a domain token.
 DOMAIN_TOKEN_FORMAT = "<domain:%s>"
@@ -166,19 +169,11 @@ class TTMTransformer(MultiDomainTransformer):
           strip_domain_tokens: Remove the domain tokens from the predictions (``False``
             shows what was decoded, e.g. the predicted domain).
         """
-        share = opennmt.models.EmbeddingsSharingLevel
         super().__init__(
-            opennmt.inputters.WordEmbedder(num_units),
-            opennmt.inputters.WordEmbedder(num_units),
             domain_training=procedure.JOINT,
-            num_layers=num_layers,
-            num_units=num_units,
-            num_heads=num_heads,
-            ffn_inner_dim=ffn_inner_dim,
-            dropout=dropout,
-            attention_dropout=dropout,
-            ffn_dropout=dropout,
-            share_embeddings=share.TARGET if share_target_embeddings else share.NONE,
+            **word_transformer_arguments(
+                num_layers, num_units, num_heads, ffn_inner_dim, dropout, share_target_embeddings
+            ),
         )
         self.strip_domain_tokens = bool(strip_domain_tokens)
         compat.add_mixin(self.decoder, ttm_layers.FirstTokenForcing)
