@@ -182,8 +182,8 @@ class FactorizedTransformerTest(tf.test.TestCase):
             )
         for design in ("pa", "df"):
             model = _model(self, design)
-            with self.assertRaisesRegex(UserError, "cannot be folded"):
-                folding.check_foldable(model)
+            # Folds into a plain Transformer (exactness: tests/serving/test_folding.py).
+            self.assertIs(type(folding.fold(model, "medical")), opennmt.models.Transformer)
         with self.assertRaisesRegex(UserError, "no single kernel"):
             model.decoder.output_layer.kernel
         with self.assertRaisesRegex(UserError, "source embedding of FactorizedEmbedder is not"):

@@ -126,7 +126,8 @@ class BenchmarkHelpersTest(unittest.TestCase):
         self.assertEqual(
             tasks,
             ["train:vanilla", "train:fact_pa", "train:fact_sf", "train:fact_df", "prepare"]
-            + ["tf:vanilla", "tf:fact_pa", "tf:fact_sf", "tf:fact_df", "ct2:vanilla"],
+            + ["tf:vanilla", "tf:fact_pa", "tf:fact_sf", "tf:fact_df", "ct2:vanilla"]
+            + ["ct2:fact_pa", "ct2:fact_sf", "ct2:fact_df"],
         )
         self.assertIn("ct2:ldr", benchmarks._tasks(["infer"], list(benchmarks.FAMILIES)))
         with tempfile.TemporaryDirectory() as directory:
