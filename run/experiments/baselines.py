@@ -38,7 +38,7 @@ from ldr_opennmt.analysis import parameters
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.models import ttm
 from ldr_opennmt.training import corpora as corpora_lib
-from ldr_opennmt.utils import DEFAULT_CACHE, read_lines, write_lines_atomic
+from ldr_opennmt.utils import read_lines, write_lines_atomic
 
 from . import common
 from .common import ROOT
@@ -154,20 +154,9 @@ def system_configs(systems, budget, runs_dir, configs_dir, data_config, model_di
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Train and compare the papers' baselines.")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
-    parser.add_argument("--size", choices=sorted(MODEL_DIRS), default="small")
-    parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
+    common.add_experiment_arguments(parser, "baselines", MODEL_DIRS)
     parser.add_argument("--steps", type=int, help="training steps of the systems from scratch")
     parser.add_argument("--adapter-steps", type=int, help="adapter training steps")
-    parser.add_argument("--config", default="data_configs/default_corpora.yml")
-    parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
-    parser.add_argument("--out", help="results directory (default results/baselines[-quick])")
-    parser.add_argument("--cache", default=DEFAULT_CACHE)
-    parser.add_argument(
-        "--onmt-options",
-        default="",
-        help="comma-separated options given to every training command before `train` "
-        "(e.g. --mixed_precision,--jit_compile on a GPU)",
-    )
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
     budget = dict(BUDGETS[mode])
@@ -176,10 +165,9 @@ def main(argv=None):
     if args.adapter_steps:
         budget["adapter_steps"] = args.adapter_steps
     systems = [s for s in SYSTEMS if s in args.systems]
-    out = args.out or ("results/baselines-quick" if args.quick else "results/baselines")
+    out, options = common.experiment_output(args, "baselines")
     os.chdir(ROOT)
     num_domains = len(corpora_lib.domain_names(common.load_yaml(args.config)["data"]))
-    options = [o for o in args.onmt_options.split(",") if o]
     steps = common.Steps(out, name="baselines", options=options)
     start = time.time()
     common.prepare_corpus(args.data, args.cache)

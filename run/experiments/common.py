@@ -17,7 +17,7 @@ import time
 import yaml
 
 from ldr_opennmt.data import corpus as corpus_lib
-from ldr_opennmt.utils import write_lines_atomic
+from ldr_opennmt.utils import DEFAULT_CACHE, write_lines_atomic
 
 # The repository root: this file is <root>/run/experiments/common.py.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -472,3 +472,32 @@ def train_config(slug, params, train, budget, runs_dir, data=None):
         defaults["batch_size"] = budget["batch_size"]
     config["train"] = dict(defaults, **train)
     return config
+
+
+def add_experiment_arguments(parser, name, sizes):
+    """Adds the options every experiment driver shares (size, budget, corpus, output,
+    OpenNMT-tf options) to an ``argparse`` parser.
+
+    Args:
+      parser: The driver's ``argparse.ArgumentParser``.
+      name: The experiment's name (its default results directory).
+      sizes: The model sizes the driver knows (``--size`` choices; ``small`` is the default).
+    """
+    parser.add_argument("--size", choices=sorted(sizes), default="small")
+    parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
+    parser.add_argument("--config", default="data_configs/default_corpora.yml")
+    parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
+    parser.add_argument("--out", help="results directory (default results/%s[-quick])" % name)
+    parser.add_argument("--cache", default=DEFAULT_CACHE)
+    parser.add_argument(
+        "--onmt-options",
+        default="",
+        help="comma-separated options given to every training command before `train` "
+        "(e.g. --mixed_precision,--jit_compile on a GPU)",
+    )
+
+
+def experiment_output(args, name):
+    """``(results directory, OpenNMT-tf options)`` of parsed :func:`add_experiment_arguments`."""
+    out = args.out or ("results/%s-quick" % name if args.quick else "results/%s" % name)
+    return out, [option for option in args.onmt_options.split(",") if option]

@@ -31,7 +31,6 @@ import time
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.layers import factorized as factorized_layers
 from ldr_opennmt.training import corpora as corpora_lib
-from ldr_opennmt.utils import DEFAULT_CACHE
 
 from . import common
 from .common import ROOT
@@ -91,20 +90,9 @@ def parameter_lines(designs, num_domains, size):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Train and compare the Factorized designs.")
     parser.add_argument("--designs", nargs="+", choices=DESIGNS, default=list(DESIGNS))
-    parser.add_argument("--size", choices=sorted(MODEL_DIRS), default="small")
-    parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
+    common.add_experiment_arguments(parser, "factorized", MODEL_DIRS)
     parser.add_argument("--steps", type=int, help="stage-1 (and Mixed) training steps")
     parser.add_argument("--stage2-steps", type=int, help="stage-2 training steps")
-    parser.add_argument("--config", default="data_configs/default_corpora.yml")
-    parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
-    parser.add_argument("--out", help="results directory (default results/factorized[-quick])")
-    parser.add_argument("--cache", default=DEFAULT_CACHE)
-    parser.add_argument(
-        "--onmt-options",
-        default="",
-        help="comma-separated options given to every training command before `train` "
-        "(e.g. --mixed_precision,--jit_compile on a GPU)",
-    )
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
     budget = dict(BUDGETS[mode])
@@ -113,10 +101,9 @@ def main(argv=None):
     if args.stage2_steps:
         budget["stage2_steps"] = args.stage2_steps
     designs = [d for d in DESIGNS if d in args.designs]
-    out = args.out or ("results/factorized-quick" if args.quick else "results/factorized")
+    out, options = common.experiment_output(args, "factorized")
     os.chdir(ROOT)
     num_domains = len(corpora_lib.domain_names(common.load_yaml(args.config)["data"]))
-    options = [o for o in args.onmt_options.split(",") if o]
     steps = common.Steps(out, name="factorized", options=options)
     start = time.time()
     common.prepare_corpus(args.data, args.cache)
