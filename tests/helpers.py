@@ -106,18 +106,20 @@ def randomize_weights(model, seed):
         variable.assign(rng.normal(scale=scale, size=variable.shape).astype(np.float32))
 
 
+def padded_tokens(token_lists):
+    """``{"tokens", "length"}`` of a batch of token lists, padded with empty strings."""
+    length = max(len(t) for t in token_lists)
+    return {
+        "tokens": tf.constant([t + [""] * (length - len(t)) for t in token_lists]),
+        "length": tf.constant([len(t) for t in token_lists], tf.int32),
+    }
+
+
 def source_features(model, sentences, labels):
     """Features for a batch of raw source sentences and domain labels."""
-    tokens = [s.split() for s in sentences]
-    length = max(len(t) for t in tokens)
-    padded = [t + [""] * (length - len(t)) for t in tokens]
-    return model.features_inputter.make_features(
-        features={
-            "tokens": tf.constant(padded),
-            "length": tf.constant([len(t) for t in tokens], tf.int32),
-            "domain": tf.constant(labels),
-        }
-    )
+    features = padded_tokens([s.split() for s in sentences])
+    features["domain"] = tf.constant(labels)
+    return model.features_inputter.make_features(features=features)
 
 
 def training_batch(model, paths, size=6):

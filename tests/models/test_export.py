@@ -15,12 +15,7 @@ LABELS = ["religious", "generic", "software"]
 
 
 def _serving_inputs(sentences, labels):
-    tokens = [s.split() for s in sentences]
-    length = max(len(t) for t in tokens)
-    inputs = dict(
-        tokens=tf.constant([t + [""] * (length - len(t)) for t in tokens]),
-        length=tf.constant([len(t) for t in tokens], tf.int32),
-    )
+    inputs = helpers.padded_tokens([s.split() for s in sentences])
     if labels is not None:
         inputs["domain"] = tf.constant(labels)
     return inputs

@@ -43,24 +43,12 @@ def _model(test, randomize=True, params=None, domains=corpus.DOMAINS, seed=7, **
 def _features(model, sentences=SENTENCES, labels=None):
     if labels is not None:
         return helpers.source_features(model, sentences, labels)
-    tokens = [s.split() for s in sentences]
-    length = max(len(t) for t in tokens)
-    return model.features_inputter.make_features(
-        features={
-            "tokens": tf.constant([t + [""] * (length - len(t)) for t in tokens]),
-            "length": tf.constant([len(t) for t in tokens], tf.int32),
-        }
-    )
+    tokens = helpers.padded_tokens([s.split() for s in sentences])
+    return model.features_inputter.make_features(features=tokens)
 
 
 def _labels(model, targets=TARGETS):
-    length = max(len(t) for t in targets)
-    return model.labels_inputter.make_features(
-        features={
-            "tokens": tf.constant([t + [""] * (length - len(t)) for t in targets]),
-            "length": tf.constant([len(t) for t in targets], tf.int32),
-        }
-    )
+    return model.labels_inputter.make_features(features=helpers.padded_tokens(targets))
 
 
 def _gen_loss(model, outputs, labels):

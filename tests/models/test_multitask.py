@@ -45,24 +45,12 @@ def _model(test, adversarial=False, params=None, seed=7, weights_from=None, **kw
 def _features(model, sentences=SENTENCES, labels=None):
     if labels is not None:
         return helpers.source_features(model, sentences, labels)
-    tokens = [s.split() for s in sentences]
-    length = max(len(t) for t in tokens)
-    return model.features_inputter.make_features(
-        features={
-            "tokens": tf.constant([t + [""] * (length - len(t)) for t in tokens]),
-            "length": tf.constant([len(t) for t in tokens], tf.int32),
-        }
-    )
+    tokens = helpers.padded_tokens([s.split() for s in sentences])
+    return model.features_inputter.make_features(features=tokens)
 
 
 def _labels(model, targets=TARGETS):
-    length = max(len(t) for t in targets)
-    return model.labels_inputter.make_features(
-        features={
-            "tokens": tf.constant([t + [""] * (length - len(t)) for t in targets]),
-            "length": tf.constant([len(t) for t in targets], tf.int32),
-        }
-    )
+    return model.labels_inputter.make_features(features=helpers.padded_tokens(targets))
 
 
 def _translation_loss(model, outputs, labels, training):
@@ -276,12 +264,7 @@ class MultitaskTransformerTest(tf.test.TestCase):
         model.export(export_dir)
         serve = tf.saved_model.load(export_dir).signatures["serving_default"]
         self.assertEqual(sorted(serve.structured_input_signature[1]), ["length", "tokens"])
-        tokens = [s.split() for s in SENTENCES]
-        width = max(len(t) for t in tokens)
-        outputs = serve(
-            tokens=tf.constant([t + [""] * (width - len(t)) for t in tokens]),
-            length=tf.constant([len(t) for t in tokens], tf.int32),
-        )
+        outputs = serve(**helpers.padded_tokens([s.split() for s in SENTENCES]))
         _assert_same_translations(self, outputs, expected)
         self.assertNotIn("predicted_domain", outputs)
 

@@ -246,13 +246,7 @@ class TTMScoreTest(tf.test.TestCase):
         ]
 
         def _written(targets):
-            width = max(len(t) for t in targets)
-            return model.labels_inputter.make_features(
-                features={
-                    "tokens": tf.constant([t + [""] * (width - len(t)) for t in targets]),
-                    "length": tf.constant([len(t) for t in targets], tf.int32),
-                }
-            )
+            return model.labels_inputter.make_features(features=helpers.padded_tokens(targets))
 
         expected = opennmt.models.SequenceToSequence.score(model, features, _written(targets))
         self.assertAllClose(results["score"], expected["score"], atol=1e-5)
@@ -287,12 +281,8 @@ class TTMExportTest(tf.test.TestCase):
         model.export(export_dir)
         serve = tf.saved_model.load(export_dir).signatures["serving_default"]
         self.assertIn("domain", serve.structured_input_signature[1])
-        tokens = [s.split() for s in SENTENCES]
-        width = max(len(t) for t in tokens)
         outputs = serve(
-            tokens=tf.constant([t + [""] * (width - len(t)) for t in tokens]),
-            length=tf.constant([len(t) for t in tokens], tf.int32),
-            domain=tf.constant(labels),
+            **helpers.padded_tokens([s.split() for s in SENTENCES]), domain=tf.constant(labels)
         )
         self.assertAllEqual(outputs["tokens"], expected["tokens"])
         self.assertAllEqual(outputs["length"], expected["length"])

@@ -49,12 +49,7 @@ def _build(test, family):
 
 
 def _tokens(sentences):
-    tokens = [s.split() for s in sentences]
-    length = max(len(t) for t in tokens)
-    return {
-        "tokens": tf.constant([t + [""] * (length - len(t)) for t in tokens]),
-        "length": tf.constant([len(t) for t in tokens], tf.int32),
-    }
+    return helpers.padded_tokens([s.split() for s in sentences])
 
 
 def _source_features(model, domain):
