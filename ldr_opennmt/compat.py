@@ -48,6 +48,14 @@ What is here, and why no public equivalent exists:
   ``TrainingStats`` that ``Trainer.__call__`` would create.
 * :func:`decode_target`: the teacher-forced decoder pass of
   ``SequenceToSequence.call`` (``_decode_target``), for analyses of the decoder layers.
+* :func:`set_state_reorder_flags` and :func:`decoding_predictions`: the ensembles of
+  domain views (:mod:`ldr_opennmt.models.ensemble`) run their own step function through
+  the public ``opennmt.utils.dynamic_decode``. Beam search must still know which parts of
+  the decoder state it may leave unreordered (``Decoder.dynamic_decode`` passes the
+  private ``_get_state_reorder_flags`` to the strategy's ``_set_state_reorder_flags``),
+  and the predictions are built as the end of ``SequenceToSequence._dynamic_decode``
+  builds them (ids to tokens, ``decoding_noise`` through ``_add_noise``, detokenization
+  in graph, ``num_hypotheses``), which is not a function of its own.
 * :func:`install_error_hook`: stock ``onmt-main`` has no error handling to extend,
   so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
 """
@@ -67,6 +75,7 @@ from opennmt import evaluation
 from opennmt import runner as runner_module
 from opennmt import training as training_module
 from opennmt.bin import main as onmt_main
+from opennmt.models import sequence_to_sequence as s2s_module
 from opennmt.utils import misc
 
 from ldr_opennmt import errors
@@ -85,6 +94,9 @@ UPSTREAM_NAMES = (
     (evaluation.Evaluator, "_is_higher_better_for_metric", "EvaluatorAdapter.metric_base_name"),
     (opennmt.models.SequenceToSequence, "_dynamic_decode", "DecodingScopeMixin"),
     (opennmt.models.SequenceToSequence, "_decode_target", "decode_target"),
+    (opennmt.decoders.Decoder, "_get_state_reorder_flags", "set_state_reorder_flags"),
+    (opennmt.utils.BeamSearch, "_set_state_reorder_flags", "set_state_reorder_flags"),
+    (s2s_module, "_add_noise", "decoding_predictions"),
     (tf.keras.optimizers.legacy.Optimizer, "_resource_apply_dense", "ConditionalUpdateMixin"),
     (tf.keras.optimizers.legacy.Optimizer, "_resource_apply_sparse", "ConditionalUpdateMixin"),
     (onmt_main, "Runner", "run_onmt_main"),
@@ -325,6 +337,61 @@ class DecodingScopeMixin:
             return super()._dynamic_decode(
                 features, encoder_outputs, encoder_state, encoder_sequence_length
             )
+
+
+def set_state_reorder_flags(strategy, decoder):
+    """Gives :obj:`strategy` (beam search) the decoder's state reorder flags, as
+    ``Decoder.dynamic_decode`` does (a state part marked ``False``, e.g. the cached
+    memory projections, is the same for every hypothesis and is not gathered)."""
+    if hasattr(strategy, "_set_state_reorder_flags"):
+        strategy._set_state_reorder_flags(decoder._get_state_reorder_flags())
+
+
+def decoding_predictions(model, result, batch_size):
+    """The predictions dict of ``SequenceToSequence._dynamic_decode`` from a decoding result.
+
+    A copy of the end of that method (OpenNMT-tf 2.32) for the cases multi-domain models
+    allow (no TensorFlow Lite mode, no ``replace_unknown_target``).
+
+    Args:
+      model: The sequence-to-sequence model.
+      result: The :class:`opennmt.utils.DecodingResult` (``ids`` ``[batch, beam, time]``).
+      batch_size: The number of sentences.
+    """
+    params = model.params
+    beam_size = params.get("beam_width", 1)
+    sampled_length = result.lengths
+    alignment = result.attention
+    target_tokens = model.labels_inputter.ids_to_tokens.lookup(tf.cast(result.ids, tf.int64))
+    decoding_noise = params.get("decoding_noise")
+    if decoding_noise:
+        target_tokens, sampled_length = s2s_module._add_noise(
+            target_tokens,
+            sampled_length,
+            decoding_noise,
+            params.get("decoding_subword_token", "￭"),
+            params.get("decoding_subword_token_is_spacer"),
+        )
+        alignment = None
+    predictions = {"log_probs": result.log_probs}
+    if model.labels_inputter.tokenizer.in_graph:
+        text = model.labels_inputter.tokenizer.detokenize(
+            tf.reshape(target_tokens, [batch_size * beam_size, -1]),
+            sequence_length=tf.reshape(sampled_length, [batch_size * beam_size]),
+        )
+        predictions["text"] = tf.reshape(text, [batch_size, beam_size])
+    else:
+        predictions["tokens"] = target_tokens
+        predictions["length"] = sampled_length
+        if alignment is not None:
+            predictions["alignment"] = alignment
+    num_hypotheses = params.get("num_hypotheses", 1)
+    if num_hypotheses > 0:
+        if num_hypotheses > beam_size:
+            raise ValueError("n_best cannot be greater than beam_width")
+        for key, value in predictions.items():
+            predictions[key] = value[:, :num_hypotheses]
+    return predictions
 
 
 class ConditionalUpdateMixin:

@@ -53,6 +53,12 @@ def validate_domain_names(names, source="the configuration"):
     for name in names:
         if not name or any(c.isspace() for c in name):
             raise UserError("%s: invalid domain name %r" % (source, name))
+        if ":" in name or name.startswith("ens-"):
+            # Reserved for ensemble labels (ldr_opennmt.ensembles): "ens-uniform", "a:0.5".
+            raise UserError(
+                "%s: invalid domain name %r (':' and the prefix 'ens-' are reserved for "
+                "ensemble labels)" % (source, name)
+            )
         if name == GENERIC:
             raise UserError(
                 "%s: %r is reserved (it selects no domain) and cannot be declared"
@@ -169,7 +175,7 @@ def count_lines(path):
     return scan_text_file(path).lines
 
 
-def read_label_file(path, domains, expected_lines=None, source_path=None):
+def read_label_file(path, domains, expected_lines=None, source_path=None, ensemble=None):
     """Reads and validates a domain label file (one label per line).
 
     Args:
@@ -178,9 +184,12 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
         label (the returned ids are then all :data:`GENERIC_ID`).
       expected_lines: If set, the number of lines the file must have.
       source_path: The file the labels are aligned with, for error messages.
+      ensemble: How ensemble labels (:mod:`ldr_opennmt.ensembles`) are read: a function
+        ``(label, where)`` that returns ``False`` for a label that is not one, and checks
+        one (raising :class:`UserError`) otherwise; ``None``: they are unknown labels.
 
     Returns:
-      The list of domain ids, one per line.
+      The list of domain ids, one per line (an ensemble label: :data:`GENERIC_ID`).
 
     Raises:
       UserError: on a line that is not UTF-8, an empty label, an unknown label or
@@ -198,7 +207,11 @@ def read_label_file(path, domains, expected_lines=None, source_path=None):
                 raise not_utf8_error(path, line, line_number, e) from None
             if not label:
                 raise UserError("%s:%d: empty domain label" % (path, line_number))
-            ids.append(label_id(label, domains, "%s:%d" % (path, line_number)))
+            where = "%s:%d" % (path, line_number)
+            if ensemble is not None and ensemble(label, where):
+                ids.append(GENERIC_ID)
+                continue
+            ids.append(label_id(label, domains, where))
     if expected_lines is not None and len(ids) != expected_lines:
         raise UserError(
             "%s:%d: %s (%d labels, but %s has %d lines)"

@@ -24,6 +24,7 @@ import tensorflow as tf
 from opennmt.data import dataset as dataset_util
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers.embedding import DomainAwareWordEmbedder
 
@@ -89,6 +90,11 @@ class DomainInputter(opennmt.inputters.Inputter):
         self.domains = None
         self._table = None
         self._any_label_is_generic = False
+        #: Why this model translates no ensemble of domain views (set by the model;
+        #: ``None``: ensemble labels are read, see :mod:`ldr_opennmt.ensembles`).
+        self.ensemble_refusal = "this model has no domain views to ensemble"
+        #: The fitted weights of ``ens-learned`` (``data: ensemble_weights``), or ``None``.
+        self.learned_weights = None
 
     @contextlib.contextmanager
     def any_label_is_generic(self):
@@ -110,17 +116,51 @@ class DomainInputter(opennmt.inputters.Inputter):
             return
         self.domains = domains_lib.validate_domain_names(domains, source="the data configuration")
         self._table = domains_lib.make_lookup_table(self.domains)
+        self.learned_weights = ensembles.learned_from_config(data_config, self.domains)
 
-    def validate_file(self, label_file, source_file=None):
+    @property
+    def reads_ensembles(self):
+        """Whether ensemble labels are translated (declared domains, no refusal)."""
+        return self.domains is not None and self.ensemble_refusal is None
+
+    def _ensemble_label(self, training):
+        """The ``ensemble`` reader of :func:`~ldr_opennmt.domains.read_label_file`."""
+
+        def _read(label, where):
+            if not ensembles.is_ensemble_label(label):
+                return False
+            if training:
+                reason = "ensembles of domain views are for translation, not training"
+            elif self.domains is None:
+                reason = "the data configuration declares no domains"
+            else:
+                reason = self.ensemble_refusal
+            if reason:
+                raise UserError("%s: ensemble label %r: %s" % (where, label, reason))
+            ensembles.parse_label(label, self.domains, self.learned_weights, where)
+            return True
+
+        return _read
+
+    def validate_file(self, label_file, source_file=None, training=False):
         """Checks every label of :obj:`label_file` (and its line count).
 
+        Args:
+          label_file: A label file or a :func:`constant_label`.
+          source_file: The aligned source file (line count, error messages).
+          training: Whether the labels are for training (no ensemble label then).
+
         Returns:
-          The domain id of each line (a single id for a :func:`constant_label`).
+          The domain id of each line (a single id for a :func:`constant_label`; an
+          ensemble label counts as ``generic``).
 
         Raises:
           UserError: with the file, line number and value of the first bad label.
         """
-        if constant_label_name(label_file) is not None:
+        name = constant_label_name(label_file)
+        if name is not None:
+            if self._ensemble_label(training)(name, source_file or label_file):
+                return [domains_lib.GENERIC_ID]
             return [constant_label_id(label_file, self.domains, source_file or label_file)]
         if not tf.io.gfile.exists(label_file):
             raise UserError("%s: domain label file not found" % label_file)
@@ -130,7 +170,11 @@ class DomainInputter(opennmt.inputters.Inputter):
         # Without declared domains (a model that ignores them), any label is accepted
         # but the file must still be aligned with the source.
         return domains_lib.read_label_file(
-            label_file, self.domains, expected_lines=expected, source_path=source_file
+            label_file,
+            self.domains,
+            expected_lines=expected,
+            source_path=source_file,
+            ensemble=self._ensemble_label(training),
         )
 
     def make_dataset(self, data_file, training=None):
@@ -154,6 +198,18 @@ class DomainInputter(opennmt.inputters.Inputter):
         labels = tf.convert_to_tensor(labels, dtype=tf.string)
         if self.domains is None or self._any_label_is_generic:
             ids = tf.fill(tf.shape(labels), domains_lib.GENERIC_ID)
+        elif not training and self.reads_ensembles:
+            # Translation: view weights too (an ensemble label mixes the views).
+            mixed = ensembles.ensemble_rows(labels)
+            plain = tf.where(mixed, domains_lib.GENERIC, labels)
+            ids = domains_lib.lookup_domain_ids(self._table, plain, self.domains)
+            ens_ids, weights = ensembles.label_weights(
+                tf.where(mixed, labels, ensembles.ENS_UNIFORM), self.domains, self.learned_weights
+            )
+            features[ensembles.WEIGHTS_FEATURE] = tf.where(
+                mixed[..., None], weights, ensembles.one_hot_views(ids, len(self.domains))
+            )
+            ids = tf.where(mixed, ens_ids, ids)
         else:
             ids = domains_lib.lookup_domain_ids(self._table, labels, self.domains)
         features["domain"] = ids
@@ -323,7 +379,11 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
                 )
             seen = set()
             for source_file, label_file in pairs:
-                seen.update(self.domain_inputter.validate_file(label_file, source_file=source_file))
+                seen.update(
+                    self.domain_inputter.validate_file(
+                        label_file, source_file=source_file, training=training
+                    )
+                )
             if (
                 training
                 and self.domains is not None

@@ -20,10 +20,11 @@ from opennmt import config as config_util
 from opennmt.utils import exporters
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import compat
+from ldr_opennmt import compat, ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainExamplesInputter, MultiDomainInputter
 from ldr_opennmt.layers.context import DomainSpecificLayer, configured_regions, domain_scope
+from ldr_opennmt.models import ensemble
 from ldr_opennmt.models import optimizer as optimizer_lib
 from ldr_opennmt.models import procedure
 
@@ -144,6 +145,10 @@ class MultiDomainModel(compat.DecodingScopeMixin):
     #: Set by a family that no plain Transformer equals for a domain: why the exports to
     #: CTranslate2 (``ldr-export ctranslate2``, ``--format ctranslate2``) refuse it.
     ctranslate2_refusal = None
+    #: Set by a family whose domain views cannot be mixed: why ensemble labels
+    #: (:mod:`ldr_opennmt.ensembles`) are refused. Models without domain-specific
+    #: parameters and models whose translation reads no label are refused anyway.
+    ensemble_refusal = None
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -182,10 +187,38 @@ class MultiDomainModel(compat.DecodingScopeMixin):
     def initialize(self, data_config, params=None):
         super().initialize(data_config, params=params)
         _ = self.domain_training  # Fail early on an invalid mode.
+        domain_inputter = getattr(self.features_inputter, "domain_inputter", None)
+        if domain_inputter is not None:
+            domain_inputter.ensemble_refusal = self.ensemble_refusal_reason()
         if self.params.get("replace_unknown_target"):
             raise UserError(
                 "params: replace_unknown_target is not supported by multi-domain models"
             )
+
+    def ensemble_refusal_reason(self):
+        """Why this model translates no ensemble of domain views, or ``None``."""
+        name = type(self).__name__
+        if self.ensemble_refusal:
+            return self.ensemble_refusal
+        if self.features_inputter.optional_labels:
+            return "%s translates without reading the domain label (no domain views)" % name
+        if not self.domain_layers():
+            return "%s has no domain-specific parameters: all its domain views are one model" % name
+        return None
+
+    def _dynamic_decode(self, features, encoder_outputs, encoder_state, encoder_sequence_length):
+        # Beam search of one view per sentence, or, when a sentence asks for a mixture
+        # of views, of the ensemble (decided per batch, in graph: one SavedModel serves
+        # both; a batch of plain labels pays nothing for the ensemble branch).
+        single = super()._dynamic_decode
+        weights = features.get(ensembles.WEIGHTS_FEATURE)
+        if weights is None or self._skip_decoding:
+            return single(features, encoder_outputs, encoder_state, encoder_sequence_length)
+        return tf.cond(
+            ensembles.is_mixture(weights),
+            lambda: ensemble.ensemble_decode(self, features, weights),
+            lambda: single(features, encoder_outputs, encoder_state, encoder_sequence_length),
+        )
 
     def auxiliary_losses(self, outputs):
         """Hook: the extra training losses of a family, as ``(mean, weight)`` pairs read
