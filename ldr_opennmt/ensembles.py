@@ -119,7 +119,9 @@ def check_weights(weights, domains, where):
         raise UserError("%s: ensemble weights must be numbers, got %r" % (where, weights)) from None
     for name, value in zip(names, values):
         if not math.isfinite(value) or value < 0:
-            raise UserError("%s: negative or invalid ensemble weight %r for %s" % (where, value, name))
+            raise UserError(
+                "%s: negative or invalid ensemble weight %r for %s" % (where, value, name)
+            )
     total = sum(values)
     if abs(total - 1) > SUM_TOLERANCE:
         raise UserError("%s: ensemble weights sum to %g, not 1" % (where, total))
@@ -224,11 +226,11 @@ def label_weights(labels, domains, learned=None):
     )
     part_ok = (views >= 0) & is_number & (values >= 0) & (tf.strings.length(part_names) > 0)
     total = tf.reduce_sum(weights, axis=1)
-    row_ok = (
-        tf.math.unsorted_segment_min(tf.cast(part_ok, tf.int32), rows, tf.size(flat)) > 0
-    ) & (tf.reduce_max(tf.reshape(counts, [-1, num_views]), axis=1) <= 1)
+    row_ok = (tf.math.unsorted_segment_min(tf.cast(part_ok, tf.int32), rows, tf.size(flat)) > 0) & (
+        tf.reduce_max(tf.reshape(counts, [-1, num_views]), axis=1) <= 1
+    )
     row_ok &= tf.abs(total - 1) <= SUM_TOLERANCE
-    row_ok |= is_uniform | (is_learned & (learned is not None))
+    row_ok = (row_ok | is_uniform) & (tf.logical_not(is_learned) | (learned is not None))
     weights = tf.math.divide_no_nan(weights, total[:, None])
     weights = tf.where(is_uniform[:, None], uniform, weights)
     weights = tf.where(is_learned[:, None], learned_rows, weights)

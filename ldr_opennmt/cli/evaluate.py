@@ -9,6 +9,13 @@ reads ``--items``) and scores them with each system and label mode::
 
     ldr-eval contrastive --corpus data/default --out results/contrastive \\
         --system Mixed=runs/mixed.yml --system LDR=runs/ldr.yml [--system-modes LDR=oracle,flipped]
+
+Ensembles of domain views are label modes (``--modes ens-uniform ens-soft ens-learned``,
+``ens-soft`` with ``--classifier CLASSIFIER.yml``). ``ldr-eval fit-ensemble`` (re)fits the
+ens-learned weights of a model on balanced dev data and stores them in its model
+directory (``ensemble.json``)::
+
+    ldr-eval fit-ensemble --corpus data/default --system PA=runs/pa.yml [--per-domain 200]
 """
 
 import argparse
@@ -20,6 +27,7 @@ from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import contrastive, evaluate
 
 CONTRASTIVE = "contrastive"
+FIT_ENSEMBLE = "fit-ensemble"
 
 
 def main(argv=None):
@@ -31,10 +39,13 @@ def _main(argv):
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == [CONTRASTIVE]:
         return _contrastive_main(argv[1:])
+    if argv[:1] == [FIT_ENSEMBLE]:
+        return _fit_ensemble_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="ldr-eval",
         description=__doc__.split("\n")[0],
-        epilog="`ldr-eval %s --help`: the contrastive lexical-choice test." % CONTRASTIVE,
+        epilog="`ldr-eval %s --help`: the contrastive lexical-choice test; `ldr-eval %s "
+        "--help`: fit the ens-learned weights." % (CONTRASTIVE, FIT_ENSEMBLE),
     )
     parser.add_argument("--corpus", required=True, help="corpus directory built by ldr-data")
     parser.add_argument("--out", required=True, help="output directory")
@@ -61,6 +72,11 @@ def _main(argv):
         help="label modes for one system (overrides --modes), e.g. FT_medical=oracle",
     )
     parser.add_argument("--pred-dir", help="predicted labels (test.{domain}.pred) for mode pred")
+    parser.add_argument(
+        "--classifier",
+        metavar="CONFIG[,CONFIG...]",
+        help="the domain classifier's run configuration (mode ens-soft: its posterior)",
+    )
     parser.add_argument(
         "--max-sentences",
         type=_positive_int,
@@ -98,6 +114,9 @@ def _main(argv):
         pred_dir=args.pred_dir,
         bootstrap_samples=args.bootstrap_samples,
         cache_only=args.cache_only,
+        classifier=(
+            evaluate.System("classifier", args.classifier.split(",")) if args.classifier else None
+        ),
     )
     if results is None:
         print("translations kept in %s" % args.out)
@@ -128,6 +147,51 @@ def _named_values(items, option):
             raise UserError("%s: %s is given twice" % (option, name))
         values[name] = value.split(",")
     return values
+
+
+def _fit_ensemble_main(argv):
+    parser = argparse.ArgumentParser(
+        prog="ldr-eval %s" % FIT_ENSEMBLE,
+        description="Fit the ens-learned weights of models with domain views (maximum "
+        "likelihood of balanced dev data of their domains) and store them in each model "
+        "directory (ensemble.json), replacing earlier ones.",
+    )
+    parser.add_argument("--corpus", required=True, help="corpus directory built by ldr-data")
+    parser.add_argument(
+        "--system",
+        action="append",
+        required=True,
+        metavar="NAME=CONFIG[,CONFIG...]",
+        help="a system and its OpenNMT-tf run configuration(s) (with model_dir)",
+    )
+    parser.add_argument(
+        "--per-domain", type=_positive_int, default=200, help="dev sentences per domain"
+    )
+    args = parser.parse_args(argv)
+    from ldr_opennmt.data import corpus as corpus_lib
+    from ldr_opennmt.evaluation import open_domain
+
+    info = corpus_lib.load_info(args.corpus)
+    for name, configs in _named_values(args.system, "--system").items():
+        system = evaluate.System(name, configs)
+        record = open_domain.fit_learned_weights(
+            system, args.corpus, info["source_lang"], info["target_lang"], args.per_domain
+        )
+        print(
+            "%s: %s (log-likelihood per token %.4f, uniform %.4f; %d tokens) -> %s"
+            % (
+                name,
+                " ".join(
+                    "%s:%.4f" % (view, weight)
+                    for view, weight in zip(record["views"], record["weights"])
+                ),
+                record["log_likelihood_per_token"],
+                record["uniform_log_likelihood_per_token"],
+                record["tokens"],
+                os.path.join(system.model_dir, "ensemble.json"),
+            )
+        )
+    return 0
 
 
 def _contrastive_main(argv):

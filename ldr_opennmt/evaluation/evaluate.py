@@ -7,7 +7,16 @@ Label modes:
 * ``wrong``: a fixed, deliberately wrong domain: the next domain in the
   declared list (medical -> religious -> software -> medical);
 * ``pred``: labels predicted by a domain classifier, read from
-  ``{pred_dir}/test.{domain}.pred`` (one label per line).
+  ``{pred_dir}/test.{domain}.pred`` (one label per line);
+* ``ens-uniform``, ``ens-soft``, ``ens-learned``: ensembles of the model's domain
+  views (:mod:`ldr_opennmt.ensembles`): equal weights over the domains and generic; the
+  posterior of a domain classifier (``classifier``) over the known domains, per
+  sentence; the weights fitted on balanced dev data (``ensemble.json`` in the model
+  directory, fitted first when missing, see :mod:`ldr_opennmt.evaluation.open_domain`).
+
+A test domain that a system does not declare (open-domain evaluation: trained on the
+other domains) has no oracle label: ``oracle`` gives it ``generic``, ``wrong`` the
+system's first domain. ``scores.json`` lists those domains per system (``unseen``).
 
 The inputs are checked whole before anything is translated or written: every source,
 reference and predicted label file must be UTF-8 and have as many lines as its source
@@ -33,6 +42,7 @@ import tensorflow as tf
 from tqdm import tqdm
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import ensembles
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.domains import GENERIC
 from ldr_opennmt.errors import UserError
@@ -40,7 +50,8 @@ from ldr_opennmt.evaluation import scoring
 from ldr_opennmt.training.runner import Runner
 from ldr_opennmt.utils import atomic_output, read_lines, write_lines, write_lines_atomic
 
-MODES = ("oracle", "generic", "wrong", "pred")
+ENSEMBLE_MODES = ("ens-uniform", "ens-soft", "ens-learned")
+MODES = ("oracle", "generic", "wrong", "pred") + ENSEMBLE_MODES
 
 #: OpenNMT-tf ``params`` that only training reads: left out of the translation stamp, so
 #: that a changed learning rate alone does not redo translations. Every other parameter
@@ -127,24 +138,33 @@ def read_predicted_labels(pred_dir, domain, domains, source_path=None, source_co
     return labels
 
 
-def labels_for(mode, domain, domains, count, pred_dir=None, predicted=None):
+def labels_for(mode, domain, domains, count, pred_dir=None, predicted=None, soft=None):
     """The label lines of :obj:`count` test sentences of :obj:`domain` in :obj:`mode`.
 
     Args:
       mode: A label mode (:data:`MODES`).
       domain: The test set's domain.
-      domains: The declared domains.
+      domains: The domains the system declares.
       count: The number of sentences.
       pred_dir: The directory of predicted label files (mode ``pred``).
       predicted: Optional ``{domain: labels}`` already read by
         :func:`read_predicted_labels` (mode ``pred``).
+      soft: ``{domain: ens-soft labels}`` (mode ``ens-soft``).
     """
     if mode == "oracle":
-        return [domain] * count
+        return [domain if domain in domains else GENERIC] * count
     if mode == "generic":
         return [GENERIC] * count
     if mode == "wrong":
+        if domain not in domains:
+            return [domains[0]] * count
         return [domains[(domains.index(domain) + 1) % len(domains)]] * count
+    if mode in (ensembles.ENS_UNIFORM, ensembles.ENS_LEARNED):
+        return [mode] * count
+    if mode == "ens-soft":
+        if soft is None or domain not in soft:
+            raise UserError("label mode ens-soft needs a domain classifier (--classifier)")
+        return soft[domain][:count]
     if mode == "pred":
         if predicted is None or domain not in predicted:
             if pred_dir is None:
@@ -282,6 +302,23 @@ class System:
             and not domain_inputter.optional_labels
         )
 
+    @property
+    def domains(self):
+        """The domains the system declares (``None`` for a model that ignores them)."""
+        return (self.config.get("data") or {}).get("domains")
+
+    @property
+    def ensemble_refusal(self):
+        """Why the system translates no ensemble of domain views, or ``None``."""
+        if not self.uses_domains:
+            return "%s does not use domain labels" % type(self.model).__name__
+        return self.model.features_inputter.domain_inputter.ensemble_refusal
+
+    def reload(self):
+        """Forgets the runner and configuration (e.g. after ``ensemble.json`` was written)."""
+        self._runner = None
+        self._finalized_config = None
+
     def checkpoint(self):
         """The checkpoint translations are made with (the latest one)."""
         try:
@@ -309,6 +346,8 @@ class System:
         options = {
             "params": {k: v for k, v in params.items() if k not in TRAINING_ONLY_PARAMS},
             "infer": config.get("infer") or {},
+            # ens-learned translations depend on the fitted weights.
+            "ensemble_weights": (config.get("data") or {}).get(ensembles.CONFIG_KEY),
         }
         return json.loads(json.dumps(options, sort_keys=True, default=repr))
 
@@ -374,10 +413,64 @@ def _write_stamp(path, inputs, modes):
 
 
 def _system_modes(system, modes):
-    """The label modes a system is translated with: one (``oracle``) if it ignores labels."""
+    """The label modes a system is translated with: one (``oracle``) if it ignores labels;
+    the common modes but the ensembles for a system without domain views.
+
+    Raises:
+      UserError: if the system's own modes ask for an ensemble it cannot translate.
+    """
     if not system.uses_domains:
+        if system.modes and set(system.modes) & set(ENSEMBLE_MODES):
+            raise UserError("system %s: %s" % (system.name, system.ensemble_refusal))
         return ("oracle",)
-    return system.modes or tuple(modes)
+    if system.modes:
+        if set(system.modes) & set(ENSEMBLE_MODES) and system.ensemble_refusal:
+            raise UserError("system %s: %s" % (system.name, system.ensemble_refusal))
+        return system.modes
+    if system.ensemble_refusal:
+        return tuple(mode for mode in modes if mode not in ENSEMBLE_MODES) or ("oracle",)
+    return tuple(modes)
+
+
+def _prepare_ensembles(systems, system_modes, corpus_dir, info, counts, out_dir, classifier):
+    """Fits the missing ens-learned weights and computes the ens-soft labels.
+
+    Returns:
+      ``{domain: ens-soft labels}`` or ``None`` if no system uses ens-soft.
+    """
+    from ldr_opennmt.evaluation import open_domain  # Cycle: open_domain builds Systems.
+
+    soft = None
+    src, tgt = info["source_lang"], info["target_lang"]
+    for system in systems:
+        modes = system_modes[system.name]
+        if "ens-soft" in modes:
+            if classifier is None:
+                raise UserError(
+                    "system %s: label mode ens-soft needs a domain classifier (--classifier)"
+                    % system.name
+                )
+            open_domain.check_classifier(classifier, system)
+        if (
+            ensembles.ENS_LEARNED in modes
+            and system.finalized_config()["data"].get(ensembles.CONFIG_KEY) is None
+        ):
+            tf.get_logger().info("Fitting the ens-learned weights of %s", system.name)
+            record = open_domain.fit_learned_weights(system, corpus_dir, src, tgt)
+            tf.get_logger().info(
+                "%s: ens-learned weights %s",
+                system.name,
+                dict(zip(record["views"], record["weights"])),
+            )
+            system.reload()
+    if any("ens-soft" in modes for modes in system_modes.values()):
+        soft = {}
+        os.makedirs(out_dir, exist_ok=True)
+        for domain, count in counts.items():
+            source = os.path.join(corpus_dir, "test.%s.%s" % (domain, src))
+            path = os.path.join(out_dir, "%s.test.%s.soft" % (classifier.name, domain))
+            soft[domain] = open_domain.soft_labels(classifier, source, path, out_dir)[:count]
+    return soft
 
 
 def evaluate(
@@ -390,6 +483,7 @@ def evaluate(
     pred_dir=None,
     bootstrap_samples=1000,
     cache_only=False,
+    classifier=None,
 ):
     """Runs the evaluation and writes ``scores.json``, ``table.md`` and ``bleu.png``.
 
@@ -405,6 +499,7 @@ def evaluate(
       cache_only: Only translate (what is not translated yet) and write no scores: a
         later evaluation of these systems and others reuses the translations. Runs of
         different systems may share :obj:`out_dir` side by side.
+      classifier: The domain classifier's :class:`System` (mode ``ens-soft``).
 
     Returns:
       The results dict (also written to ``scores.json``), or ``None`` with
@@ -443,12 +538,16 @@ def evaluate(
         pred=any("pred" in chosen for chosen in system_modes.values()),
     )
     sources, references, counts = test_set.sources, test_set.references, test_set.counts
+    soft = _prepare_ensembles(systems, system_modes, corpus_dir, info, counts, out_dir, classifier)
 
-    def _labels(mode):
+    def _labels(mode, system):
+        declared = system.domains or domains
         labels = []
         for domain in domains:
             labels.extend(
-                labels_for(mode, domain, domains, counts[domain], pred_dir, test_set.predicted)
+                labels_for(
+                    mode, domain, declared, counts[domain], pred_dir, test_set.predicted, soft
+                )
             )
         return labels
 
@@ -456,7 +555,7 @@ def evaluate(
     stamps = [
         (
             translation_stamp(system, sources),
-            {mode: _digest_lines(_labels(mode)) for mode in system_modes[system.name]},
+            {mode: _digest_lines(_labels(mode, system)) for mode in system_modes[system.name]},
         )
         for system in systems
     ]
@@ -505,7 +604,7 @@ def evaluate(
             run_labels = os.path.join(tmp, "input.labels")
             run_output = os.path.join(tmp, "output.%s" % tgt)
             write_lines(run_source, sources * len(missing))
-            write_lines(run_labels, [label for mode in missing for label in _labels(mode)])
+            write_lines(run_labels, [label for mode in missing for label in _labels(mode, system)])
             system.translate(run_source, run_labels, run_output)
             translations = read_lines(run_output)
         if len(translations) != len(sources) * len(missing):
@@ -563,6 +662,12 @@ def evaluate(
         "rows": rows,
         "significance": significance,
         "baseline": baseline,
+        # Test domains a system does not declare (oracle: generic; see the module doc).
+        "unseen": {
+            system.name: [d for d in domains if system.domains and d not in system.domains]
+            for system in systems
+            if system.domains and set(domains) - set(system.domains)
+        },
         "signatures": scoring.signatures(),
         # The tokenized translations of each row, in the order of the domains.
         "outputs": collections.OrderedDict((row, output) for row, output in outputs.values()),

@@ -6,7 +6,10 @@ domains, built on OpenNMT-tf's ``SequenceClassifier``. Its classes are the
 are the source sides of the per-domain corpora (``data: train_corpora``) or a
 source file with an aligned label file. ``ldr-main infer`` on it writes one
 predicted domain name per line: a label file for ``onmt-main infer`` and
-``ldr-eval --modes pred``.
+``ldr-eval --modes pred``. With ``infer: domain_posterior: true`` it writes the
+posterior instead, as an ensemble label (``medical:0.71 religious:0.20 software:0.09``):
+the ens-soft ensemble of a translation model with the same domains
+(:mod:`ldr_opennmt.ensembles`).
 """
 
 import opennmt
@@ -15,10 +18,14 @@ from opennmt.data import dataset as dataset_util
 from opennmt.models.sequence_classifier import ClassInputter
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import constant_label_dataset, constant_label_name
 from ldr_opennmt.layers.adversarial import masked_mean
 from ldr_opennmt.models.sequence_to_sequence import bidirectional_lstm_encoder
+
+#: The ``infer`` option that prints posteriors instead of the predicted domain.
+POSTERIOR_OPTION = "domain_posterior"
 
 
 class DomainClassInputter(ClassInputter):
@@ -125,8 +132,18 @@ class DomainClassifier(opennmt.models.SequenceClassifier):
             predictions = {
                 "classes": self.labels_inputter.ids_to_tokens.lookup(classes_id),
                 "classes_id": classes_id,
+                "probs": tf.nn.softmax(tf.cast(logits, tf.float32)),
             }
         return logits, predictions
+
+    def format_prediction(self, prediction, params=None):
+        # With ``infer: domain_posterior: true``, the posterior over the domains as an
+        # ensemble label (``medical:0.712345 religious:...``): a label file for the
+        # ens-soft ensemble of a translation model with the same domains (the paper's
+        # ens-soft weighs the known domains only, so generic gets no weight).
+        if (params or {}).get(POSTERIOR_OPTION):
+            return ensembles.format_label(list(prediction["probs"]) + [0.0], self.domains)
+        return super().format_prediction(prediction, params=params)
 
     def auto_config(self, num_replicas=1):
         return {

@@ -21,8 +21,7 @@ import tensorflow as tf
 import tensorflow_addons as tfa
 from opennmt import constants
 
-from ldr_opennmt import compat
-from ldr_opennmt import ensembles
+from ldr_opennmt import compat, ensembles
 from ldr_opennmt.layers.context import domain_scope
 
 
@@ -109,9 +108,7 @@ def ensemble_decode(model, features, weights):
         initial_state = model.decoder.initial_state(
             memory=memory, memory_sequence_length=memory_length, initial_state=encoder_state
         )
-        initial_state = tf.nest.map_structure(
-            lambda t: _split_views(t, num_views), initial_state
-        )
+        initial_state = tf.nest.map_structure(lambda t: _split_views(t, num_views), initial_state)
         strategy = opennmt.utils.DecodingStrategy.from_params(params)
         compat.set_state_reorder_flags(strategy, model.decoder)
         decoder = model.decoder
@@ -124,6 +121,8 @@ def ensemble_decode(model, features, weights):
             maximum_iterations=params.get("maximum_decoding_length", 250),
             minimum_iterations=params.get("minimum_decoding_length", 0),
             attention_history=decoder.support_alignment_history,
-            attention_size=tf.shape(decoder.memory)[1] if decoder.support_alignment_history else None,
+            attention_size=(
+                tf.shape(decoder.memory)[1] if decoder.support_alignment_history else None
+            ),
         )
     return compat.decoding_predictions(model, result, batch_size)

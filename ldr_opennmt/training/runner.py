@@ -38,6 +38,7 @@ from opennmt.utils import checkpoint as checkpoint_util
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import compat
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import constant_label_name
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
@@ -484,6 +485,15 @@ class Runner(compat.RunnerAdapter):
         if self._regions:
             # The trained checkpoint's shape: appended domains take reserved regions.
             data["domain_regions"] = self._regions
+        if data.get(ensembles.CONFIG_KEY) is None and data.get("domains") is not None:
+            # The ens-learned weights fitted for this model (`ldr-eval fit-ensemble`).
+            try:
+                learned = ensembles.read_weights_file(self.model_dir, data["domains"])
+            except UserError as e:  # E.g. fitted before a domain was added: refit.
+                tf.get_logger().warning("ens-learned is not available: %s", e)
+                learned = None
+            if learned is not None:
+                data[ensembles.CONFIG_KEY] = learned
         if (
             self._corpora
             and data.get("train_files_weights")

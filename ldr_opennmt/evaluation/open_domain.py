@@ -1,0 +1,162 @@
+"""The weights of ensembles of domain views: a classifier's posterior, fitted weights.
+
+* :func:`soft_labels`: ``ens-soft`` labels, the domain classifier's posterior over the
+  known domains for each sentence (its ``infer: domain_posterior`` output);
+* :func:`fit_learned_weights`: ``ens-learned``, one weight vector over the views that
+  maximizes the likelihood of balanced development data of the known domains (each
+  view scores the references once, by forced decoding: OpenNMT-tf's ``score`` with
+  token-level scores; :func:`ldr_opennmt.ensembles.fit_weights` then runs EM), stored as
+  ``ensemble.json`` in the model directory, where ``ldr-main``, ``ldr-eval`` and the
+  SavedModel export read it.
+"""
+
+import datetime
+import json
+import os
+import tempfile
+
+import numpy as np
+import yaml
+
+from ldr_opennmt import ensembles
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.models.classifier import POSTERIOR_OPTION
+from ldr_opennmt.utils import atomic_output, read_lines, write_lines
+
+
+def system_domains(system):
+    """The domains a system declares (its views but generic)."""
+    return list(system.config.get("data", {}).get("domains") or [])
+
+
+def check_classifier(classifier, system):
+    """Refuses a classifier whose classes are not the system's domains (ens-soft).
+
+    Raises:
+      UserError: naming both lists.
+    """
+    classes = system_domains(classifier)
+    if classes != system_domains(system):
+        raise UserError(
+            "ens-soft: the classifier %s was trained on the domains %s, but system %s has %s"
+            % (classifier.name, classes, system.name, system_domains(system))
+        )
+
+
+def _with_options(system, options, directory):
+    """The system's runner with extra configuration :obj:`options` (a temporary file)."""
+    from ldr_opennmt.evaluation.evaluate import System  # Cycle: evaluate imports us.
+
+    path = os.path.join(directory, "options.yml")
+    with open(path, "w", encoding="utf-8") as f:
+        yaml.safe_dump(options, f)
+    return System(system.name, system.config_paths + [path]).runner
+
+
+def soft_labels(classifier, source_file, output, work_dir):
+    """Writes the ens-soft label of each sentence of :obj:`source_file` to :obj:`output`.
+
+    Args:
+      classifier: The domain classifier's :class:`~ldr_opennmt.evaluation.evaluate.System`.
+      source_file: Tokenized source sentences.
+      output: The label file to write (atomically).
+      work_dir: A directory for temporary files.
+    """
+    with tempfile.TemporaryDirectory(prefix=".soft.", dir=work_dir) as tmp:
+        runner = _with_options(classifier, {"infer": {POSTERIOR_OPTION: True}}, tmp)
+        runner.infer(source_file, predictions_file=output, checkpoint_path=classifier.checkpoint())
+    return read_lines(output)
+
+
+def view_token_log_probs(system, sources, targets, work_dir):
+    """Each view's log-probability of each reference token: ``[tokens, views]``.
+
+    One ``score`` run with token-level scores: the pairs are repeated once per view,
+    with the view's name as their label.
+    """
+    domains = system_domains(system)
+    views = ensembles.view_names(domains)
+    with tempfile.TemporaryDirectory(prefix=".fit.", dir=work_dir) as tmp:
+        paths = [os.path.join(tmp, name) for name in ("input.src", "input.labels", "input.tgt")]
+        write_lines(paths[0], sources * len(views))
+        write_lines(paths[1], [view for view in views for _ in sources])
+        write_lines(paths[2], targets * len(views))
+        scores = os.path.join(tmp, "scores")
+        runner = _with_options(system, {"score": {"with_token_level": True}}, tmp)
+        runner.score(
+            [paths[0], paths[1]],
+            predictions_file=paths[2],
+            checkpoint_path=system.checkpoint(),
+            output_file=scores,
+        )
+        lines = read_lines(scores)
+    if len(lines) != len(sources) * len(views):
+        raise UserError(
+            "system %s: OpenNMT-tf scored %d targets of %d"
+            % (system.name, len(lines), len(sources) * len(views))
+        )
+    per_view = []
+    for k in range(len(views)):
+        values = []
+        for line in lines[k * len(sources) : (k + 1) * len(sources)]:
+            fields = line.split(" ||| ")
+            values.extend(-float(value) for value in fields[2].split())
+        per_view.append(values)
+    return np.array(per_view).T
+
+
+def balanced_dev(corpus_dir, domains, src, tgt, per_domain):
+    """The first :obj:`per_domain` tokenized dev pairs of each domain (sources, targets)."""
+    sources, targets = [], []
+    for domain in domains:
+        paths = [os.path.join(corpus_dir, "dev.%s.%s" % (domain, lang)) for lang in (src, tgt)]
+        for path in paths:
+            if not os.path.exists(path):
+                raise UserError("dev set of %s: %s: no such file" % (domain, path))
+        pairs = list(zip(read_lines(paths[0]), read_lines(paths[1])))[:per_domain]
+        sources.extend(pair[0] for pair in pairs)
+        targets.extend(pair[1] for pair in pairs)
+    return sources, targets
+
+
+def fit_learned_weights(system, corpus_dir, src, tgt, per_domain=200, work_dir=None):
+    """Fits the ens-learned weights of :obj:`system` and stores them in its model directory.
+
+    Args:
+      system: A :class:`~ldr_opennmt.evaluation.evaluate.System` with domain views.
+      corpus_dir: A corpus built by ``ldr-data`` (its ``dev.{domain}`` files).
+      src: The source language.
+      tgt: The target language.
+      per_domain: Dev sentences per known domain (the same number for each: balanced).
+      work_dir: A directory for temporary files (default: the model directory).
+
+    Returns:
+      The record written to ``{model_dir}/ensemble.json``.
+    """
+    domains = system_domains(system)
+    if not domains:
+        raise UserError("system %s declares no domains: it has no views to ensemble" % system.name)
+    refusal = system.model.features_inputter.domain_inputter.ensemble_refusal
+    if refusal:
+        raise UserError("system %s: %s" % (system.name, refusal))
+    sources, targets = balanced_dev(corpus_dir, domains, src, tgt, per_domain)
+    log_probs = view_token_log_probs(system, sources, targets, work_dir or system.model_dir)
+    weights, likelihood = ensembles.fit_weights(log_probs)
+    record = {
+        "views": ensembles.view_names(domains),
+        "weights": weights,
+        "log_likelihood_per_token": likelihood,
+        "uniform_log_likelihood_per_token": float(
+            np.mean(np.logaddexp.reduce(log_probs - np.log(log_probs.shape[1]), axis=1))
+        ),
+        "tokens": int(log_probs.shape[0]),
+        "sentences_per_domain": len(sources) // len(domains),
+        "corpus": os.path.abspath(corpus_dir),
+        "checkpoint": system.checkpoint(),
+        "fitted": datetime.datetime.now().isoformat(timespec="seconds"),
+    }
+    path = os.path.join(system.model_dir, ensembles.WEIGHTS_FILE)
+    with atomic_output(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=2)
+    return record
