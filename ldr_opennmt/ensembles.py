@@ -172,13 +172,26 @@ def parse_label(label, domains, learned=None, where="label"):
     return check_weights(weights, domains, "%s: %r" % (where, label))
 
 
-def label_weights(labels, domains, learned=None):
+def make_view_table(domains):
+    """A ``tf.lookup.StaticHashTable`` from view name to view index (-1 if unknown)."""
+    names = view_names(domains)
+    return tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(names), tf.range(len(names), dtype=tf.int32)
+        ),
+        default_value=-1,
+    )
+
+
+def label_weights(labels, domains, learned=None, table=None):
     """In-graph reading of domain labels: domain ids and view weights.
 
     Args:
       labels: A string tensor of any shape: domain names, ``generic`` or ensemble labels.
       domains: The declared domains.
       learned: The fitted weights (a list over the views) or ``None``.
+      table: The :func:`make_view_table` of :obj:`domains` (a SavedModel must track it:
+        give the one its inputter owns); made here if ``None``.
 
     Returns:
       ``(ids, weights)``: int32 domain ids of the shape of :obj:`labels` (for an ensemble
@@ -192,12 +205,8 @@ def label_weights(labels, domains, learned=None):
     num_views = len(names)
     shape = tf.shape(labels)
     flat = tf.strings.strip(tf.reshape(labels, [-1]))
-    table = tf.lookup.StaticHashTable(
-        tf.lookup.KeyValueTensorInitializer(
-            tf.constant(names), tf.range(num_views, dtype=tf.int32)
-        ),
-        default_value=-1,
-    )
+    if table is None:
+        table = make_view_table(domains)
     uniform = tf.fill(tf.shape(flat), 1.0 / num_views)[:, None] * tf.ones([num_views])
     if learned is None:
         learned_rows = tf.zeros([tf.size(flat), num_views])

@@ -89,6 +89,7 @@ class DomainInputter(opennmt.inputters.Inputter):
         self.optional_labels = False
         self.domains = None
         self._table = None
+        self._view_table = None
         self._any_label_is_generic = False
         #: Why this model translates no ensemble of domain views (set by the model;
         #: ``None``: ensemble labels are read, see :mod:`ldr_opennmt.ensembles`).
@@ -117,6 +118,7 @@ class DomainInputter(opennmt.inputters.Inputter):
         self.domains = domains_lib.validate_domain_names(domains, source="the data configuration")
         self._table = domains_lib.make_lookup_table(self.domains)
         self.learned_weights = ensembles.learned_from_config(data_config, self.domains)
+        self._view_table = ensembles.make_view_table(self.domains)
 
     @property
     def reads_ensembles(self):
@@ -204,7 +206,10 @@ class DomainInputter(opennmt.inputters.Inputter):
             plain = tf.where(mixed, domains_lib.GENERIC, labels)
             ids = domains_lib.lookup_domain_ids(self._table, plain, self.domains)
             ens_ids, weights = ensembles.label_weights(
-                tf.where(mixed, labels, ensembles.ENS_UNIFORM), self.domains, self.learned_weights
+                tf.where(mixed, labels, ensembles.ENS_UNIFORM),
+                self.domains,
+                self.learned_weights,
+                table=self._view_table,
             )
             features[ensembles.WEIGHTS_FEATURE] = tf.where(
                 mixed[..., None], weights, ensembles.one_hot_views(ids, len(self.domains))

@@ -312,7 +312,7 @@ class System:
         """Why the system translates no ensemble of domain views, or ``None``."""
         if not self.uses_domains:
             return "%s does not use domain labels" % type(self.model).__name__
-        return self.model.features_inputter.domain_inputter.ensemble_refusal
+        return self.model.ensemble_refusal_reason()
 
     def reload(self):
         """Forgets the runner and configuration (e.g. after ``ensemble.json`` was written)."""

@@ -136,7 +136,7 @@ def fit_learned_weights(system, corpus_dir, src, tgt, per_domain=200, work_dir=N
     domains = system_domains(system)
     if not domains:
         raise UserError("system %s declares no domains: it has no views to ensemble" % system.name)
-    refusal = system.model.features_inputter.domain_inputter.ensemble_refusal
+    refusal = system.ensemble_refusal
     if refusal:
         raise UserError("system %s: %s" % (system.name, refusal))
     sources, targets = balanced_dev(corpus_dir, domains, src, tgt, per_domain)

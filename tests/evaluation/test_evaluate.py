@@ -84,11 +84,61 @@ class EvaluateTest(helpers.SharedDirTestCase):
         cls.mixed = _train(cls.dir, "mixed", "model_defs/small/mixed_transformer.py", cls.corpus)
         cls.ldr = _train(cls.dir, "ldr", "model_defs/small/ldr_transformer.py", cls.corpus)
 
+    def test_ensemble_modes_fit_the_learned_weights(self):
+        out = os.path.join(self.dir, "eval_ensembles")
+        weights_file = os.path.join(self.dir, "ldr", "ensemble.json")
+        argv = ["--corpus", self.corpus, "--out", out, "--system", "Mixed=%s" % self.mixed]
+        argv += ["--system", "LDR=%s" % self.ldr, "--modes", "oracle", "ens-uniform", "ens-learned"]
+        try:
+            self.assertEqual(cli.main(argv), 0)
+            with open(os.path.join(out, "scores.json")) as f:
+                rows = [row for row, _ in json.load(f)["rows"]]
+            # Mixed has no domain views: translated once, no ensemble rows.
+            self.assertEqual(
+                rows, ["Mixed", "LDR (oracle)", "LDR (ens-uniform)", "LDR (ens-learned)"]
+            )
+            with open(weights_file) as f:
+                record = json.load(f)
+            self.assertEqual(record["views"], tiny.DOMAINS + ["generic"])
+            self.assertTrue(all(w >= 0 for w in record["weights"]))
+            self.assertAllClose(sum(record["weights"]), 1.0)
+            self.assertGreaterEqual(
+                record["log_likelihood_per_token"], record["uniform_log_likelihood_per_token"]
+            )
+            self.assertEqual(record["sentences_per_domain"], 3)  # The whole dev sets.
+            # Refitted by command (same data: same weights), the file replaced.
+            before = os.stat(weights_file).st_mtime_ns
+            self.assertEqual(
+                cli.main(["fit-ensemble", "--corpus", self.corpus, "--system", "L=%s" % self.ldr]),
+                0,
+            )
+            with open(weights_file) as f:
+                self.assertAllClose(json.load(f)["weights"], record["weights"], atol=1e-6)
+            self.assertNotEqual(os.stat(weights_file).st_mtime_ns, before)
+            helpers.assert_cli_error(
+                self, cli.main, argv + ["--modes", "ens-soft"], "ens-soft needs a domain classifier"
+            )
+            helpers.assert_cli_error(
+                self,
+                cli.main,
+                argv + ["--system-modes", "Mixed=ens-uniform"],
+                "^system Mixed: .*(no domain|does not use)",
+            )
+        finally:
+            if os.path.exists(weights_file):
+                os.remove(weights_file)
+
     def test_labels_for(self):
         domains = ["a", "b", "c"]
         self.assertEqual(evaluate.labels_for("oracle", "b", domains, 2), ["b", "b"])
         self.assertEqual(evaluate.labels_for("generic", "b", domains, 1), ["generic"])
         self.assertEqual(evaluate.labels_for("wrong", "c", domains, 1), ["a"])
+        # A test domain the system was not trained on (open domain).
+        self.assertEqual(evaluate.labels_for("oracle", "d", domains, 1), ["generic"])
+        self.assertEqual(evaluate.labels_for("wrong", "d", domains, 1), ["a"])
+        self.assertEqual(evaluate.labels_for("ens-uniform", "d", domains, 2), ["ens-uniform"] * 2)
+        soft = {"d": ["a:0.5 b:0.5", "c:1"]}
+        self.assertEqual(evaluate.labels_for("ens-soft", "d", domains, 1, soft=soft), soft["d"][:1])
         with self.assertRaisesRegex(UserError, "needs predicted label files"):
             evaluate.labels_for("pred", "a", domains, 1)
 

@@ -99,6 +99,26 @@ class ExportTest(tf.test.TestCase):
             with self.assertRaisesRegex(tf.errors.InvalidArgumentError, message):
                 _call(tokens, length)
 
+    def test_saved_model_translates_ensembles_of_domain_views(self):
+        model, _ = helpers.build_model(self, "factorized_pa_transformer", params={"beam_width": 2})
+        labels = ["ens-uniform", "medical:1", "religious:0.25 generic:0.75"]
+        expected = model.infer(helpers.source_features(model, SENTENCES, labels))
+        export_dir = os.path.join(self.get_temp_dir(), "export")
+        model.export(export_dir)
+        serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+        outputs = serve(**_serving_inputs(SENTENCES, labels))
+        self.assertAllEqual(outputs["tokens"], expected["tokens"])
+        self.assertAllClose(outputs["log_probs"], expected["log_probs"], atol=1e-5)
+        # Plain labels in the same SavedModel: the single-view beam search.
+        plain = serve(**_serving_inputs(SENTENCES, ["medical"] * 3))
+        alone = model.infer(helpers.source_features(model, SENTENCES, ["medical"] * 3))
+        self.assertAllEqual(plain["tokens"], alone["tokens"])
+        self.assertAllEqual(outputs["tokens"][1], plain["tokens"][1])
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"Invalid ensemble label .{0,2}medical:0.9 generic:0.9"
+        ):
+            serve(**_serving_inputs(["cell"], ["medical:0.9 generic:0.9"]))
+
     def test_ctranslate2_export_is_refused(self):
         model, _ = helpers.build_model(self, "ldr_transformer")
         exporter = opennmt.utils.exporters.make_exporter("ctranslate2")
