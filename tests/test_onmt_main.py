@@ -111,6 +111,25 @@ class OnmtMainTest(helpers.SharedDirTestCase):
             self.assertLen(lines, n)
             self.assertTrue(all(line.strip() for line in lines))
 
+    def test_infer_ensembles_of_domain_views(self):
+        self.assertEqual(self.train.returncode, 0)
+        n = sum(1 for _ in open(self.paths["test_src"]))
+        cycle = ["ens-uniform", "medical:0.5 generic:0.5", "religious", "software:1"]
+        labels = self._bad_copy("test.ens", [cycle[i % 4] for i in range(n)])
+        for features, name in ((labels, "mixed"), ("domain:ens-uniform", "uniform")):
+            output = os.path.join(self.dir, "pred.%s" % name)
+            result = self._infer(self.paths["test_src"], features, output)
+            self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
+            with open(output) as f:
+                self.assertLen(f.read().splitlines(), n)
+        bad = self._bad_copy("test.badens", ["medical"] * (n - 1) + ["medical:0.5 generic:0.6"])
+        output = os.path.join(self.dir, "pred.badens")
+        result = self._infer(self.paths["test_src"], bad, output)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("test.badens:%d: " % n, result.stderr)
+        self.assertIn("ensemble weights sum to 1.1, not 1", result.stderr)
+        self.assertFalse(os.path.exists(output))
+
     def test_evaluate_with_domain_labels(self):
         # OpenNMT-tf regroups the flat file list [src, labels, tgt] for evaluation.
         self.assertEqual(self.train.returncode, 0)

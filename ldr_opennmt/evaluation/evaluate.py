@@ -305,7 +305,7 @@ class System:
     @property
     def domains(self):
         """The domains the system declares (``None`` for a model that ignores them)."""
-        return (self.config.get("data") or {}).get("domains")
+        return (self.finalized_config().get("data") or {}).get("domains")
 
     @property
     def ensemble_refusal(self):

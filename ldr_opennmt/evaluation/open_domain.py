@@ -25,8 +25,9 @@ from ldr_opennmt.utils import atomic_output, read_lines, write_lines
 
 
 def system_domains(system):
-    """The domains a system declares (its views but generic)."""
-    return list(system.config.get("data", {}).get("domains") or [])
+    """The domains a system declares (its views but generic; for per-domain corpora,
+    the Runner's list)."""
+    return list(system.finalized_config().get("data", {}).get("domains") or [])
 
 
 def check_classifier(classifier, system):

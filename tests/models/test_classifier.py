@@ -114,6 +114,32 @@ class DomainClassifierTest(helpers.SharedDirTestCase):
         )
         self.assertLen(ids, 10)
 
+    def test_posteriors_are_ens_soft_labels(self):
+        from ldr_opennmt import ensembles
+        from ldr_opennmt.evaluation import evaluate, open_domain
+
+        classifier = evaluate.System("clf", [self.config_path])
+        output = os.path.join(self.dir, "medical.soft")
+        labels = open_domain.soft_labels(classifier, self.test["medical"][0], output, self.dir)
+        self.assertLen(labels, 10)
+        hits = 0
+        for number, label in enumerate(labels, start=1):
+            weights = ensembles.parse_label(label, list(SIZES), where="line %d" % number)
+            self.assertEqual(weights[-1], 0.0)  # The known domains only: generic gets none.
+            hits += weights.index(max(weights)) == 0
+        self.assertGreaterEqual(hits, 8)
+        # A translation model with other domains cannot take these posteriors.
+        other = os.path.join(self.dir, "mt_other.yml")
+        with open(other, "w") as f:
+            yaml.safe_dump(
+                {"model_dir": self.config["model_dir"], "data": {"domains": ["medical", "legal"]}},
+                f,
+            )
+        with self.assertRaisesRegex(
+            Exception, r"ens-soft: the classifier clf was trained on the domains \['medical', "
+        ):
+            open_domain.check_classifier(classifier, evaluate.System("MT", [other]))
+
     def test_domain_list_must_match_the_translation_model(self):
         other = os.path.join(self.dir, "mt.yml")
         with open(other, "w") as f:
