@@ -73,7 +73,14 @@ NAMES = {
     "ttm": "TTM",
     "ml": "ML",
     "advl": "AdvL",
+    "ens_ldr": "LDR, ens-uniform (3 domains + generic)",
+    "ens_fact_pa": "Factorized PA, ens-uniform (3 domains + generic)",
 }
+#: Ensembles of domain views: the SavedModel of the base system, fed ``ens-uniform``
+#: labels (every view of every sentence decodes together, see ldr_opennmt.ensembles).
+ENSEMBLE_BASE = {"ens_ldr": "ldr", "ens_fact_pa": "fact_pa"}
+#: The views of those ensembles: the benchmark's domains and generic.
+ENSEMBLE_VIEWS = 4
 #: The domain counts of the domain-mixing systems (its cost grows with k).
 MIXING_KS = (2, 3, 6)
 RUNTIMES = {TF: "TF SavedModel", CT2: "CTranslate2"}
@@ -82,6 +89,7 @@ TRAIN_SYSTEMS += ["fact_pa", "fact_sf", "fact_df", "mix_k2", "mix_k3", "mix_k6"]
 TRAIN_SYSTEMS += ["adapters", "ttm", "ml", "advl"]
 TF_SYSTEMS = [VANILLA, "mixed", "dc", "ldr", "fact_pa", "fact_sf", "fact_df"]
 TF_SYSTEMS += ["mix_k2", "mix_k3", "mix_k6", "adapters", "ttm", "ml", "advl"]
+TF_SYSTEMS += ["ens_ldr", "ens_fact_pa"]
 CT2_SYSTEMS = [VANILLA, "dc", "ldr", "fact_pa", "fact_sf", "fact_df"]
 # Training mode of each training system (params: domain_training). The Factorized
 # designs train in one pass over all their variables: the cost of their blocks, as in
@@ -111,6 +119,8 @@ FAMILIES = {
     "factorized": ("fact_pa", "fact_sf", "fact_df"),
     "mixing": ("mix_k2", "mix_k3", "mix_k6"),
     "paper_baselines": ("adapters", "ttm", "ml", "advl"),
+    # With the systems they ensemble (the target compares them).
+    "ensembles": ("ldr", "fact_pa", "ens_ldr", "ens_fact_pa"),
 }
 # SavedModels fed batches that mix the domains (sentence i gets DOMAINS[i % 3]): the
 # Factorized blocks select a copy per sentence. The others get INFER_DOMAIN, the
@@ -225,6 +235,28 @@ for _design, _step, _beam in (("sf", 1.15, 1.3), ("df", 1.15, 1.3), ("pa", 1.2, 
             _beam,
         ),
     ]
+
+# Ensembles of domain views: K views cost at most K x one view's beam search + 10%.
+TARGETS += [
+    (
+        "Ensemble of LDR's %d views (ens-uniform): SavedModel beam search ≤ %d× + 10%% LDR's"
+        % (ENSEMBLE_VIEWS, ENSEMBLE_VIEWS),
+        (INFER, "tf:ens_ldr"),
+        (INFER, "tf:ldr"),
+        "ms_per_sentence",
+        "<=",
+        ENSEMBLE_VIEWS * 1.1,
+    ),
+    (
+        "Ensemble of Factorized PA's %d views (ens-uniform): beam search ≤ %d× + 10%% PA's"
+        % (ENSEMBLE_VIEWS, ENSEMBLE_VIEWS),
+        (INFER, "tf:ens_fact_pa"),
+        (INFER, "tf:fact_pa"),
+        "ms_per_sentence",
+        "<=",
+        ENSEMBLE_VIEWS * 1.1,
+    ),
+]
 
 SYMBOLS = {">=": "≥", "<=": "≤"}
 
@@ -941,6 +973,7 @@ def _measure_training(config, system):
 
 def _model_dirs(config, system):
     root = config["workdir"]
+    system = ENSEMBLE_BASE.get(system, system)
     return (
         os.path.join(root, "savedmodel", system),
         os.path.join(root, "ct2", system),
@@ -960,6 +993,12 @@ def _prepare_inference(config):
 
     exported = {}
     tf_systems = selected(TF_SYSTEMS, config["families"])
+    # An ensemble reads its base system's SavedModel.
+    tf_systems = [s for s in tf_systems if s not in ENSEMBLE_BASE] + [
+        ENSEMBLE_BASE[s]
+        for s in tf_systems
+        if s in ENSEMBLE_BASE and ENSEMBLE_BASE[s] not in tf_systems
+    ]
     ct2_systems = selected(CT2_SYSTEMS, config["families"])
     for system in tf_systems + [s for s in ct2_systems if s not in tf_systems]:
         tf.random.set_seed(config["seed"])
@@ -1034,7 +1073,9 @@ def _measure_savedmodel(config, system):
             "length": tf.constant([len(t) for t in batch], tf.int32),
         }
         if "domain" in inputs:
-            if system in MIXED_DOMAIN_FEED:
+            if system in ENSEMBLE_BASE:
+                labels = ["ens-uniform"] * len(batch)
+            elif system in MIXED_DOMAIN_FEED:
                 labels = [DOMAINS[i % len(DOMAINS)] for i in range(len(batch))]
             else:
                 labels = [INFER_DOMAIN] * len(batch)
