@@ -49,13 +49,7 @@ def _main(argv):
     )
     parser.add_argument("--corpus", required=True, help="corpus directory built by ldr-data")
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument(
-        "--system",
-        action="append",
-        required=True,
-        metavar="NAME=CONFIG[,CONFIG...]",
-        help="a system and its OpenNMT-tf run configuration(s) (with model_dir)",
-    )
+    _add_system_argument(parser)
     parser.add_argument("--baseline", help="system to test significance against (e.g. Mixed)")
     parser.add_argument(
         "--modes",
@@ -125,6 +119,17 @@ def _main(argv):
     return 0
 
 
+def _add_system_argument(parser):
+    """The required, repeatable ``--system NAME=CONFIG[,CONFIG...]`` option."""
+    parser.add_argument(
+        "--system",
+        action="append",
+        required=True,
+        metavar="NAME=CONFIG[,CONFIG...]",
+        help="a system and its OpenNMT-tf run configuration(s) (with model_dir)",
+    )
+
+
 def _positive_int(text):
     """An argparse type: an integer of at least 1."""
     try:
@@ -157,13 +162,7 @@ def _fit_ensemble_main(argv):
         "directory (ensemble.json), replacing earlier ones.",
     )
     parser.add_argument("--corpus", required=True, help="corpus directory built by ldr-data")
-    parser.add_argument(
-        "--system",
-        action="append",
-        required=True,
-        metavar="NAME=CONFIG[,CONFIG...]",
-        help="a system and its OpenNMT-tf run configuration(s) (with model_dir)",
-    )
+    _add_system_argument(parser)
     parser.add_argument(
         "--per-domain", type=_positive_int, default=200, help="dev sentences per domain"
     )
