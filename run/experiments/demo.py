@@ -189,7 +189,9 @@ def _stage2_config(slug, base_config, budget, runs_dir):
     }
 
 
-def _classifier_config(budget, runs_dir):
+def classifier_config(budget, runs_dir):
+    """The run configuration of the small domain classifier (budget: ``classifier_steps``,
+    ``log_steps``)."""
     return {
         "model_dir": os.path.join(runs_dir, "classifier"),
         "params": {"optimizer": "Adam", "learning_rate": 0.002},
@@ -361,21 +363,21 @@ def main(argv=None):
         )
         _add_system("FT_%s" % domain, [data_config, path], ("oracle",), ["ft_%s" % domain])
 
-    classifier = _classifier_config(budget, runs_dir)
-    classifier_config = common.write_config(classifier, os.path.join(configs_dir, "classifier.yml"))
+    classifier = classifier_config(budget, runs_dir)
+    classifier_path = common.write_config(classifier, os.path.join(configs_dir, "classifier.yml"))
     jobs.append(
         demo.train_job(
             "the domain classifier",
             "classifier",
             CLASSIFIER_DEF,
-            [data_config, classifier_config],
+            [data_config, classifier_path],
             classifier["model_dir"],
             budget["classifier_steps"],
             "3/6 train",
         )
     )
     src, domains = info["source_lang"], info["domains"]
-    predict_command = ["ldr-main", "--config", data_config, classifier_config, "predict_domains"]
+    predict_command = ["ldr-main", "--config", data_config, classifier_path, "predict_domains"]
     predict_command += ["--features_file"]
     predict_command += [os.path.join(args.data, "test.%s.%s" % (d, src)) for d in domains]
     predict_command += ["--labels_file"]
