@@ -3,7 +3,7 @@
 A multi-domain model is one model per domain plus a general one (its *views*: the
 declared domains, then ``generic``). For text of unknown or unseen domain, every view
 can translate at once and the views' word probabilities are mixed at each decoding
-step (Pham et al., 2020, section 5): ``p(y_t) = sum_k w_k p_k(y_t | y_<t, x)``, each
+step (Deng et al., 2020, section 5): ``p(y_t) = sum_k w_k p_k(y_t | y_<t, x)``, each
 view with its own encoder pass under its own domain
 (:mod:`ldr_opennmt.models.ensemble`).
 
@@ -31,6 +31,7 @@ label), formats them, and fits learned weights.
 import json
 import math
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -156,7 +157,8 @@ def parse_label(label, domains, learned=None, where="label"):
             )
         return list(learned)
     weights = {}
-    for part in label.split():
+    # Split and read as the graph does (ASCII whitespace, the same number syntax).
+    for part in re.split("[%s]+" % re.escape(domains_lib.ASCII_SPACE), label):
         name, sep, value = part.rpartition(":")
         if not sep or not name or not tf.compat.as_str(value):
             raise UserError(
@@ -165,10 +167,9 @@ def parse_label(label, domains, learned=None, where="label"):
             )
         if name in weights:
             raise UserError("%s: view %r appears twice in %r" % (where, name, label))
-        try:
-            weights[name] = float(value)
-        except ValueError:
-            raise UserError("%s: weight %r of %s is not a number" % (where, value, name)) from None
+        if not re.fullmatch(_NUMBER, value):
+            raise UserError("%s: weight %r of %s is not a number" % (where, value, name))
+        weights[name] = float(value)
     return check_weights(weights, domains, "%s: %r" % (where, label))
 
 
@@ -233,7 +234,8 @@ def label_weights(labels, domains, learned=None, table=None):
     counts = tf.math.unsorted_segment_sum(
         tf.ones_like(values), rows * num_views + tf.maximum(views, 0), tf.size(flat) * num_views
     )
-    part_ok = (views >= 0) & is_number & (values >= 0) & (tf.strings.length(part_names) > 0)
+    has_colon = tf.strings.regex_full_match(parts.flat_values, ".+:.*")
+    part_ok = (views >= 0) & is_number & (values >= 0) & has_colon
     total = tf.reduce_sum(weights, axis=1)
     row_ok = (tf.math.unsorted_segment_min(tf.cast(part_ok, tf.int32), rows, tf.size(flat)) > 0) & (
         tf.reduce_max(tf.reshape(counts, [-1, num_views]), axis=1) <= 1
@@ -318,11 +320,11 @@ def fit_weights(log_probs, iterations=200, tolerance=1e-7):
         joint = log_probs + np.log(np.maximum(weights, 1e-300))
         total = np.logaddexp.reduce(joint, axis=1, keepdims=True)
         likelihood = float(total.mean())
-        weights = np.exp(joint - total).mean(axis=0)
-        weights /= weights.sum()
         if likelihood - previous < tolerance:
             break
         previous = likelihood
+        weights = np.exp(joint - total).mean(axis=0)
+        weights /= weights.sum()
     return weights.tolist(), likelihood
 
 

@@ -96,6 +96,7 @@ class DomainInputter(opennmt.inputters.Inputter):
         self.ensemble_refusal = "this model has no domain views to ensemble"
         #: The fitted weights of ``ens-learned`` (``data: ensemble_weights``), or ``None``.
         self.learned_weights = None
+        self._scoring = False
 
     @contextlib.contextmanager
     def any_label_is_generic(self):
@@ -120,6 +121,17 @@ class DomainInputter(opennmt.inputters.Inputter):
         self.learned_weights = ensembles.learned_from_config(data_config, self.domains)
         self._view_table = ensembles.make_view_table(self.domains)
 
+    @contextlib.contextmanager
+    def scoring(self):
+        """Within this context, label files are for scoring or evaluation (a reference is
+        given): the teacher-forced pass runs one view per sentence, so ensemble labels are
+        refused (they would be scored as their largest-weight view)."""
+        self._scoring = True
+        try:
+            yield
+        finally:
+            self._scoring = False
+
     @property
     def reads_ensembles(self):
         """Whether ensemble labels are translated (declared domains, no refusal)."""
@@ -133,6 +145,11 @@ class DomainInputter(opennmt.inputters.Inputter):
                 return False
             if training:
                 reason = "ensembles of domain views are for translation, not training"
+            elif self._scoring:
+                reason = (
+                    "ensembles of domain views are for translation (infer, the SavedModel), "
+                    "not for scoring or evaluation against references"
+                )
             elif self.domains is None:
                 reason = "the data configuration declares no domains"
             else:
@@ -550,6 +567,13 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
             prefix = self.target_prefix_fn(features)
             labels = prepend_target_tokens(self.labels_inputter, labels, prefix)
         return features, labels
+
+    def make_evaluation_dataset(self, features_file, labels_file, batch_size, **kwargs):
+        domain_inputter = getattr(self.features_inputter, "domain_inputter", None)
+        if domain_inputter is None:
+            return super().make_evaluation_dataset(features_file, labels_file, batch_size, **kwargs)
+        with domain_inputter.scoring():  # onmt-main score and eval: no ensemble label.
+            return super().make_evaluation_dataset(features_file, labels_file, batch_size, **kwargs)
 
     def check_training_files(self, features_file, labels_file):
         """Checks each (source, target) pair of training files; logs their empty pairs.

@@ -346,8 +346,10 @@ class System:
         options = {
             "params": {k: v for k, v in params.items() if k not in TRAINING_ONLY_PARAMS},
             "infer": config.get("infer") or {},
-            # ens-learned translations depend on the fitted weights.
+            # ens-learned translations depend on the fitted weights, ens-uniform ones on
+            # the views (a domain added into a reserved region adds one).
             "ensemble_weights": (config.get("data") or {}).get(ensembles.CONFIG_KEY),
+            "domains": (config.get("data") or {}).get("domains"),
         }
         return json.loads(json.dumps(options, sort_keys=True, default=repr))
 
@@ -451,10 +453,7 @@ def _prepare_ensembles(systems, system_modes, corpus_dir, info, counts, out_dir,
                     % system.name
                 )
             open_domain.check_classifier(classifier, system)
-        if (
-            ensembles.ENS_LEARNED in modes
-            and system.finalized_config()["data"].get(ensembles.CONFIG_KEY) is None
-        ):
+        if ensembles.ENS_LEARNED in modes and open_domain.needs_fit(system):
             tf.get_logger().info("Fitting the ens-learned weights of %s", system.name)
             record = open_domain.fit_learned_weights(system, corpus_dir, src, tgt)
             tf.get_logger().info(

@@ -21,7 +21,7 @@ import yaml
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.models.classifier import POSTERIOR_OPTION
-from ldr_opennmt.utils import atomic_output, read_lines, write_lines
+from ldr_opennmt.utils import atomic_output, read_lines, write_lines, write_lines_atomic
 
 
 def system_domains(system):
@@ -65,8 +65,13 @@ def soft_labels(classifier, source_file, output, work_dir):
     """
     with tempfile.TemporaryDirectory(prefix=".soft.", dir=work_dir) as tmp:
         runner = _with_options(classifier, {"infer": {POSTERIOR_OPTION: True}}, tmp)
-        runner.infer(source_file, predictions_file=output, checkpoint_path=classifier.checkpoint())
-    return read_lines(output)
+        predictions = os.path.join(tmp, "posteriors")
+        runner.infer(
+            source_file, predictions_file=predictions, checkpoint_path=classifier.checkpoint()
+        )
+        labels = read_lines(predictions)
+    write_lines_atomic(output, labels)
+    return labels
 
 
 def view_token_log_probs(system, sources, targets, work_dir):
@@ -106,9 +111,24 @@ def view_token_log_probs(system, sources, targets, work_dir):
     return np.array(per_view).T
 
 
+def needs_fit(system):
+    """Whether the ens-learned weights of :obj:`system` must be fitted: none stored or
+    configured, or stored for another checkpoint (the model trained on since)."""
+    path = os.path.join(system.model_dir, ensembles.WEIGHTS_FILE)
+    if not os.path.exists(path):
+        return system.finalized_config()["data"].get(ensembles.CONFIG_KEY) is None
+    with open(path, encoding="utf-8") as f:
+        try:
+            record = json.load(f)
+        except ValueError:
+            return True
+    return not isinstance(record, dict) or record.get("checkpoint") != system.checkpoint()
+
+
 def balanced_dev(corpus_dir, domains, src, tgt, per_domain):
-    """The first :obj:`per_domain` tokenized dev pairs of each domain (sources, targets)."""
-    sources, targets = [], []
+    """The first :obj:`per_domain` tokenized dev pairs of each domain: ``(sources,
+    targets, pairs per domain)`` (a smaller dev set gives all its pairs)."""
+    sources, targets, counts = [], [], []
     for domain in domains:
         paths = [os.path.join(corpus_dir, "dev.%s.%s" % (domain, lang)) for lang in (src, tgt)]
         for path in paths:
@@ -117,7 +137,8 @@ def balanced_dev(corpus_dir, domains, src, tgt, per_domain):
         pairs = list(zip(read_lines(paths[0]), read_lines(paths[1])))[:per_domain]
         sources.extend(pair[0] for pair in pairs)
         targets.extend(pair[1] for pair in pairs)
-    return sources, targets
+        counts.append(len(pairs))
+    return sources, targets, counts
 
 
 def fit_learned_weights(system, corpus_dir, src, tgt, per_domain=200, work_dir=None):
@@ -140,7 +161,7 @@ def fit_learned_weights(system, corpus_dir, src, tgt, per_domain=200, work_dir=N
     refusal = system.ensemble_refusal
     if refusal:
         raise UserError("system %s: %s" % (system.name, refusal))
-    sources, targets = balanced_dev(corpus_dir, domains, src, tgt, per_domain)
+    sources, targets, counts = balanced_dev(corpus_dir, domains, src, tgt, per_domain)
     log_probs = view_token_log_probs(system, sources, targets, work_dir or system.model_dir)
     weights, likelihood = ensembles.fit_weights(log_probs)
     record = {
@@ -151,7 +172,7 @@ def fit_learned_weights(system, corpus_dir, src, tgt, per_domain=200, work_dir=N
             np.mean(np.logaddexp.reduce(log_probs - np.log(log_probs.shape[1]), axis=1))
         ),
         "tokens": int(log_probs.shape[0]),
-        "sentences_per_domain": len(sources) // len(domains),
+        "sentences_per_domain": dict(zip(domains, counts)),
         "corpus": os.path.abspath(corpus_dir),
         "checkpoint": system.checkpoint(),
         "fitted": datetime.datetime.now().isoformat(timespec="seconds"),

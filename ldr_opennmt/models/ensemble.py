@@ -1,4 +1,4 @@
-"""Beam search over an ensemble of domain views (Pham et al., 2020, section 5).
+"""Beam search over an ensemble of domain views (Deng et al., 2020, section 5).
 
 Each sentence comes with weights over the model's views (its domains, then generic;
 see :mod:`ldr_opennmt.ensembles`). The source is encoded once per view, each pass

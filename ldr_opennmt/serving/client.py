@@ -33,6 +33,7 @@ from tqdm import tqdm
 
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import decode_lines, read_lines, write_lines_atomic
 
@@ -70,14 +71,33 @@ def _read_labels(args, input_name, num_lines, domains):
     """One domain label per input line, validated against the declared domains."""
     if args.domain is not None:
         label = args.domain.strip()
-        domains_lib.label_id(label, domains, "--domain")
+        if not _ensemble_label(domains)(label, "--domain"):
+            domains_lib.label_id(label, domains, "--domain")
         return [label] * num_lines
     if not os.path.isfile(args.domain_file):
         raise UserError("%s: domain label file not found" % args.domain_file)
     domains_lib.read_label_file(
-        args.domain_file, domains, expected_lines=num_lines, source_path=input_name
+        args.domain_file,
+        domains,
+        expected_lines=num_lines,
+        source_path=input_name,
+        ensemble=_ensemble_label(domains),
     )
     return [label.strip() for label in _read_text_lines(args.domain_file)]
+
+
+def _ensemble_label(domains):
+    """Checks ensemble labels as far as the export's domain list allows: the weights of
+    ``ens-learned`` and whether the model has domain views are the SavedModel's to check."""
+
+    def _read(label, where):
+        if not ensembles.is_ensemble_label(label):
+            return False
+        if domains and label.strip(domains_lib.ASCII_SPACE) != ensembles.ENS_LEARNED:
+            ensembles.parse_label(label, domains, where=where)
+        return True
+
+    return _read
 
 
 def _check_empty_lines(lines, input_name, keep_empty):
@@ -133,12 +153,12 @@ def _assertion_message(error):
 def _unknown_label_error(error, labels, label_source):
     """Names the file and line of an unknown label the model refused."""
     message = _assertion_message(error)
-    match = re.match(r"Unknown domain label '(.*)' \((.*)\)$", message)
-    if match and match.group(1) in labels:
-        line = labels.index(match.group(1)) + 1
+    match = re.match(r"(Unknown domain|Invalid ensemble) label '(.*)' \((.*)\)$", message)
+    if match and match.group(2) in labels:
+        line = labels.index(match.group(2)) + 1
         where = label_source if label_source == "--domain" else "%s:%d" % (label_source, line)
         return UserError(
-            "%s: unknown domain label %r (%s)" % (where, match.group(1), match.group(2))
+            "%s: %s label %r (%s)" % (where, match.group(1).lower(), match.group(2), match.group(3))
         )
     return UserError(message)
 

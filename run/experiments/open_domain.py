@@ -190,7 +190,7 @@ def main(argv=None):
             budget["stage2_steps"],
             ", ".join(ensembles.view_names(known)),
             budget["classifier_steps"],
-            record["sentences_per_domain"],
+            min(record["sentences_per_domain"].values()),
             budget["eval_sentences"],
         ),
         "",

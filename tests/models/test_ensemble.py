@@ -140,6 +140,22 @@ class EnsembleRefusalTest(tf.test.TestCase):
                 [paths["train_src"], labels], paths["train_tgt"], 4
             )
 
+    def test_scoring_files_refuse_ensemble_labels(self):
+        # Forced decoding runs one view per sentence: an ensemble label would be scored as
+        # its largest-weight view.
+        model, paths = helpers.build_model(self, "ldr_transformer")
+        labels = os.path.join(self.get_temp_dir(), "labels")
+        with open(paths["test_src"]) as f:
+            count = len(f.read().splitlines())
+        with open(labels, "w") as f:
+            f.write("medical\n" + "ens-uniform\n" * (count - 1))
+        with self.assertRaisesRegex(UserError, "^%s:2: .*not for scoring or evaluation" % labels):
+            model.examples_inputter.make_evaluation_dataset(
+                [paths["test_src"], labels], paths["test_tgt"], 4
+            )
+        # The same file translates.
+        model.examples_inputter.make_inference_dataset([paths["test_src"], labels], 4)
+
     def test_learned_weights_from_the_configuration(self):
         model, _ = helpers.build_model(self, "ldr_transformer")
         inputter = model.features_inputter.domain_inputter

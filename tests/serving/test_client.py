@@ -255,6 +255,17 @@ class ClientTest(helpers.SharedDirTestCase):
                 "%s:2: empty input line (pass --keep_empty to write an empty translation)"
                 % os.path.join(self.dir, "empty.en"),
             ),
+            "bad ensemble label": (
+                [
+                    "--domain_file",
+                    _write(
+                        os.path.join(self.dir, "ens.domain"),
+                        LABELS[:1] + ["medical:0.5 generic:0.6"] + LABELS[2:],
+                    ),
+                ],
+                "%s:2: 'medical:0.5 generic:0.6': ensemble weights sum to 1.1, not 1"
+                % os.path.join(self.dir, "ens.domain"),
+            ),
             "missing label file": (
                 ["--domain_file", os.path.join(self.dir, "none.domain")],
                 "%s: domain label file not found" % os.path.join(self.dir, "none.domain"),
@@ -271,6 +282,7 @@ class ClientTest(helpers.SharedDirTestCase):
             ("short label file",),
             ("long label file",),
             ("empty label",),
+            ("bad ensemble label",),
             ("empty input line",),
             ("missing label file",),
             ("missing input",),
@@ -288,6 +300,19 @@ class ClientTest(helpers.SharedDirTestCase):
         self.assertEqual((status, stdout), (2, ""))
         self.assertEqual(stderr, "ldr-translate: error: %s\n" % message)
         self.assertFalse(os.path.exists(output))
+
+    def test_ensemble_labels(self):
+        export_dir = self._export(FAMILY)[2]
+        with open(self.input) as f:
+            count = len(f.read().splitlines())
+        for label in ("ens-uniform", "medical:0.5 generic:0.5"):
+            output = os.path.join(self.dir, "ens.out")
+            status, _, stderr = self._client(
+                "--export", export_dir, "--output", output, "--input", self.input, "--domain", label
+            )
+            self.assertEqual(status, 0, stderr)
+            with open(output) as f:
+                self.assertLen(f.read().splitlines(), count)
 
     def test_bad_export(self):
         missing = os.path.join(self.dir, "nowhere")
