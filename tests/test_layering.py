@@ -12,7 +12,7 @@ LAYERS = (
     ("errors",),
     ("utils",),
     ("domains", "compat"),
-    ("layers", "assets", "data"),
+    ("layers", "assets", "data", "ensembles"),
     ("inputters",),
     ("models",),
     ("training",),
