@@ -217,8 +217,10 @@ class DomainInputter(opennmt.inputters.Inputter):
         labels = tf.convert_to_tensor(labels, dtype=tf.string)
         if self.domains is None or self._any_label_is_generic:
             ids = tf.fill(tf.shape(labels), domains_lib.GENERIC_ID)
-        elif not training and self.reads_ensembles:
-            # Translation: view weights too (an ensemble label mixes the views).
+        elif not training and not self._scoring and self.reads_ensembles:
+            # Translation: view weights too (an ensemble label mixes the views). Scoring and
+            # evaluation datasets (traced inside scoring()) have plain labels only: without
+            # weights, their graphs hold no ensemble branch.
             mixed = ensembles.ensemble_rows(labels)
             plain = tf.where(mixed, domains_lib.GENERIC, labels)
             ids = domains_lib.lookup_domain_ids(self._table, plain, self.domains)

@@ -17,20 +17,12 @@ from ldr_opennmt.models.adapters import ResidualAdapterTransformer
 from ldr_opennmt.models.factorized import FactorizedTransformer
 from ldr_opennmt.models.mixing import MixingTransformer
 from ldr_opennmt.models.multitask import advl_transformer, ml_transformer  # noqa: F401
-from ldr_opennmt.models.sequence_to_sequence import MultiDomainRNN, MultiDomainTransformer
+from ldr_opennmt.models.sequence_to_sequence import (
+    MultiDomainRNN,
+    MultiDomainTransformer,
+    transformer_arguments,
+)
 from ldr_opennmt.models.ttm import ttm_transformer  # noqa: F401
-
-
-def _transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout):
-    return dict(
-        num_layers=num_layers,
-        num_units=num_units,
-        num_heads=num_heads,
-        ffn_inner_dim=ffn_inner_dim,
-        dropout=dropout,
-        attention_dropout=dropout,
-        ffn_dropout=dropout,
-    )
 
 
 def _ldr_embedders(size, domain_region_size, num_reserved_regions, target_ldr):
@@ -61,7 +53,7 @@ def ldr_transformer(
     return MultiDomainTransformer(
         *_ldr_embedders(num_units, domain_region_size, num_reserved_regions, target_ldr),
         domain_training=domain_training,
-        **_transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
+        **transformer_arguments(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
     )
 
 
@@ -78,7 +70,7 @@ def mixed_transformer(
     With :obj:`share_target_embeddings` (as the Factorized Transformer), its checkpoint
     can be the first stage of a Factorized PA model (``finetune: unfold``).
     """
-    kwargs = _transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout)
+    kwargs = transformer_arguments(num_layers, num_units, num_heads, ffn_inner_dim, dropout)
     if share_target_embeddings:
         kwargs["share_embeddings"] = opennmt.models.EmbeddingsSharingLevel.TARGET
     return MultiDomainTransformer(
@@ -108,7 +100,7 @@ def dc_transformer(
             num_reserved_regions=num_reserved_regions,
         ),
         opennmt.inputters.WordEmbedder(num_units),
-        **_transformer_kwargs(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
+        **transformer_arguments(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
     )
 
 

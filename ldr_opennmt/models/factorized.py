@@ -37,7 +37,7 @@ import opennmt
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import factorized
 from ldr_opennmt.models import procedure
-from ldr_opennmt.models.sequence_to_sequence import MultiDomainTransformer
+from ldr_opennmt.models.sequence_to_sequence import MultiDomainTransformer, transformer_arguments
 
 #: The designs this model builds.
 DESIGNS = ("pa", "sf", "df")
@@ -116,14 +116,8 @@ class FactorizedTransformer(MultiDomainTransformer):
             source,
             target,
             domain_training=domain_training,
-            num_layers=num_layers,
-            num_units=num_units,
-            num_heads=num_heads,
-            ffn_inner_dim=ffn_inner_dim,
-            dropout=dropout,
-            attention_dropout=dropout,
-            ffn_dropout=dropout,
             share_embeddings=sharing,
+            **transformer_arguments(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
         )
         self.design = design
         self.d_inner = d_inner

@@ -98,6 +98,20 @@ def _empty_outputs(specs):
     }
 
 
+def transformer_arguments(num_layers, num_units, num_heads, ffn_inner_dim, dropout):
+    """The ``opennmt.models.Transformer`` size arguments with one dropout rate for the
+    layers, the attention and the FFN (every family's layout)."""
+    return dict(
+        num_layers=num_layers,
+        num_units=num_units,
+        num_heads=num_heads,
+        ffn_inner_dim=ffn_inner_dim,
+        dropout=dropout,
+        attention_dropout=dropout,
+        ffn_dropout=dropout,
+    )
+
+
 def word_transformer_arguments(
     num_layers, num_units, num_heads, ffn_inner_dim, dropout, share_target_embeddings
 ):
@@ -120,15 +134,9 @@ def word_transformer_arguments(
     """
     share = opennmt.models.EmbeddingsSharingLevel
     return dict(
+        transformer_arguments(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
         source_embedder=opennmt.inputters.WordEmbedder(num_units),
         target_embedder=opennmt.inputters.WordEmbedder(num_units),
-        num_layers=num_layers,
-        num_units=num_units,
-        num_heads=num_heads,
-        ffn_inner_dim=ffn_inner_dim,
-        dropout=dropout,
-        attention_dropout=dropout,
-        ffn_dropout=dropout,
         share_embeddings=share.TARGET if share_target_embeddings else share.NONE,
     )
 

@@ -158,12 +158,9 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, help="training steps of the systems from scratch")
     parser.add_argument("--adapter-steps", type=int, help="adapter training steps")
     args = parser.parse_args(argv)
-    mode = "quick" if args.quick else "full"
-    budget = dict(BUDGETS[mode])
-    if args.steps:
-        budget["steps"] = args.steps
-    if args.adapter_steps:
-        budget["adapter_steps"] = args.adapter_steps
+    mode, budget = common.experiment_budget(
+        args, BUDGETS, steps=args.steps, adapter_steps=args.adapter_steps
+    )
     systems = [s for s in SYSTEMS if s in args.systems]
     out, options = common.experiment_output(args, "baselines")
     os.chdir(ROOT)

@@ -497,6 +497,16 @@ def add_experiment_arguments(parser, name, sizes):
     )
 
 
+def experiment_budget(args, budgets, **overrides):
+    """``(mode, budget)`` of parsed :func:`add_experiment_arguments`: the ``quick`` or
+    ``full`` budget of :obj:`budgets`, with the step options given on the command line
+    (:obj:`overrides`: budget key -> option value, ``None`` when not given)."""
+    mode = "quick" if args.quick else "full"
+    budget = dict(budgets[mode])
+    budget.update((key, value) for key, value in overrides.items() if value)
+    return mode, budget
+
+
 def experiment_output(args, name):
     """``(results directory, OpenNMT-tf options)`` of parsed :func:`add_experiment_arguments`."""
     out = args.out or ("results/%s-quick" % name if args.quick else "results/%s" % name)

@@ -94,12 +94,9 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, help="stage-1 (and Mixed) training steps")
     parser.add_argument("--stage2-steps", type=int, help="stage-2 training steps")
     args = parser.parse_args(argv)
-    mode = "quick" if args.quick else "full"
-    budget = dict(BUDGETS[mode])
-    if args.steps:
-        budget["steps"] = args.steps
-    if args.stage2_steps:
-        budget["stage2_steps"] = args.stage2_steps
+    mode, budget = common.experiment_budget(
+        args, BUDGETS, steps=args.steps, stage2_steps=args.stage2_steps
+    )
     designs = [d for d in DESIGNS if d in args.designs]
     out, options = common.experiment_output(args, "factorized")
     os.chdir(ROOT)

@@ -89,12 +89,9 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, help="stage-1 (and Transformer) training steps")
     parser.add_argument("--stage2-steps", type=int, help="stage-2 training steps")
     args = parser.parse_args(argv)
-    mode = "quick" if args.quick else "full"
-    budget = dict(BUDGETS[mode])
-    if args.steps:
-        budget["steps"] = args.steps
-    if args.stage2_steps:
-        budget["stage2_steps"] = args.stage2_steps
+    mode, budget = common.experiment_budget(
+        args, BUDGETS, steps=args.steps, stage2_steps=args.stage2_steps
+    )
     out, options = common.experiment_output(args, "open_domain")
     os.chdir(ROOT)
     steps = common.Steps(out, name="open_domain", options=options)
