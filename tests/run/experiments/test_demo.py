@@ -50,6 +50,19 @@ class FindingsTest(tf.test.TestCase):
         # Factorized PA has no row: nothing is said about it.
         self.assertNotIn("Factorized", text)
 
+    def test_rows_below_the_bar_are_named(self):
+        text = "\n".join(demo.findings(RESULTS, 0.3))
+        self.assertIn(
+            "- Every row but the FT_* ones averages at least 10 BLEU (lowest: %s, 14.7)."
+            % demo.SEED_ROW,
+            text,
+        )
+        rows = RESULTS["rows"] + [("Factorized PA (wrong)", _scores(9.0, 3.0, 6.0))]
+        text = "\n".join(demo.findings(_results(rows), 0.3))
+        self.assertIn("- Below 10 BLEU on average (too weak", text)
+        self.assertIn(": Factorized PA (wrong) 6.0.", text)
+        self.assertNotIn("FT_medical 13.0", text)
+
     def test_a_label_loss_above_the_spread_shows_the_labels_are_used(self):
         rows = [row for row in RESULTS["rows"] if row[0] != "LDR (wrong)"]
         rows.append(("LDR (wrong)", _scores(10.0, 5.0, 9.0)))
