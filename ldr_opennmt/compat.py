@@ -563,8 +563,14 @@ class _DeferredModelDescription:
         """Writes the held-back model descriptions (as ``load_model`` would have)."""
         while self._pending:
             model_dir, model_file, model_name = self._pending.pop(0)
+            # As a builder: instantiating the model here would build one more Keras model
+            # on worker 0 only, shifting its layer names (Horovod pairs tensors by name).
             config_util.load_model(
-                model_dir, model_file=model_file, model_name=model_name, serialize_model=True
+                model_dir,
+                model_file=model_file,
+                model_name=model_name,
+                serialize_model=True,
+                as_builder=True,
             )
 
 

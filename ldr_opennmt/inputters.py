@@ -19,6 +19,7 @@ sentence.
 
 import contextlib
 
+import numpy as np
 import opennmt
 import tensorflow as tf
 from opennmt.data import dataset as dataset_util
@@ -639,7 +640,26 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
         )
         # Each domain pipeline repeats forever and prefetches; sampling happens on
         # whole batches. The seed comes from the global one (onmt-main --seed).
-        return tf.data.Dataset.sample_from_datasets(datasets, weights=probabilities)
+        return tf.data.Dataset.sample_from_datasets(
+            datasets, weights=probabilities, seed=_worker_seed(kwargs.get("shard_index", 0))
+        )
+
+
+def _worker_seed(shard_index):
+    """The operation seed of a worker's domain draws: ``None`` (the global seed's) for
+    the first worker, a different seed for each other one.
+
+    Under Horovod each worker builds its own pipeline (its shard of every corpus) with
+    the same ``--seed``: with the same seed, every worker would draw the same domain
+    at every step, and each update would see one domain only. Drawn independently, the
+    workers' batches of a step come from domains drawn with the formula's proportions,
+    as under ``--num_gpus`` (where the replicas take successive batches of one
+    pipeline). The base comes from NumPy's generator, which ``--seed`` also seeds, so a
+    seeded run stays reproducible.
+    """
+    if not shard_index:
+        return None
+    return int(np.random.randint(2**31 - 1 - shard_index)) + shard_index
 
 
 def prepend_target_tokens(labels_inputter, labels, tokens):

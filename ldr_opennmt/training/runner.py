@@ -43,7 +43,7 @@ from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import constant_label_name
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 from ldr_opennmt.training import corpora as corpora_lib
-from ldr_opennmt.training import domain_record
+from ldr_opennmt.training import domain_record, horovod
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator, evaluation_sets
 from ldr_opennmt.utils import atomic_output, write_lines_atomic
 
@@ -731,17 +731,29 @@ class Runner(compat.RunnerAdapter):
                     "BASE_MODEL_DIR, steps: N} (model_dir %s has no checkpoint)"
                     % (name, self.model_dir)
                 )
+        hvd = kwargs.get("hvd")
+        master = horovod.is_master(hvd)
+        declared = self.config["data"].get("domains")
+        horovod.check_same(
+            hvd, (list(declared or []), self.domain_regions()), "(domains, domain regions)"
+        )
         if finetune:
             if kwargs.get("checkpoint_path"):
                 raise UserError("finetune: base sets the checkpoint; do not pass --checkpoint_path")
-            restore = self._prepare_finetune(finetune)
+            # Worker 0 writes finetune.json (and grafts); the others take its decision.
+            restore = self._prepare_finetune(finetune) if master else None
+            restore, max_step = horovod.from_master(
+                hvd, (restore, self.config["train"].get("max_step")), "finetune"
+            )
+            self.config["train"]["max_step"] = max_step
             if restore is None:
                 return self.model_dir
             kwargs.update(restore)
-        declared = self.config["data"].get("domains")
-        if declared is not None:
+        if declared is not None and master:
             # What the checkpoints are trained with: later runs must keep these ids.
             domain_record.write_record(self.model_dir, declared, self.domain_regions())
+        if hvd is not None:
+            kwargs["hvd"] = horovod.PositionalBroadcast(hvd)
         with compat.evaluator_class(MultiDomainEvaluator):
             return super().train(num_devices=num_devices, with_eval=with_eval, **kwargs)
 

@@ -1,0 +1,117 @@
+"""What the multi-domain Runner does differently under Horovod (``--horovod``).
+
+``onmt-main --horovod`` runs one process per device; OpenNMT-tf's ``HorovodTrainer``
+gives each its own shard of the training data (so each draws its own batches), sums the
+gradients of all workers (each divided by the sample size of all workers: the average
+over the concatenated batches) before every update, and lets worker 0 alone restore and
+save checkpoints and evaluate. Procedure 1 and the skipped updates of absent domains
+need nothing more: they run inside ``compute_gradients`` and on the all-reduced
+gradient (see :mod:`ldr_opennmt.models.optimizer`).
+
+What the Runner adds:
+
+* only worker 0 writes the files the Runner itself writes (``domains.json``,
+  ``finetune.json``, the grafted first checkpoint of a fine-tuning); the others take
+  worker 0's decisions (:func:`from_master`);
+* the workers check that they build the same model (:func:`check_same`): the declared
+  domains and the region count must agree (``model_dir`` must be on a file system all
+  machines see), otherwise the run stops with one line instead of hanging;
+* the variables are broadcast after the first step by position, not by name
+  (:class:`PositionalBroadcast`): Horovod pairs the tensors of the workers by op name,
+  and Keras names layers with a process-wide counter, so a model built once more on one
+  worker (a check, an evaluation model) would name every variable differently and the
+  broadcast would wait forever.
+"""
+
+import tensorflow as tf
+
+from ldr_opennmt.errors import UserError
+
+
+def is_master(hvd):
+    """Whether this process writes files: always without Horovod, else worker 0."""
+    return hvd is None or hvd.rank() == 0
+
+
+def from_master(hvd, value, name):
+    """Worker 0's :obj:`value` on every worker (its own without Horovod).
+
+    Also a barrier: no worker goes past it before worker 0 has computed its value (and
+    written what it writes before). If worker 0 fails first, ``horovodrun`` stops the
+    others.
+    """
+    if hvd is None:
+        return value
+    return hvd.broadcast_object(value, root_rank=0, name="ldr_" + name)
+
+
+def check_same(hvd, value, what):
+    """Checks that every worker has worker 0's :obj:`value`.
+
+    Raises:
+      UserError: ``worker N: WHAT is X but worker 0 has Y``.
+    """
+    if hvd is None:
+        return
+    master = from_master(hvd, value, "check_" + what.replace(" ", "_"))
+    if master != value:
+        raise UserError(
+            "worker %d: %s is %r but worker 0 has %r (with Horovod, every worker must see "
+            "the same configuration and model_dir: put them on a file system all machines "
+            "share)" % (hvd.rank(), what, value, master)
+        )
+
+
+class PositionalBroadcast:
+    """The ``horovod.tensorflow`` module, with ``broadcast_variables`` by position.
+
+    Every other attribute is the module's. The variables are paired by their index in
+    the list (the model's and the optimizer's variables are listed in creation order,
+    the same on every worker); their shapes and types are checked first, so that
+    workers that built different models stop with an error rather than wait.
+    """
+
+    def __init__(self, hvd):
+        self._hvd = hvd
+        self._calls = 0
+
+    def __getattr__(self, name):
+        return getattr(self._hvd, name)
+
+    def broadcast_variables(self, variables, root_rank=0):
+        """Assigns worker :obj:`root_rank`'s values to :obj:`variables` on every worker.
+
+        Raises:
+          UserError: if the workers' variable lists differ in length, shape or type.
+        """
+        variables = list(variables)
+        self._calls += 1
+        prefix = "ldr_broadcast_%d" % self._calls
+        signature = [(tuple(v.shape.as_list()), v.dtype.name) for v in variables]
+        master = self._hvd.broadcast_object(signature, root_rank=root_rank, name=prefix + "_sig")
+        if master != signature:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(signature, master)) if a != b),
+                min(len(signature), len(master)),
+            )
+            raise UserError(
+                "worker %d built a different model than worker %d: %d variables against %d,"
+                " first difference at variable %d (%s)"
+                % (
+                    self._hvd.rank(),
+                    root_rank,
+                    len(signature),
+                    len(master),
+                    first,
+                    variables[first].name if first < len(variables) else "missing",
+                )
+            )
+        hvd = self._hvd
+
+        @tf.function
+        def _broadcast():
+            for index, variable in enumerate(variables):
+                value = hvd.broadcast(variable, root_rank=root_rank, name="%s_%d" % (prefix, index))
+                variable.assign(value)
+
+        _broadcast()
