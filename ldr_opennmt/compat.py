@@ -56,6 +56,11 @@ What is here, and why no public equivalent exists:
   and the predictions are built as the end of ``SequenceToSequence._dynamic_decode``
   builds them (ids to tokens, ``decoding_noise`` through ``_add_noise``, detokenization
   in graph, ``num_hypotheses``), which is not a function of its own.
+* :class:`HorovodTrainerAdapter` and :func:`horovod_trainer_class`: the Horovod
+  trainer's step loop (``_steps``) and variable broadcast (``_broadcast_variables``),
+  for a trainer that broadcasts before the first step and by position
+  (:mod:`ldr_opennmt.training.horovod`); ``Runner.train`` builds it through the module
+  global ``opennmt.runner.training_util``, swapped for the duration of the call only.
 * :func:`install_error_hook`: stock ``onmt-main`` has no error handling to extend,
   so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
 """
@@ -104,6 +109,9 @@ UPSTREAM_NAMES = (
     (onmt_main, "config_util", "run_onmt_main (model description written after the checks)"),
     (onmt_main, "_initialize_logging", "initialize_logging"),
     (training_module.Trainer, "_steps", "training_steps"),
+    (runner_module, "training_util", "horovod_trainer_class"),
+    (training_module.HorovodTrainer, "_broadcast_variables", "HorovodTrainerAdapter"),
+    (training_module.HorovodTrainer, "_steps", "HorovodTrainerAdapter"),
     (training_module, "TrainingStats", "training_steps"),
 )
 
@@ -200,6 +208,54 @@ def evaluator_class(cls):
         yield
     finally:
         runner_module.evaluation = original
+
+
+class _TrainingModule:
+    """``opennmt.training`` with some of its classes replaced."""
+
+    def __init__(self, **classes):
+        self.__dict__.update(classes)
+
+    def __getattr__(self, name):
+        return getattr(training_module, name)
+
+
+class HorovodTrainerAdapter(training_module.HorovodTrainer):
+    """``opennmt.training.HorovodTrainer`` with two hooks for subclasses.
+
+    * :meth:`before_steps`: called before the first training step (``_steps``).
+    * :meth:`broadcast`: replaces the broadcast of the model's and the optimizer's
+      variables after the first step (``_broadcast_variables``).
+    """
+
+    def before_steps(self, hvd, model, optimizer):
+        """Hook: runs before the first training step (default: nothing)."""
+
+    def broadcast(self, hvd, model, optimizer):
+        """Hook: gives every worker worker 0's model and optimizer variables."""
+        super()._broadcast_variables()
+
+    def _steps(self, dataset, accum_steps=1):
+        self.before_steps(self._hvd, self._model, self._optimizer)
+        yield from super()._steps(dataset, accum_steps=accum_steps)
+
+    def _broadcast_variables(self):
+        self.broadcast(self._hvd, self._model, self._optimizer)
+
+
+@contextlib.contextmanager
+def horovod_trainer_class(cls):
+    """Makes ``opennmt.Runner.train`` build its Horovod trainer with :obj:`cls`.
+
+    It calls ``training_util.HorovodTrainer`` through the module global
+    ``opennmt.runner.training_util``; it is swapped for the duration of the call only.
+    """
+    original = runner_module.training_util
+    runner_module.training_util = _TrainingModule(HorovodTrainer=cls)
+    try:
+        yield
+    finally:
+        runner_module.training_util = original
 
 
 class EvaluatorAdapter(evaluation.Evaluator):

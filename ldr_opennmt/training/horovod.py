@@ -16,8 +16,10 @@ What the Runner adds:
 * the workers check that they build the same model (:func:`check_same`): the declared
   domains and the region count must agree (``model_dir`` must be on a file system all
   machines see), otherwise the run stops with one line instead of hanging;
-* the variables are broadcast after the first step by position, not by name
-  (:class:`PositionalBroadcast`): Horovod pairs the tensors of the workers by op name,
+* its trainer (:class:`HorovodTrainer`, used by ``Runner.train``) broadcasts worker 0's
+  variables, restored ones included, before the first step, not only after it;
+* broadcasts pair the workers' variables by position, not by name
+  (:func:`broadcast_by_position`): Horovod pairs the tensors of the workers by op name,
   and Keras names layers with a process-wide counter, so a model built once more on one
   worker (a check, an evaluation model) would name every variable differently and the
   broadcast would wait forever.
@@ -25,6 +27,7 @@ What the Runner adds:
 
 import tensorflow as tf
 
+from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
 
 
@@ -62,56 +65,88 @@ def check_same(hvd, value, what):
         )
 
 
-class PositionalBroadcast:
-    """The ``horovod.tensorflow`` module, with ``broadcast_variables`` by position.
+def broadcast_by_position(hvd, variables, name, root_rank=0):
+    """Assigns worker :obj:`root_rank`'s values to :obj:`variables` on every worker.
 
-    Every other attribute is the module's. The variables are paired by their index in
-    the list (the model's and the optimizer's variables are listed in creation order,
-    the same on every worker); their shapes and types are checked first, so that
-    workers that built different models stop with an error rather than wait.
+    The variables are paired by their index in the list (the model's and the
+    optimizer's variables are listed in the same order on every worker), not by name;
+    their shapes and types are checked first, so that workers that built different
+    models stop with an error rather than wait for each other.
+
+    Raises:
+      UserError: if the workers' variable lists differ in length, shape or type.
+    """
+    variables = list(variables)
+    signature = [(tuple(v.shape.as_list()), v.dtype.name) for v in variables]
+    master = hvd.broadcast_object(signature, root_rank=root_rank, name=name + "_signature")
+    if master != signature:
+        first = next(
+            (i for i, (a, b) in enumerate(zip(signature, master)) if a != b),
+            min(len(signature), len(master)),
+        )
+        raise UserError(
+            "worker %d built a different model than worker %d: %d variables against %d, "
+            "first difference at variable %d (%s)"
+            % (
+                hvd.rank(),
+                root_rank,
+                len(signature),
+                len(master),
+                first,
+                variables[first].name if first < len(variables) else "missing",
+            )
+        )
+
+    @tf.function
+    def _broadcast():
+        for index, variable in enumerate(variables):
+            variable.assign(
+                hvd.broadcast(variable, root_rank=root_rank, name="%s_%d" % (name, index))
+            )
+
+    _broadcast()
+
+
+def optimizer_variables(optimizer, variables):
+    """The variables of :obj:`optimizer` in an order that does not depend on how they
+    were created: its own (the step counter, a loss scale, ...) in creation order, then
+    the slots of each of :obj:`variables` in their order, slot names sorted.
+
+    Creation order differs between workers: worker 0 creates the slots it restores
+    from a checkpoint in the checkpoint's order, the others in the model's.
+    """
+    names = sorted(optimizer.get_slot_names())
+    slots = []
+    for variable in variables:
+        for name in names:
+            try:
+                slots.append(optimizer.get_slot(variable, name))
+            except KeyError:  # A variable without this slot.
+                continue
+    refs = {slot.ref() for slot in slots}
+    return [v for v in optimizer.variables() if v.ref() not in refs] + slots
+
+
+class HorovodTrainer(compat.HorovodTrainerAdapter):
+    """OpenNMT-tf's Horovod trainer, with the workers' variables equal from the start.
+
+    OpenNMT-tf broadcasts worker 0's variables after the first update only, and only
+    worker 0 restores the checkpoint: the first update averages worker 0's gradients
+    with gradients computed at the other workers' random initial weights (an
+    interrupted run, resumed, takes one step that is partly noise, and Adam's moments
+    keep it for a while). This trainer creates the variables (worker 0's restored
+    with them) and broadcasts them before the first step. Broadcasts pair variables by
+    position (:func:`broadcast_by_position`, :func:`optimizer_variables`).
     """
 
-    def __init__(self, hvd):
-        self._hvd = hvd
-        self._calls = 0
+    def before_steps(self, hvd, model, optimizer):
+        model.create_variables(optimizer=optimizer)
+        self.broadcast(hvd, model, optimizer)
 
-    def __getattr__(self, name):
-        return getattr(self._hvd, name)
-
-    def broadcast_variables(self, variables, root_rank=0):
-        """Assigns worker :obj:`root_rank`'s values to :obj:`variables` on every worker.
-
-        Raises:
-          UserError: if the workers' variable lists differ in length, shape or type.
-        """
-        variables = list(variables)
-        self._calls += 1
-        prefix = "ldr_broadcast_%d" % self._calls
-        signature = [(tuple(v.shape.as_list()), v.dtype.name) for v in variables]
-        master = self._hvd.broadcast_object(signature, root_rank=root_rank, name=prefix + "_sig")
-        if master != signature:
-            first = next(
-                (i for i, (a, b) in enumerate(zip(signature, master)) if a != b),
-                min(len(signature), len(master)),
-            )
-            raise UserError(
-                "worker %d built a different model than worker %d: %d variables against %d,"
-                " first difference at variable %d (%s)"
-                % (
-                    self._hvd.rank(),
-                    root_rank,
-                    len(signature),
-                    len(master),
-                    first,
-                    variables[first].name if first < len(variables) else "missing",
-                )
-            )
-        hvd = self._hvd
-
-        @tf.function
-        def _broadcast():
-            for index, variable in enumerate(variables):
-                value = hvd.broadcast(variable, root_rank=root_rank, name="%s_%d" % (prefix, index))
-                variable.assign(value)
-
-        _broadcast()
+    def broadcast(self, hvd, model, optimizer):
+        self._broadcasts = getattr(self, "_broadcasts", 0) + 1
+        name = "ldr_broadcast_%d" % self._broadcasts
+        broadcast_by_position(hvd, model.variables, name + "_model")
+        broadcast_by_position(
+            hvd, optimizer_variables(optimizer, model.trainable_variables), name + "_optimizer"
+        )

@@ -752,9 +752,9 @@ class Runner(compat.RunnerAdapter):
         if declared is not None and master:
             # What the checkpoints are trained with: later runs must keep these ids.
             domain_record.write_record(self.model_dir, declared, self.domain_regions())
-        if hvd is not None:
-            kwargs["hvd"] = horovod.PositionalBroadcast(hvd)
-        with compat.evaluator_class(MultiDomainEvaluator):
+        with compat.evaluator_class(MultiDomainEvaluator), compat.horovod_trainer_class(
+            horovod.HorovodTrainer
+        ):
             return super().train(num_devices=num_devices, with_eval=with_eval, **kwargs)
 
     def evaluate(self, features_file=None, labels_file=None, checkpoint_path=None):

@@ -3,13 +3,16 @@
 Run by test_horovod.py under ``horovodrun -np 2 -H localhost:2 python -m
 tests.training.horovod_check DIR``; each worker writes ``DIR/check.RANK.json``:
 
-* ``gradients``: for ``procedure1`` and ``joint``, one update of OpenNMT-tf's
-  ``HorovodTrainer`` with plain SGD (learning rate 1: the update is minus the applied
-  gradient), worker 0 on a batch of medical sentences, worker 1 on a batch of religious
-  ones, software absent; worker 0 also makes the same update with one process
-  (``opennmt.training.Trainer``) on the concatenation of both batches and reports the
-  largest difference between the two updates; each worker reports which domain
-  regions changed and a checksum of all its weights;
+* ``procedure1``, ``joint``: one update of the Runner's Horovod trainer
+  (:class:`ldr_opennmt.training.horovod.HorovodTrainer`) with plain SGD (learning rate
+  1: the update is minus the applied gradient), worker 0 on a batch of medical
+  sentences, worker 1 on a batch of religious ones, software absent; worker 0 also makes
+  the same update with one process (``opennmt.training.Trainer``) on the concatenation
+  of both batches and reports the largest difference between the two updates; each
+  worker reports which domain regions changed and a checksum of all its weights;
+* ``resumed``: the same in Procedure 1 with worker 1 starting from other weights than
+  worker 0's (as when worker 0 alone restores a checkpoint); ``resumed_stock_trainer``:
+  with OpenNMT-tf's own ``HorovodTrainer``, which broadcasts after the first update only;
 * ``sampling``: the batches each worker draws through the multi-domain Runner's own
   training dataset (``Runner.train`` with ``--horovod``; the trainer's loop is replaced
   by one that records 200 batches): their domains and source sentences.
@@ -25,6 +28,7 @@ import numpy as np
 import opennmt
 import tensorflow as tf
 
+from ldr_opennmt.training import horovod
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 
@@ -56,14 +60,14 @@ def _first_batch(model, files, size):
     return next(iter(dataset))
 
 
-def _model(paths, mode):
+def _model(paths, mode, seed):
     model = helpers.FAMILIES["ldr_transformer"]()
     model.initialize(
         corpus.data_config(paths),
         params={"optimizer": "SGD", "learning_rate": 1.0, "domain_training": mode},
     )
     model.create_variables()
-    helpers.randomize_weights(model, seed=7)
+    helpers.randomize_weights(model, seed=seed)
     return model
 
 
@@ -81,13 +85,19 @@ def _checksum(model):
     return digest.hexdigest()
 
 
-def check_gradients(directory, paths, mode):
+def check_update(directory, paths, mode, trainer_class=horovod.HorovodTrainer, seeds=(7, 7)):
+    """One update on two workers against one process on both batches.
+
+    :obj:`seeds`: the initial weights of each worker (worker 0's are those of the
+    reference); different seeds stand for a resumed run, where worker 0 alone restores
+    the checkpoint.
+    """
     own = os.path.join(directory, "batch%d" % RANK)
     files = _write_batch_files(own, BATCH_DOMAIN[RANK], seed=11)
-    model = _model(paths, mode)
+    model = _model(paths, mode, seeds[RANK])
     regions = model.domain_weights()
     batch = _first_batch(model, files, BATCH_SIZE)
-    trainer = opennmt.training.HorovodTrainer(model, model.get_optimizer(), hvd)
+    trainer = trainer_class(model, model.get_optimizer(), hvd)
     before = {k: helpers.snapshot(vs) for k, vs in regions.items()}
     update = _one_update(trainer, model, batch)
     result = {
@@ -99,18 +109,18 @@ def check_gradients(directory, paths, mode):
         },
         "checksum": _checksum(model),
     }
-    hvd.allreduce(tf.constant(0.0), name="files_written_" + mode)  # Both batch files exist.
+    hvd.allreduce(tf.constant(0.0), name="files_written_" + os.path.basename(directory))
     if RANK == 0:
         # One process, the two workers' batches concatenated: the same update?
         both = os.path.join(directory, "both")
         os.makedirs(both, exist_ok=True)
         concatenated = []
-        for index, name in enumerate(("batch.src", "batch.domain", "batch.tgt")):
+        for name in ("batch.src", "batch.domain", "batch.tgt"):
             lines = []
             for rank in (0, 1):
                 lines += corpus.read_lines(os.path.join(directory, "batch%d" % rank, name))
             concatenated.append(corpus.write_lines(os.path.join(both, name), lines))
-        reference = _model(paths, mode)
+        reference = _model(paths, mode, seeds[0])
         reference_batch = _first_batch(reference, concatenated, 2 * BATCH_SIZE)
         expected = _one_update(
             opennmt.training.Trainer(reference, reference.get_optimizer()),
@@ -182,8 +192,22 @@ def check_sampling(directory):
 def main(directory):
     paths = corpus.write_corpus(os.path.join(directory, "corpus%d" % RANK), count=20)
     result = {"rank": RANK, "size": hvd.size()}
+    # First, while both workers have built the same models: OpenNMT-tf's own trainer
+    # broadcasts by variable name, and worker 0 builds one more model per check below
+    # (the one-process reference), which shifts its Keras names.
+    result["resumed_stock_trainer"] = check_update(
+        os.path.join(directory, "resumed_stock"),
+        paths,
+        "procedure1",
+        trainer_class=opennmt.training.HorovodTrainer,
+        seeds=(7, 8),
+    )
     for mode in ("procedure1", "joint"):
-        result[mode] = check_gradients(os.path.join(directory, mode), paths, mode)
+        result[mode] = check_update(os.path.join(directory, mode), paths, mode)
+    # A resumed run: worker 1 starts from other weights than worker 0's restored ones.
+    result["resumed"] = check_update(
+        os.path.join(directory, "resumed"), paths, "procedure1", seeds=(7, 8)
+    )
     result["sampling"] = check_sampling(directory)
     with open(os.path.join(directory, "check.%d.json" % RANK), "w") as f:
         json.dump(result, f)

@@ -85,6 +85,17 @@ class HorovodCheckTest(helpers.SharedDirTestCase):
             # After the update both workers hold the same weights.
             self.assertEqual(worker0["checksum"], worker1["checksum"])
 
+    def test_resumed_run_first_update_starts_from_worker_0_weights(self):
+        # Worker 1 starts from other weights (worker 0 alone restores the checkpoint):
+        # they are replaced by worker 0's before the first update.
+        resumed = self.results[0]["resumed"]
+        self.assertLess(resumed["max_update_difference"], 1e-5 * resumed["max_update"])
+        self.assertEqual(resumed["checksum"], self.results[1]["resumed"]["checksum"])
+        # OpenNMT-tf's own trainer broadcasts after the first update: that update mixes
+        # in gradients taken at worker 1's weights (what the Runner's trainer fixes).
+        stock = self.results[0]["resumed_stock_trainer"]
+        self.assertGreater(stock["max_update_difference"], 1e-2 * stock["max_update"])
+
     def test_absent_domain_kept_present_domains_updated(self):
         for mode in ("procedure1", "joint"):
             for result in self.results:
