@@ -25,6 +25,8 @@ What the Runner adds:
   broadcast would wait forever.
 """
 
+import re
+
 import tensorflow as tf
 
 from ldr_opennmt import compat
@@ -56,7 +58,7 @@ def check_same(hvd, value, what):
     """
     if hvd is None:
         return
-    master = from_master(hvd, value, "check_" + what.replace(" ", "_"))
+    master = from_master(hvd, value, "check_" + re.sub(r"[^A-Za-z0-9_]", "_", what))
     if master != value:
         raise UserError(
             "worker %d: %s is %r but worker 0 has %r (with Horovod, every worker must see "

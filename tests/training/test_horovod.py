@@ -200,10 +200,22 @@ class HorovodCommandsTest(helpers.SharedDirTestCase):
         self.assertEqual(process.returncode, 0, msg=process.stdout[-4000:])
         self.assertIn("Restored checkpoint run/ckpt-6", process.stdout)
         self.assertEqual(tf.train.latest_checkpoint(run0), os.path.join(run0, "ckpt-9"))
-        self.assertFalse(os.path.exists(os.path.join(workers, "rank1", "run")))
+        self.assertEqual(os.listdir(os.path.join(workers, "rank1")), [])
         resumed = helpers.checkpoint_values(run0)
         self.assertEqual(sorted(resumed), sorted(trained))
         self.assertTrue(any(not np.array_equal(resumed[k], trained[k]) for k in trained))
+
+        # Fine-tuning on one domain: worker 0 writes finetune.json, both train 2 steps.
+        config["model_dir"] = "finetuned"
+        config["finetune"] = {"base": run0, "domain": "medical", "steps": 2}
+        self._config("ldr_main.yml", config)
+        process = _horovodrun(_in_worker_dir(workers, command))
+        self.assertEqual(process.returncode, 0, msg=process.stdout[-4000:])
+        finetuned = os.path.join(workers, "rank0", "finetuned")
+        self.assertEqual(tf.train.latest_checkpoint(finetuned), os.path.join(finetuned, "ckpt-11"))
+        with open(os.path.join(finetuned, "finetune.json")) as f:
+            self.assertEqual(json.load(f)["domain"], "medical")
+        self.assertEqual(os.listdir(os.path.join(workers, "rank1")), [])
 
     def test_onmt_main_trains_procedure1_from_label_files(self):
         workers = self._workers("onmt_main")
