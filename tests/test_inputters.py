@@ -1,5 +1,6 @@
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from ldr_opennmt import domains, models
@@ -190,6 +191,39 @@ class EmptyPairsTest(tf.test.TestCase):
         )
         lengths = [int(n) for _, labels in dataset.take(40) for n in labels["length"].numpy()]
         self.assertGreater(min(lengths), 1)
+
+    def test_domain_batches_differ_between_workers_with_one_seed(self):
+        # Horovod: each worker builds its pipeline with the same --seed; the domain draws
+        # of workers 0 and 1 must still be independent (each seeded run reproducible).
+        sizes = {"medical": 8, "religious": 8, "software": 8}
+        directory = os.path.join(self.get_temp_dir(), "workers")
+        paths = corpus.write_corpus(directory, count=8)
+        files = corpus.write_domain_corpora(directory, sizes)
+        data = {
+            "domains": list(sizes),
+            "source_vocabulary": paths["src_vocab"],
+            "target_vocabulary": paths["tgt_vocab"],
+            "domain_batches": True,
+        }
+        model = self._model(data)
+
+        def draws(shard_index):
+            tf.random.set_seed(1)
+            np.random.seed(1)
+            dataset = model.examples_inputter.make_training_dataset(
+                [[f[0] for f in files.values()], [constant_label(d) for d in sizes]],
+                [f[1] for f in files.values()],
+                2,
+                num_shards=2,
+                shard_index=shard_index,
+            )
+            return [int(features["domain"][0]) for features, _ in dataset.take(60)]
+
+        worker0, worker1 = draws(0), draws(1)
+        self.assertEqual(worker0, draws(0))  # Reproducible.
+        self.assertEqual(worker1, draws(1))
+        self.assertLess(sum(a == b for a, b in zip(worker0, worker1)), 40)  # 20 expected
+        self.assertEqual(set(worker0), {0, 1, 2})
 
     def test_training_files_are_checked(self):
         data = self._data()

@@ -1,7 +1,8 @@
 """Two Horovod workers on CPU: Procedure 1, update skipping, sampling and who writes.
 
-Skipped where Horovod is not installed (it is an optional build: bash
-run/install_horovod.sh). Each test launches ``horovodrun -np 2 -H localhost:2``.
+The tests that launch ``horovodrun -np 2 -H localhost:2`` are skipped where Horovod is not
+installed (it is an optional build: bash run/install_horovod.sh); the helpers of
+:mod:`ldr_opennmt.training.horovod` are also tested with a stand-in for Horovod, everywhere.
 """
 
 import collections
@@ -16,6 +17,8 @@ import pytest
 import tensorflow as tf
 import yaml
 
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.training import horovod
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,13 +26,78 @@ BIN = os.path.dirname(sys.executable)
 HOROVODRUN = os.path.join(BIN, "horovodrun")
 HAS_HOROVOD = importlib.util.find_spec("horovod") is not None and os.path.exists(HOROVODRUN)
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        not HAS_HOROVOD,
-        reason="Horovod is not installed (optional: bash run/install_horovod.sh)",
-    ),
-]
+requires_horovod = pytest.mark.skipif(
+    not HAS_HOROVOD, reason="Horovod is not installed (optional: bash run/install_horovod.sh)"
+)
+
+
+class _Worker:
+    """A stand-in for ``horovod.tensorflow`` on worker :obj:`rank`, whose broadcasts
+    return :obj:`master` (worker 0's object) and :obj:`value` (worker 0's tensors)."""
+
+    def __init__(self, rank, master=None, value=5.0):
+        self._rank = rank
+        self.master = master
+        self.value = value
+        self.names = []
+
+    def rank(self):
+        return self._rank
+
+    def broadcast_object(self, obj, root_rank=0, name=None):
+        self.names.append(name)
+        return obj if self.master is None else self.master
+
+    def broadcast(self, tensor, root_rank=0, name=None):
+        self.names.append(name)
+        return tf.fill(tf.shape(tensor), tf.constant(self.value, tensor.dtype))
+
+
+class HorovodHelpersTest(tf.test.TestCase):
+    def test_check_same(self):
+        value = (["medical", "religious"], 3)
+        horovod.check_same(None, value, "(domains, domain regions)")
+        horovod.check_same(_Worker(1), value, "(domains, domain regions)")
+        with self.assertRaisesRegex(
+            UserError,
+            r"^worker 1: \(domains, domain regions\) is \(\['medical', 'religious'\], 3\) but "
+            r"worker 0 has \(\['medical', 'religious'\], 4\) \(with Horovod, every worker",
+        ):
+            horovod.check_same(
+                _Worker(1, master=(["medical", "religious"], 4)), value, "(domains, domain regions)"
+            )
+
+    def test_from_master(self):
+        self.assertEqual(horovod.from_master(None, 3, "x"), 3)
+        self.assertEqual(horovod.from_master(_Worker(1, master=7), 3, "x"), 7)
+
+    def test_broadcast_by_position(self):
+        variables = [tf.Variable([1.0, 2.0]), tf.Variable([[3.0]])]
+        worker = _Worker(1)
+        horovod.broadcast_by_position(worker, variables, "b")
+        self.assertAllEqual(variables[0], [5.0, 5.0])
+        self.assertAllEqual(variables[1], [[5.0]])
+        self.assertEqual(worker.names, ["b_signature", "b_0", "b_1"])  # By position.
+        worker = _Worker(1, master=[((2,), "float32"), ((1, 1), "float32"), ((4,), "float32")])
+        with self.assertRaisesRegex(
+            UserError,
+            r"^worker 1 built a different model than worker 0: 2 variables against 3, first "
+            r"difference at variable 2 \(missing\)",
+        ):
+            horovod.broadcast_by_position(worker, variables, "b")
+        self.assertAllEqual(variables[0], [5.0, 5.0])  # Nothing assigned.
+
+    def test_optimizer_variables_do_not_depend_on_creation_order(self):
+        variables = [tf.Variable(tf.ones([2]), name="a"), tf.Variable(tf.ones([3]), name="b")]
+        created, listed = [], []
+        for order in (variables, variables[::-1]):
+            optimizer = tf.keras.optimizers.legacy.Adam()
+            optimizer._create_all_weights(order)
+            created.append([v.name for v in optimizer.variables()])
+            listed.append([v.name for v in horovod.optimizer_variables(optimizer, variables)])
+        self.assertNotEqual(created[0], created[1])
+        self.assertEqual(listed[0], ["iter:0", "a/m:0", "a/v:0", "b/m:0", "b/v:0"])
+        self.assertEqual(listed[1], listed[0])
 
 
 def _horovodrun(command, cwd=ROOT, timeout=600):
@@ -53,6 +121,8 @@ def _in_worker_dir(directory, command):
     return 'cd "%s/rank$HOROVOD_RANK" && exec %s' % (directory, command)
 
 
+@pytest.mark.e2e
+@requires_horovod
 class HorovodCheckTest(helpers.SharedDirTestCase):
     """tests/training/horovod_check.py on two workers: the numbers of one run."""
 
@@ -149,6 +219,8 @@ def _corpora_config(directory, model_dir, max_step):
     }
 
 
+@pytest.mark.e2e
+@requires_horovod
 class HorovodCommandsTest(helpers.SharedDirTestCase):
     """``ldr-main`` and ``onmt-main`` with ``--horovod``: training, resuming, writing."""
 
