@@ -1,5 +1,5 @@
 """The multi-domain Runner (``ldr-main``): per-domain corpora, domain sampling,
-per-domain evaluation, fine-tuning and new domains on trained models.
+per-domain evaluation, fine-tuning, new domains on trained models and Horovod workers.
 
 Above the models in the package's layering (see the README's architecture
 section): it imports ``models``, ``layers``, ``inputters`` and the bottom

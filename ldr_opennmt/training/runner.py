@@ -20,6 +20,9 @@ by the other) that adds:
 * configuration checks before anything is written (:meth:`Runner.validate`): the
   vocabularies and tokenizers, the model's ``params``, the training and evaluation
   files and their domain labels, each error one line naming the key and the file;
+* Horovod (``--horovod``, :mod:`ldr_opennmt.training.horovod`): worker 0 alone writes
+  what the Runner writes, the workers check that they build the same model, and their
+  variables are equal before the first step;
 * inference (``infer``, hence ``ldr-main infer`` and ``ldr-eval``) that writes its
   predictions under a temporary name renamed when complete, and warns about the
   translations that stopped at ``maximum_decoding_length``; exports built under a
