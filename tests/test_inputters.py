@@ -168,6 +168,15 @@ class EmptyPairsTest(tf.test.TestCase):
         self.assertNotEmpty(lengths)
         self.assertTrue(all(1 < n <= 3 for n in lengths), lengths)
 
+    @staticmethod
+    def _domain_batches_data(paths, sizes):
+        return {
+            "domains": list(sizes),
+            "source_vocabulary": paths["src_vocab"],
+            "target_vocabulary": paths["tgt_vocab"],
+            "domain_batches": True,
+        }
+
     def test_domain_batches_drop_empty_targets(self):
         sizes = {"medical": 6, "religious": 6}
         directory = os.path.join(self.get_temp_dir(), "corpora")
@@ -177,13 +186,7 @@ class EmptyPairsTest(tf.test.TestCase):
         with open(target) as f:
             lines = f.read().splitlines()
         corpus.write_lines(target, lines[:2] + [""] + lines[3:])
-        data = {
-            "domains": list(sizes),
-            "source_vocabulary": paths["src_vocab"],
-            "target_vocabulary": paths["tgt_vocab"],
-            "domain_batches": True,
-        }
-        model = self._model(data)
+        model = self._model(self._domain_batches_data(paths, sizes))
         dataset = model.examples_inputter.make_training_dataset(
             [[f[0] for f in files.values()], [constant_label(d) for d in sizes]],
             [f[1] for f in files.values()],
@@ -199,13 +202,7 @@ class EmptyPairsTest(tf.test.TestCase):
         directory = os.path.join(self.get_temp_dir(), "workers")
         paths = corpus.write_corpus(directory, count=8)
         files = corpus.write_domain_corpora(directory, sizes)
-        data = {
-            "domains": list(sizes),
-            "source_vocabulary": paths["src_vocab"],
-            "target_vocabulary": paths["tgt_vocab"],
-            "domain_batches": True,
-        }
-        model = self._model(data)
+        model = self._model(self._domain_batches_data(paths, sizes))
 
         def draws(shard_index):
             tf.random.set_seed(1)

@@ -241,18 +241,24 @@ class HorovodCommandsTest(helpers.SharedDirTestCase):
             os.makedirs(os.path.join(directory, "rank%d" % rank), exist_ok=True)
         return directory
 
+    def _train(self, workers, program, config_path, *train_args):
+        """``PROGRAM ... train --horovod`` on two workers, each in its own directory."""
+        command = "%s --model %s/model_defs/small/ldr_transformer.py --config %s train %s" % (
+            program,
+            ROOT,
+            config_path,
+            " ".join(train_args + ("--horovod",)),
+        )
+        process = _horovodrun(_in_worker_dir(workers, command))
+        self.assertEqual(process.returncode, 0, msg=process.stdout[-4000:])
+        return process
+
     def test_ldr_main_trains_resumes_and_only_worker_0_writes(self):
         workers = self._workers("ldr_main")
         # model_dir is relative: each worker resolves it in its own directory.
         config = _corpora_config(self.dir, "run", max_step=6)
         path = self._config("ldr_main.yml", config)
-        command = "ldr-main --model %s/model_defs/small/ldr_transformer.py --config %s %s" % (
-            ROOT,
-            path,
-            "train --with_eval --horovod",
-        )
-        process = _horovodrun(_in_worker_dir(workers, command))
-        self.assertEqual(process.returncode, 0, msg=process.stdout[-4000:])
+        process = self._train(workers, "ldr-main", path, "--with_eval")
         run0 = os.path.join(workers, "rank0", "run")
         self.assertFalse(os.path.exists(os.path.join(workers, "rank1", "run")))
         self.assertEqual(tf.train.latest_checkpoint(run0), os.path.join(run0, "ckpt-6"))
@@ -268,8 +274,7 @@ class HorovodCommandsTest(helpers.SharedDirTestCase):
         # Resumed: worker 0 restores step 6, the broadcast gives worker 1 its weights.
         config["train"]["max_step"] = 9
         self._config("ldr_main.yml", config)
-        process = _horovodrun(_in_worker_dir(workers, command))
-        self.assertEqual(process.returncode, 0, msg=process.stdout[-4000:])
+        process = self._train(workers, "ldr-main", path, "--with_eval")
         self.assertIn("Restored checkpoint run/ckpt-6", process.stdout)
         self.assertEqual(tf.train.latest_checkpoint(run0), os.path.join(run0, "ckpt-9"))
         self.assertEqual(os.listdir(os.path.join(workers, "rank1")), [])
@@ -281,8 +286,7 @@ class HorovodCommandsTest(helpers.SharedDirTestCase):
         config["model_dir"] = "finetuned"
         config["finetune"] = {"base": run0, "domain": "medical", "steps": 2}
         self._config("ldr_main.yml", config)
-        process = _horovodrun(_in_worker_dir(workers, command))
-        self.assertEqual(process.returncode, 0, msg=process.stdout[-4000:])
+        process = self._train(workers, "ldr-main", path, "--with_eval")
         finetuned = os.path.join(workers, "rank0", "finetuned")
         self.assertEqual(tf.train.latest_checkpoint(finetuned), os.path.join(finetuned, "ckpt-11"))
         with open(os.path.join(finetuned, "finetune.json")) as f:
@@ -298,14 +302,7 @@ class HorovodCommandsTest(helpers.SharedDirTestCase):
             "params": {"optimizer": "Adam", "learning_rate": 0.01, "beam_width": 1},
             "train": {"batch_size": 8, "batch_type": "examples", "max_step": 4},
         }
-        path = self._config("onmt_main.yml", config)
-        command = "onmt-main --model %s/model_defs/small/ldr_transformer.py --config %s %s" % (
-            ROOT,
-            path,
-            "train --horovod",
-        )
-        process = _horovodrun(_in_worker_dir(workers, command))
-        self.assertEqual(process.returncode, 0, msg=process.stdout[-4000:])
+        self._train(workers, "onmt-main", self._config("onmt_main.yml", config))
         run0 = os.path.join(workers, "rank0", "run")
         self.assertEqual(tf.train.latest_checkpoint(run0), os.path.join(run0, "ckpt-4"))
         self.assertFalse(os.path.exists(os.path.join(workers, "rank1", "run")))
