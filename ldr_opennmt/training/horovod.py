@@ -146,9 +146,9 @@ class HorovodTrainer(compat.HorovodTrainerAdapter):
         self.broadcast(hvd, model, optimizer)
 
     def broadcast(self, hvd, model, optimizer):
-        self._broadcasts = getattr(self, "_broadcasts", 0) + 1
-        name = "ldr_broadcast_%d" % self._broadcasts
-        broadcast_by_position(hvd, model.variables, name + "_model")
+        broadcast_by_position(hvd, model.variables, "ldr_broadcast_model")
         broadcast_by_position(
-            hvd, optimizer_variables(optimizer, model.trainable_variables), name + "_optimizer"
+            hvd,
+            optimizer_variables(optimizer, model.trainable_variables),
+            "ldr_broadcast_optimizer",
         )

@@ -737,9 +737,8 @@ class Runner(compat.RunnerAdapter):
         hvd = kwargs.get("hvd")
         master = horovod.is_master(hvd)
         declared = self.config["data"].get("domains")
-        horovod.check_same(
-            hvd, (list(declared or []), self.domain_regions()), "(domains, domain regions)"
-        )
+        regions = self.domain_regions()
+        horovod.check_same(hvd, (list(declared or []), regions), "(domains, domain regions)")
         if finetune:
             if kwargs.get("checkpoint_path"):
                 raise UserError("finetune: base sets the checkpoint; do not pass --checkpoint_path")
@@ -754,7 +753,7 @@ class Runner(compat.RunnerAdapter):
             kwargs.update(restore)
         if declared is not None and master:
             # What the checkpoints are trained with: later runs must keep these ids.
-            domain_record.write_record(self.model_dir, declared, self.domain_regions())
+            domain_record.write_record(self.model_dir, declared, regions)
         with compat.evaluator_class(MultiDomainEvaluator), compat.horovod_trainer_class(
             horovod.HorovodTrainer
         ):

@@ -194,29 +194,16 @@ class HorovodCheckTest(helpers.SharedDirTestCase):
 
 
 def _corpora_config(directory, model_dir, max_step):
-    paths = corpus.write_corpus(os.path.join(directory, "data"), count=20)
-    train = corpus.write_domain_corpora(os.path.join(directory, "data"), helpers.CORPUS_SIZES)
-    dev = corpus.write_domain_corpora(
+    """helpers.corpora_config, with per-domain dev sets evaluated every 3 steps."""
+    config = helpers.corpora_config(directory, model_dir)
+    config["data"]["eval_corpora"] = corpus.write_domain_corpora(
         os.path.join(directory, "data"), {d: 4 for d in corpus.DOMAINS}, seed=1, split="dev"
     )
-    return {
-        "model_dir": model_dir,
-        "data": {
-            "source_vocabulary": paths["src_vocab"],
-            "target_vocabulary": paths["tgt_vocab"],
-            "train_corpora": train,
-            "eval_corpora": dev,
-        },
-        "params": {"optimizer": "Adam", "learning_rate": 0.01, "beam_width": 1},
-        "train": {
-            "batch_size": 8,
-            "batch_type": "examples",
-            "max_step": max_step,
-            "save_checkpoints_steps": 3,
-            "sample_buffer_size": 0,
-        },
-        "eval": {"steps": 3, "scorers": "bleu", "save_eval_predictions": True},
-    }
+    config["train"].update(
+        {"max_step": max_step, "save_checkpoints_steps": 3, "sample_buffer_size": 0}
+    )
+    config["eval"] = {"steps": 3, "scorers": "bleu", "save_eval_predictions": True}
+    return config
 
 
 @pytest.mark.e2e
