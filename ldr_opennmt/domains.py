@@ -22,6 +22,7 @@ import re
 import tensorflow as tf
 
 from ldr_opennmt.errors import UserError, not_utf8_error
+from ldr_opennmt.names import check_path_name
 
 GENERIC = "generic"
 GENERIC_ID = -1
@@ -46,7 +47,10 @@ def validate_domain_names(names, source="the configuration"):
         raise UserError("%s declares no domains (set data: domains: [name, ...])" % source)
     if isinstance(names, str) or not isinstance(names, (list, tuple)):
         raise UserError("%s: domains must be a list of names, got %r" % (source, names))
-    names = [str(name).strip() for name in names]
+    for name in names:
+        if not isinstance(name, str):
+            check_path_name(name, "domain name", source)  # Names the YAML cause.
+    names = [name.strip() for name in names]
     if not names:
         raise UserError("%s declares an empty domain list" % source)
     seen = set()
@@ -64,6 +68,9 @@ def validate_domain_names(names, source="the configuration"):
                 "%s: %r is reserved (it selects no domain) and cannot be declared"
                 % (source, GENERIC)
             )
+        # A domain name becomes a file or directory name (CTranslate2 exports, ldr-data,
+        # ldr-eval): checked here, where it enters.
+        check_path_name(name, "domain name", source)
         if name in seen:
             raise UserError("%s: domain %r is declared twice" % (source, name))
         seen.add(name)
