@@ -40,43 +40,62 @@ TOKENIZER_CONFIGS = {
     "source": "source_tokenizer_config.yml",
     "target": "target_tokenizer_config.yml",
 }
-#: Files that mark a directory as an earlier export (SavedModel, checkpoint, TensorFlow
-#: Lite, CTranslate2), which a new export to the same place replaces.
-EXPORT_MARKERS = ("saved_model.pb", "ckpt.index", "opennmt.tflite", "model.bin")
+#: The file every export of the package holds (``ldr-main export``, ``onmt-main export``
+#: of the package's models, exports on best evaluation): a later export to the same
+#: directory replaces only a directory that holds it.
+EXPORT_MARK = ".ldr-opennmt-export"
+
+
+def is_project_export(path):
+    """Whether :obj:`path` is a directory exported by the package (it holds
+    :data:`EXPORT_MARK`; a link is never one)."""
+    mark = os.path.join(path, EXPORT_MARK)
+    return (
+        os.path.isdir(path)
+        and not os.path.islink(path)
+        and os.path.isfile(mark)
+        and not os.path.islink(mark)
+    )
 
 
 @contextlib.contextmanager
 def export_directory(export_dir):
     """Yields a fresh directory to export into; it becomes :obj:`export_dir` when the
-    block completes (:func:`ldr_opennmt.utils.atomic_directory`).
+    block completes (:func:`ldr_opennmt.utils.atomic_directory`), marked as an export
+    of the package (:data:`EXPORT_MARK`).
 
     An export killed midway (``kill -9``, out of memory) leaves no directory that looks
     like an export: OpenNMT-tf writes the SavedModel first and ``assets.extra/`` last, so
     such a leftover used to be a SavedModel without its tokenizers and domain list. An
-    earlier export at :obj:`export_dir` is replaced only once the new one is complete;
-    any other non-empty directory is refused rather than replaced (``--output_dir .``
-    must not remove the current directory). Remote paths (``gs://...``), which cannot be
-    renamed atomically, are written in place as OpenNMT-tf does.
+    earlier export of the package at :obj:`export_dir` is replaced only once the new one
+    is complete; anything else (a model directory, a SavedModel made by other tools, a
+    link) is refused rather than replaced: ``--output_dir .`` or ``--output_dir
+    MODEL_DIR`` must not remove what the user made. Remote paths (``gs://...``), which
+    cannot be renamed atomically, are written in place as OpenNMT-tf does.
 
     Raises:
-      UserError: if :obj:`export_dir` is a file, or a non-empty directory that holds no
-        earlier export.
+      UserError: if :obj:`export_dir` is a link, a file, or a non-empty directory that
+        is not an earlier export of the package.
     """
     if "://" in export_dir:
         yield export_dir
         return
+    if os.path.islink(export_dir):
+        raise UserError(
+            "%s: a symbolic link: export to a real directory (it is not followed)" % export_dir
+        )
     if os.path.exists(export_dir):
         if not os.path.isdir(export_dir):
             raise UserError("%s: exists and is not a directory: cannot export there" % export_dir)
-        if os.listdir(export_dir) and not any(
-            os.path.exists(os.path.join(export_dir, name)) for name in EXPORT_MARKERS
-        ):
+        if os.listdir(export_dir) and not is_project_export(export_dir):
             raise UserError(
-                "%s: not empty and not an earlier export (no saved_model.pb): export to a new "
-                "directory" % export_dir
+                "%s: not empty and not an export made by ldr-opennmt (no %s): export to a new "
+                "directory" % (export_dir, EXPORT_MARK)
             )
     with atomic_directory(export_dir) as partial:
         yield partial
+        with open(os.path.join(partial, EXPORT_MARK), "x", encoding="utf-8") as f:
+            f.write("an export of ldr-opennmt: a later export to this directory replaces it\n")
 
 
 def export_assets(model, asset_dir):

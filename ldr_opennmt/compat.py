@@ -74,7 +74,6 @@ import types
 
 import opennmt
 import tensorflow as tf
-import yaml
 from opennmt import config as config_util
 from opennmt import evaluation
 from opennmt import runner as runner_module
@@ -83,7 +82,7 @@ from opennmt.bin import main as onmt_main
 from opennmt.models import sequence_to_sequence as s2s_module
 from opennmt.utils import misc
 
-from ldr_opennmt import errors
+from ldr_opennmt import config_loader, errors
 
 PINNED_OPENNMT = "2.32.0"
 
@@ -530,21 +529,15 @@ ONMT_RUN_TYPES = (
 )
 
 
-def load_run_config(config_paths):
-    """``opennmt.config.load_config`` with one-line errors for a missing file or bad YAML.
+def load_run_config(config_paths, config=None):
+    """``opennmt.config.load_config`` through the package's bounded YAML loader
+    (:mod:`ldr_opennmt.config_loader`): one-line errors for a missing, empty, oversized
+    or invalid file and for alias bombs.
 
     Raises:
       UserError: naming the file.
     """
-    for path in config_paths:
-        if not tf.io.gfile.exists(path):
-            raise errors.UserError("%s: no such configuration file" % path)
-    try:
-        return config_util.load_config(config_paths)
-    except yaml.YAMLError as e:
-        raise errors.UserError(
-            "%s: invalid YAML: %s" % (" ".join(config_paths), " ".join(str(e).split()))
-        ) from e
+    return config_loader.load_run_config(config_paths, config=config)
 
 
 def _split_run_type(argv):
@@ -589,9 +582,7 @@ class _DeferredModelDescription:
         return getattr(config_util, name)
 
     def load_config(self, config_paths, config=None):
-        if config is not None:
-            return config_util.load_config(config_paths, config=config)
-        return load_run_config(config_paths)
+        return load_run_config(config_paths, config=config)
 
     def load_model(self, model_dir, model_file=None, model_name=None, serialize_model=True,
                    as_builder=False):  # fmt: skip

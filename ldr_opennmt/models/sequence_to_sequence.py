@@ -20,7 +20,7 @@ from opennmt import config as config_util
 from opennmt.utils import exporters
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import compat, ensembles
+from ldr_opennmt import compat, config_keys, ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainExamplesInputter, MultiDomainInputter
 from ldr_opennmt.layers.context import DomainSpecificLayer, configured_regions, domain_scope
@@ -193,6 +193,9 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         return mode
 
     def initialize(self, data_config, params=None):
+        # The package's keys of the two sections a model sees (also under stock onmt-main).
+        config_keys.check_section("data", data_config)
+        config_keys.check_section("params", params)
         super().initialize(data_config, params=params)
         _ = self.domain_training  # Fail early on an invalid mode.
         domain_inputter = getattr(self.features_inputter, "domain_inputter", None)

@@ -91,6 +91,42 @@ def read_manifest(output_dir):
         return json.load(f)
 
 
+def is_export(path):
+    """Whether :obj:`path` is a directory made by :func:`export`: a real directory
+    whose ``manifest.json`` has this module's format (a link is never one)."""
+    manifest = os.path.join(path, MANIFEST)
+    if os.path.islink(path) or not os.path.isdir(path) or os.path.islink(manifest):
+        return False
+    try:
+        return read_manifest(path).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def check_replaceable(output_dir, force):
+    """Checks that an export may be written to :obj:`output_dir`.
+
+    ``--force`` replaces an earlier export of this module only: a directory the
+    package did not make (a model directory with its checkpoints, the current
+    directory, a link) is never removed.
+
+    Raises:
+      UserError: if :obj:`output_dir` exists and may not be replaced.
+    """
+    if os.path.islink(output_dir):
+        raise UserError("%s: a symbolic link: export to a real directory" % output_dir)
+    if not os.path.exists(output_dir):
+        return
+    if not force:
+        raise UserError("%s already exists (use --force to replace it)" % output_dir)
+    if not is_export(output_dir):
+        raise UserError(
+            "%s: --force replaces only an earlier export of ldr-export ctranslate2 (with its "
+            "%s), and this directory is not one: choose another --output_dir"
+            % (output_dir, MANIFEST)
+        )
+
+
 def convert(plain, model_dir, quantization=None):
     """Converts a plain Transformer with CTranslate2's OpenNMT-tf converter.
 
@@ -130,14 +166,15 @@ def export(
       quantization: A CTranslate2 weight type (``int8``, ``int16``, ``float16``,
         ...), or ``None`` for the trained float32 weights.
       checkpoint_path: The checkpoint the weights come from, for the manifest.
-      force: Replace :obj:`output_dir` if it exists.
+      force: Replace :obj:`output_dir` if it is an earlier export.
 
     Returns:
       The manifest (also written to ``output_dir/manifest.json``).
 
     Raises:
-      UserError: on an unknown domain, a model that cannot be folded (RNN), or
-        an existing :obj:`output_dir` without :obj:`force`.
+      UserError: on an unknown domain, a model that cannot be folded (RNN), an
+        existing :obj:`output_dir` without :obj:`force`, or one that is not an earlier
+        export (see :func:`check_replaceable`).
       ValueError: on an invalid quantization.
     """
     check_quantization(quantization)
@@ -150,8 +187,7 @@ def export(
     if duplicates:
         raise UserError("domain %r is given twice" % duplicates[0])
     output_dir = os.path.abspath(output_dir)
-    if os.path.exists(output_dir) and not force:
-        raise UserError("%s already exists (use --force to replace it)" % output_dir)
+    check_replaceable(output_dir, force)
     manifest = make_manifest(model, domains, quantization, checkpoint_path=checkpoint_path)
     with atomic_directory(output_dir) as partial:
         plain = folding.plain_transformer(model)

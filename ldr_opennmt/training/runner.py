@@ -39,7 +39,7 @@ from opennmt import inference
 from opennmt.utils import checkpoint as checkpoint_util
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import compat
+from ldr_opennmt import compat, config_keys
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
@@ -176,6 +176,8 @@ class Runner(compat.RunnerAdapter):
     """
 
     def __init__(self, model, config, **kwargs):
+        # The package's keys (type, range, section) before anything else reads them.
+        config_keys.check_config(config)
         super().__init__(model, config, **kwargs)
         self._corpora = None
         self._regions = None
@@ -381,11 +383,6 @@ class Runner(compat.RunnerAdapter):
                 )
         train = self.config.setdefault("train", {})
         finetune = self.config.get("finetune")
-        if "domain_batches" in train:
-            raise UserError(
-                "train: domain_batches is read from the data section: write data: "
-                "domain_batches (one place for ldr-main and onmt-main)"
-            )
         if not data.get("train_corpora") and not data.get("eval_corpora"):
             if finetune:
                 raise UserError("finetune needs per-domain corpora (data: train_corpora)")

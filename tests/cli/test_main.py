@@ -334,7 +334,7 @@ class InferExportTest(helpers.SharedDirTestCase):
             self,
             cli.main,
             ["--config", self.config, "export", "--output_dir", directory],
-            "^%s: not empty and not an earlier export" % re.escape(directory),
+            "^%s: not empty and not an export made by ldr-opennmt" % re.escape(directory),
         )
         self.assertEqual(os.listdir(directory), ["notes.txt"])
 

@@ -167,9 +167,22 @@ class ExportDirectoryTest(helpers.SharedDirTestCase):
         other = self._parent("other")
         with open(os.path.join(other, "notes.txt"), "w") as f:
             f.write("keep me\n")
-        with self.assertRaisesRegex(UserError, "not empty and not an earlier export"):
+        with self.assertRaisesRegex(UserError, "not empty and not an export made by"):
             self.model.export(other)
         self.assertEqual(os.listdir(other), ["notes.txt"])
+        # A SavedModel the package did not make (no mark) is not replaced; nor a link.
+        foreign = self._parent("foreign")
+        with open(os.path.join(foreign, "saved_model.pb"), "wb") as f:
+            f.write(b"someone else's")
+        with self.assertRaisesRegex(UserError, "not an export made by ldr-opennmt"):
+            self.model.export(foreign)
+        self.assertEqual(os.listdir(foreign), ["saved_model.pb"])
+        link = os.path.join(parent, "link")
+        os.symlink(export_dir, link)
+        with self.assertRaisesRegex(UserError, "a symbolic link"):
+            self.model.export(link)
+        self.assertTrue(os.path.islink(link))
+        os.remove(link)
 
 
 if __name__ == "__main__":

@@ -251,10 +251,33 @@ class CTranslate2ExportTest(tf.test.TestCase):
             f.write("old\n")
         with self.assertRaisesRegex(UserError, "already exists .*--force"):
             ct2_export.export(model, output_dir, domains=["generic"])
+        # --force replaces an earlier export only: this directory is not one (a model
+        # directory with its checkpoints would be lost).
+        with self.assertRaisesRegex(UserError, "replaces only an earlier export .*not one"):
+            ct2_export.export(model, output_dir, domains=["generic"], force=True)
         self.assertEqual(os.listdir(output_dir), ["stale"])
+        os.remove(os.path.join(output_dir, "stale"))
+        os.rmdir(output_dir)
+        ct2_export.export(model, output_dir, domains=["generic"])
+        with open(os.path.join(output_dir, "stale"), "w") as f:
+            f.write("old\n")
         ct2_export.export(model, output_dir, domains=["generic"], force=True)
         self.assertEqual(sorted(os.listdir(output_dir)), ["generic", "manifest.json"])
         self.assertEqual(os.listdir(parent), ["ct2"])  # no partial or old directory left
+        # A manifest of another format, or a link to an export, is not replaced either.
+        other = os.path.join(parent, "other")
+        os.makedirs(other)
+        with open(os.path.join(other, "manifest.json"), "w") as f:
+            f.write('{"format": "something-else"}\n')
+        with self.assertRaisesRegex(UserError, "replaces only an earlier export"):
+            ct2_export.export(model, other, domains=["generic"], force=True)
+        link = os.path.join(parent, "link")
+        os.symlink(output_dir, link)
+        with self.assertRaisesRegex(UserError, "a symbolic link"):
+            ct2_export.export(model, link, domains=["generic"], force=True)
+        self.assertTrue(os.path.isfile(os.path.join(output_dir, "manifest.json")))
+        self.assertEqual(os.listdir(os.path.join(parent, "other")), ["manifest.json"])
+        os.remove(link)
 
     def test_failed_export_leaves_nothing(self):
         model = _build(self, "ldr_transformer")

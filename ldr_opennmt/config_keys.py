@@ -1,0 +1,189 @@
+"""The configuration keys the package adds to OpenNMT-tf's, in one declarative table.
+
+:data:`KEYS` names each key with its section, type, range, default and one line of
+help. :func:`check_config` reads it to check a run configuration before anything is
+written (``Runner`` under ``ldr-main`` and every command of the package; the
+``data`` and ``params`` sections under stock ``onmt-main`` too, when the model is
+initialized), and the documentation's configuration reference is generated from it:
+the checks and the reference cannot drift apart.
+
+Checked here: the type and range of each key, and a key of the package found in a
+section that does not read it (``params: domain_sampling_alpha`` would be ignored
+without a word: it is read under ``train:``). Deeper checks of a key's contents (the
+corpora entries, the domain list, the ensemble weights) stay with the code that reads
+it, and run before anything is written too.
+"""
+
+import collections
+import math
+
+from ldr_opennmt.errors import UserError
+
+Key = collections.namedtuple("Key", ["section", "name", "type", "range", "default", "help"])
+Key.__doc__ = """One configuration key of the package.
+
+Attributes:
+  section: The section that reads it (``data``, ``train``, ``params``, ``infer``,
+    ``finetune``).
+  name: The key.
+  type: ``"bool"``, ``"int"``, ``"float"``, ``"str"``, ``"list"`` or ``"mapping"``;
+    several types are separated by ``" or "``.
+  range: For numbers: ``(minimum, maximum)`` (``None`` for no bound), inclusive; for
+    strings: a tuple of the accepted values or ``None``.
+  default: The default, as documentation (the code that reads the key applies it).
+  help: One line for the reference.
+"""
+
+KEYS = (
+    Key("data", "domains", "list", None, "the order of train_corpora",
+        "declared domain names; a label's id is its index (letters, digits, -, _, .)"),
+    Key("data", "train_corpora", "mapping or list", None, None,
+        "per-domain training corpora: {domain: {source: FILE, target: FILE}} (ldr-main)"),
+    Key("data", "eval_corpora", "mapping or list", None, None,
+        "per-domain dev sets, scored one by one (ldr-main)"),
+    Key("data", "domain_batches", "bool", None, "true with several train_corpora",
+        "each training batch comes from one domain (Procedure 1's sampling)"),
+    Key("data", "keep_empty_targets", "bool", None, False,
+        "keep training pairs whose target is empty (dropped by default)"),
+    Key("data", "domain_regions", "int", (1, None), "len(domains) + reserved regions",
+        "number of domain regions; set from the checkpoint when domains are appended"),
+    Key("data", "ensemble_weights", "mapping or list", None, None,
+        "weights of the ens-learned view ensemble (written by ldr-eval fit-ensemble)"),
+    Key("train", "domain_sampling_alpha", "float", (0, None), 1.0,
+        "P(domain i) proportional to |C_i|^alpha (0.5: the LDR paper's LDR^0.5)"),
+    Key("params", "domain_training", "str", ("procedure1", "joint", "general", "domains"),
+        "the family's default", "procedure1 (two passes per batch), joint, or one half"),
+    Key("params", "domain_classifier_loss_weight", "float", (0, None),
+        "the model's argument", "weight w of the domain classifier loss (ML, AdvL)"),
+    Key("params", "maximum_source_length", "int", (1, None), 1024,
+        "longest source at inference, in tokens; longer inputs are truncated with a warning"),
+    Key("infer", "domain_posterior", "bool", None, False,
+        "the domain classifier also prints each domain's probability"),
+    Key("finetune", "base", "str", None, None,
+        "the trained model directory (or checkpoint) to continue from"),
+    Key("finetune", "domain", "str", None, "all corpora",
+        "the domain whose corpus the fine-tuning uses"),
+    Key("finetune", "steps", "int", (1, None), None, "number of fine-tuning steps"),
+    Key("finetune", "unfold", "bool", None, False,
+        "Factorized stage 2: copy the general blocks into every domain, then train those"),
+)  # fmt: skip
+
+#: The sections OpenNMT-tf reads, where a key of the package may be misplaced.
+SECTIONS = ("data", "train", "eval", "infer", "score", "params", "finetune")
+#: Sections that belong to the package alone: every key in them must be in :data:`KEYS`.
+OWN_SECTIONS = ("finetune",)
+
+_BY_NAME = collections.defaultdict(list)
+for _key in KEYS:
+    _BY_NAME[_key.name].append(_key)
+
+
+def keys(section=None):
+    """The keys of the table, or those of one section."""
+    return [key for key in KEYS if section is None or key.section == section]
+
+
+def _type_ok(value, type_name):
+    for name in type_name.split(" or "):
+        if name == "bool" and isinstance(value, bool):
+            return True
+        if name == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if name == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if name == "str" and isinstance(value, str):
+            return True
+        if name == "list" and isinstance(value, (list, tuple)):
+            return True
+        if name == "mapping" and isinstance(value, dict):
+            return True
+    return False
+
+
+def check_value(key, value):
+    """Checks one value against its key's type and range.
+
+    Returns:
+      The value (a float for ``float`` keys).
+
+    Raises:
+      UserError: ``SECTION: KEY must be ..., got VALUE``.
+    """
+    where = "%s: %s" % (key.section, key.name)
+    if not _type_ok(value, key.type):
+        article = "an" if key.type[0] in "aeiou" else "a"
+        raise UserError("%s must be %s %s, got %r" % (where, article, key.type, value))
+    if key.type == "float":
+        value = float(value)
+        if not math.isfinite(value):
+            raise UserError("%s must be a finite number, got %s" % (where, value))
+    if key.range is None:
+        return value
+    if isinstance(value, str):
+        if value not in key.range:
+            raise UserError(
+                "%s must be one of %s, got %r" % (where, ", ".join(key.range), value)
+            )
+        return value
+    low, high = key.range
+    if low is not None and value < low:
+        raise UserError("%s must be >= %s, got %s" % (where, low, value))
+    if high is not None and value > high:
+        raise UserError("%s must be <= %s, got %s" % (where, high, value))
+    return value
+
+
+def check_section(section, values):
+    """Checks the package's keys in one section of a configuration.
+
+    Args:
+      section: The section name.
+      values: Its contents (a dict, or ``None``).
+
+    Raises:
+      UserError: on a section that is not a mapping, a value out of its type or range,
+        a key of the package in a section that does not read it, or an unknown key in
+        a section of the package's own.
+    """
+    if values is None:
+        return
+    if not isinstance(values, dict):
+        raise UserError("%s: must be a mapping of keys, got %r" % (section, values))
+    for name, value in values.items():
+        candidates = _BY_NAME.get(name, [])
+        own = [key for key in candidates if key.section == section]
+        if own:
+            if value is not None:
+                check_value(own[0], value)
+        elif candidates and section not in OWN_SECTIONS and all(
+            key.section not in OWN_SECTIONS for key in candidates
+        ):
+            raise UserError(
+                "%s: %s is not read here (it would be ignored): write %s"
+                % (
+                    section,
+                    name,
+                    " or ".join("%s: %s" % (key.section, name) for key in candidates),
+                )
+            )
+        elif section in OWN_SECTIONS:
+            raise UserError(
+                "%s: unknown key %r (known: %s)"
+                % (section, name, ", ".join(key.name for key in keys(section)))
+            )
+
+
+def check_config(config, where="the configuration"):
+    """Checks every section of a run configuration (see :func:`check_section`).
+
+    Args:
+      config: The configuration (a dict).
+      where: The files it comes from, for a top level that is not a mapping.
+
+    Raises:
+      UserError: on the first error.
+    """
+    if not isinstance(config, dict):
+        raise UserError("%s: a configuration is a mapping of sections" % where)
+    for section in SECTIONS:
+        check_section(section, config.get(section))
