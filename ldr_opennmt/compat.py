@@ -61,12 +61,17 @@ What is here, and why no public equivalent exists:
   for a trainer that broadcasts before the first step and by position
   (:mod:`ldr_opennmt.training.horovod`); ``Runner.train`` builds it through the module
   global ``opennmt.runner.training_util``, swapped for the duration of the call only.
+* :func:`install_training_lock` and :func:`lock_stock_onmt_main_training`: one training
+  per ``model_dir`` (:mod:`ldr_opennmt.locks`); ``opennmt.Runner.train`` is wrapped in
+  place, as stock ``onmt-main`` has no hook around training.
 * :func:`install_error_hook`: stock ``onmt-main`` has no error handling to extend,
   so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
 """
 
 import argparse
 import contextlib
+import functools
+import inspect
 import logging
 import os
 import sys
@@ -82,7 +87,7 @@ from opennmt.bin import main as onmt_main
 from opennmt.models import sequence_to_sequence as s2s_module
 from opennmt.utils import misc
 
-from ldr_opennmt import config_loader, errors
+from ldr_opennmt import config_loader, errors, locks
 
 PINNED_OPENNMT = "2.32.0"
 
@@ -112,6 +117,8 @@ UPSTREAM_NAMES = (
     (training_module.HorovodTrainer, "_broadcast_variables", "HorovodTrainerAdapter"),
     (training_module.HorovodTrainer, "_steps", "HorovodTrainerAdapter"),
     (training_module, "TrainingStats", "training_steps"),
+    (opennmt.Runner, "train", "install_training_lock"),
+    (opennmt.Runner, "model_dir", "install_training_lock"),
 )
 
 #: Attributes that OpenNMT-tf sets on instances (checked on built objects by the tests).
@@ -668,12 +675,18 @@ def run_onmt_main(argv, runner_class):
     model_dir = _model_dir(global_argv)
     created = model_dir is not None and not os.path.exists(model_dir)
     description = _DeferredModelDescription()
+    held = []
 
     def _runner(model, config, **kwargs):
         runner = runner_class(model, config, **kwargs)
         validate = getattr(runner, "validate", None)
         if validate is not None:
             validate(run_type, with_eval="--with_eval" in run_argv)
+        if run_type == "train" and "--horovod" not in global_argv:
+            # Before the model definition is copied: a second training on this model_dir
+            # must not replace the first one's model_description.py. (With Horovod, worker
+            # 0 alone locks, in Runner.train.)
+            held.append(locks.acquire(runner.model_dir))
         description.write()
         return runner
 
@@ -689,6 +702,8 @@ def run_onmt_main(argv, runner_class):
         raise
     finally:
         onmt_main.Runner, onmt_main.config_util, sys.argv = saved
+        for key in held:
+            locks.release(key)
 
 
 def initialize_logging(level_name):
@@ -731,3 +746,58 @@ def install_error_hook():
 
     _hook._ldr_opennmt = True
     sys.excepthook = _hook
+
+
+def _is_master(hvd):
+    return hvd is None or hvd.rank() == 0
+
+
+def install_training_lock():
+    """Makes every ``opennmt.Runner.train`` hold the training lock of its ``model_dir``
+    (:mod:`ldr_opennmt.locks`; Horovod: worker 0 only).
+
+    Installed when the package is imported, which stock ``onmt-main --model`` does
+    through the model definition: ``onmt-main`` has no hook around training, so
+    the method is wrapped in place, once.
+    """
+    original = opennmt.Runner.train
+    if getattr(original, "_ldr_opennmt", False):
+        return
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def train(self, *args, **kwargs):
+        hvd = signature.bind(self, *args, **kwargs).arguments.get("hvd")
+        if not _is_master(hvd):
+            return original(self, *args, **kwargs)
+        with locks.model_dir_lock(self.model_dir):
+            return original(self, *args, **kwargs)
+
+    train._ldr_opennmt = True
+    opennmt.Runner.train = train
+
+
+def lock_stock_onmt_main_training(argv=None, prog=None):
+    """Under stock ``onmt-main ... train`` (not ``ldr-main``), takes the training lock
+    of its ``model_dir`` when the package is imported, and holds it until the process
+    ends.
+
+    ``onmt-main`` imports the model definition (hence this package) before it copies
+    that definition to ``model_dir``: locking here keeps a second training from
+    replacing the first one's ``model_description.py``. With ``--horovod`` the lock is
+    taken by worker 0 in ``Runner.train`` instead.
+
+    Raises:
+      UserError: if another training holds the lock.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = os.path.basename(sys.argv[0] if prog is None else prog)
+    if prog != "onmt-main":
+        return None
+    global_argv, run_type, _ = _split_run_type(argv)
+    if run_type != "train" or "--horovod" in global_argv:
+        return None
+    model_dir = _model_dir(global_argv)
+    if model_dir is None:
+        return None
+    return locks.acquire(model_dir)

@@ -39,7 +39,7 @@ from opennmt import inference
 from opennmt.utils import checkpoint as checkpoint_util
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import compat, config_keys
+from ldr_opennmt import compat, config_keys, locks
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
@@ -733,6 +733,17 @@ class Runner(compat.RunnerAdapter):
                 )
         hvd = kwargs.get("hvd")
         master = horovod.is_master(hvd)
+        if not master:
+            return self._train(num_devices, with_eval, kwargs)
+        # One training per model_dir (ldr_opennmt.locks), before finetune.json and
+        # domains.json are written; held until the training ends.
+        with locks.model_dir_lock(self.model_dir, what="train or fine-tune"):
+            return self._train(num_devices, with_eval, kwargs)
+
+    def _train(self, num_devices, with_eval, kwargs):
+        hvd = kwargs.get("hvd")
+        master = horovod.is_master(hvd)
+        finetune = self.config.get("finetune")
         declared = self.config["data"].get("domains")
         regions = self.domain_regions()
         horovod.check_same(hvd, (list(declared or []), regions), "(domains, domain regions)")
