@@ -7,4 +7,5 @@ from ldr_opennmt import compat as _compat
 _compat.check_upstream()
 _compat.install_error_hook()
 _compat.install_training_lock()
+_compat.install_checkpoint_check()
 _compat.lock_stock_onmt_main_training()

@@ -64,6 +64,11 @@ What is here, and why no public equivalent exists:
 * :func:`install_training_lock` and :func:`lock_stock_onmt_main_training`: one training
   per ``model_dir`` (:mod:`ldr_opennmt.locks`); ``opennmt.Runner.train`` is wrapped in
   place, as stock ``onmt-main`` has no hook around training.
+* :func:`install_checkpoint_check`: ``opennmt.utils.checkpoint.Checkpoint.restore`` restores
+  with ``expect_partial()``; for the package's models (``checks_checkpoints``) it is
+  wrapped in place so that inference, export, evaluation and scoring under stock
+  ``onmt-main`` refuse a checkpoint of another model
+  (:func:`ldr_opennmt.checkpoints.check_model_checkpoint`).
 * :func:`install_error_hook`: stock ``onmt-main`` has no error handling to extend,
   so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
 """
@@ -85,9 +90,10 @@ from opennmt import runner as runner_module
 from opennmt import training as training_module
 from opennmt.bin import main as onmt_main
 from opennmt.models import sequence_to_sequence as s2s_module
+from opennmt.utils import checkpoint as checkpoint_module
 from opennmt.utils import misc
 
-from ldr_opennmt import config_loader, errors, locks
+from ldr_opennmt import checkpoints, config_loader, errors, locks
 
 PINNED_OPENNMT = "2.32.0"
 
@@ -118,12 +124,14 @@ UPSTREAM_NAMES = (
     (training_module.HorovodTrainer, "_steps", "HorovodTrainerAdapter"),
     (training_module, "TrainingStats", "training_steps"),
     (opennmt.Runner, "train", "install_training_lock"),
+    (checkpoint_module.Checkpoint, "restore", "install_checkpoint_check"),
     (opennmt.Runner, "model_dir", "install_training_lock"),
 )
 
 #: Attributes that OpenNMT-tf sets on instances (checked on built objects by the tests).
 RUNNER_INSTANCE_NAMES = ("_config",)
 TRAINER_INSTANCE_NAMES = ("_model", "_optimizer", "_training_stats")
+CHECKPOINT_INSTANCE_NAMES = ("_model", "_optimizer", "_model_dir")
 EVALUATOR_INSTANCE_NAMES = (
     "_model",
     "_dataset",
@@ -801,3 +809,40 @@ def lock_stock_onmt_main_training(argv=None, prog=None):
     if model_dir is None:
         return None
     return locks.acquire(model_dir)
+
+
+def install_checkpoint_check():
+    """Makes ``opennmt.utils.checkpoint.Checkpoint.restore`` check, for a model of the
+    package (``checks_checkpoints``) restored without an optimizer (``infer``,
+    ``export``, ``eval``, ``score``), that the checkpoint holds every variable of the
+    model with its shape, before restoring.
+
+    The model's variables are created first, as OpenNMT-tf would when it first calls
+    the model (no distribution strategy is involved in these run types). A restoration
+    with an optimizer (training) is left as it is: its variables are created later,
+    under the training's distribution strategy; ``ldr-main train`` checks a
+    ``--checkpoint_path`` on a separate model instead.
+    """
+    original = checkpoint_module.Checkpoint.restore
+    if getattr(original, "_ldr_opennmt", False):
+        return
+
+    @functools.wraps(original)
+    def restore(self, checkpoint_path=None, weights_only=False):
+        model = _instance_attribute(self, "_model")
+        if getattr(model, "checks_checkpoints", False) and (
+            _instance_attribute(self, "_optimizer") is None
+        ):
+            path = checkpoint_path
+            if path is None:
+                path = tf.train.latest_checkpoint(_instance_attribute(self, "_model_dir"))
+            elif tf.io.gfile.isdir(path):
+                path = tf.train.latest_checkpoint(path)
+            if path is not None:
+                if not model.built:
+                    model.create_variables()
+                checkpoints.check_model_checkpoint(model, path)
+        return original(self, checkpoint_path=checkpoint_path, weights_only=weights_only)
+
+    restore._ldr_opennmt = True
+    checkpoint_module.Checkpoint.restore = restore

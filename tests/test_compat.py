@@ -37,6 +37,9 @@ class CompatTest(tf.test.TestCase):
         trainer = opennmt.training.Trainer(model, tf.keras.optimizers.legacy.Adam())
         for name in compat.TRAINER_INSTANCE_NAMES:
             self.assertTrue(hasattr(trainer, name), "opennmt Trainer has no %s" % name)
+        checkpoint = opennmt.utils.checkpoint.Checkpoint(model, model_dir=self.get_temp_dir())
+        for name in compat.CHECKPOINT_INSTANCE_NAMES:
+            self.assertTrue(hasattr(checkpoint, name), "opennmt Checkpoint has no %s" % name)
         loss, _ = evaluator.eval_step(*model.split_features_labels(next(iter(evaluator.dataset))))
         self.assertTrue(all(tf.math.is_finite(x) for x in tf.nest.flatten(loss)))
 

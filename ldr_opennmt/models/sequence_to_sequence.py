@@ -144,6 +144,10 @@ def word_transformer_arguments(
 class MultiDomainModel(compat.DecodingScopeMixin):
     """Mixin adding domain routing and multi-domain training to a seq2seq model."""
 
+    #: Checkpoints restored for inference, export, evaluation and scoring, under stock
+    #: onmt-main too, must hold every variable of the model (see ``compat``).
+    checks_checkpoints = True
+
     #: Training mode used when ``params: domain_training`` is not set.
     default_domain_training = procedure.JOINT
     #: The training modes a family supports (default: every mode) and, when it

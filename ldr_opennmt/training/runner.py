@@ -39,7 +39,7 @@ from opennmt import inference
 from opennmt.utils import checkpoint as checkpoint_util
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import compat, config_keys, locks
+from ldr_opennmt import checkpoints, compat, config_keys, locks
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
@@ -263,14 +263,20 @@ class Runner(compat.RunnerAdapter):
           UserError: if no checkpoint is found.
         """
         model, path, _ = self._restored(checkpoint_path)
-        model.create_variables()  # The deferred restoration assigns the weights.
         return model, path
 
     def _restored(self, checkpoint_path=None):
-        """(model with a deferred restoration of the checkpoint, its path, the config)."""
+        """(model with the checkpoint's weights, its path, the config).
+
+        The checkpoint must hold every variable of the model with its shape
+        (:func:`ldr_opennmt.checkpoints.check_model_checkpoint`): a checkpoint of another
+        model is refused by name, never restored partly.
+        """
         path = self.latest_checkpoint(checkpoint_path)
         config = self.finalized_config()
         model = self.checked_new_model(config)
+        model.create_variables()
+        checkpoints.check_model_checkpoint(model, path)
         checkpoint = checkpoint_util.Checkpoint.from_config(config, model)
         checkpoint.restore(checkpoint_path=path, weights_only=True)
         return model, path, config
@@ -759,6 +765,17 @@ class Runner(compat.RunnerAdapter):
             if restore is None:
                 return self.model_dir
             kwargs.update(restore)
+        if master and kwargs.get("checkpoint_path") and not finetune:
+            # Weights (or a whole state) from another directory: they must be this
+            # model's, checked on a model of its own (the training one is built later,
+            # under the distribution strategy).
+            path = self.latest_checkpoint(kwargs["checkpoint_path"])
+            model = self.new_model(self.finalized_config())
+            model.create_variables()
+            # A model trained on top of a base (residual adapters) starts its own
+            # variables from their initial values.
+            absent_ok = model.domain_variables() if self._requires_base() else ()
+            checkpoints.check_model_checkpoint(model, path, absent_ok=absent_ok)
         if declared is not None and master:
             # What the checkpoints are trained with: later runs must keep these ids.
             domain_record.write_record(self.model_dir, declared, regions)
