@@ -5,6 +5,8 @@ OpenNMT-tf's exporters write the files returned by ``Model.export_assets`` to
 :meth:`ldr_opennmt.models.MultiDomainModel.export_assets`) they are::
 
     assets.extra/
+      inference.json                {"maximum_source_length": L}: longer sources are
+                                    truncated by the serving function
       domains.txt                   the declared domains, one per line, in id order
                                     (empty for a model that declares none: labels ignored)
       source_tokenizer_config.yml   with source_tokenization: the pyonmttok options,
@@ -26,6 +28,7 @@ This module has both sides: writing the assets (at export) and reading them
 
 import contextlib
 import filecmp
+import json
 import os
 
 import pyonmttok
@@ -36,6 +39,8 @@ from ldr_opennmt.utils import atomic_directory
 
 ASSETS_EXTRA = "assets.extra"
 DOMAINS = "domains.txt"
+#: Inference settings a client needs: ``{"maximum_source_length": L}``.
+INFERENCE = "inference.json"
 TOKENIZER_CONFIGS = {
     "source": "source_tokenizer_config.yml",
     "target": "target_tokenizer_config.yml",
@@ -118,6 +123,14 @@ def export_assets(model, asset_dir):
                 _rename_in_config(side_assets.get(TOKENIZER_CONFIGS[side]), name, renamed)
                 side_assets[renamed] = side_assets.pop(name)
         assets.update(side_assets)
+    limit = getattr(model, "maximum_source_length", None)
+    if limit is not None:
+        # The serving function truncates longer sources; clients count them from this.
+        inference_path = os.path.join(asset_dir, INFERENCE)
+        with open(inference_path, "w", encoding="utf-8") as inference_file:
+            json.dump({"maximum_source_length": int(limit)}, inference_file)
+            inference_file.write("\n")
+        assets[INFERENCE] = inference_path
     domains_path = os.path.join(asset_dir, DOMAINS)
     with open(domains_path, "w", encoding="utf-8") as domains_file:
         domains_file.write("".join(name + "\n" for name in model.domains or []))

@@ -18,6 +18,7 @@ sentence.
 """
 
 import contextlib
+import sys
 
 import numpy as np
 import opennmt
@@ -241,6 +242,10 @@ class DomainInputter(opennmt.inputters.Inputter):
         return features
 
 
+#: The default of ``params: maximum_source_length`` (tokens).
+DEFAULT_MAXIMUM_SOURCE_LENGTH = 1024
+
+
 class MultiDomainInputter(opennmt.inputters.ParallelInputter):
     """Source inputter: a word embedder plus the sentence domain labels.
 
@@ -452,6 +457,46 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
     def get_padded_shapes(self, element_spec, maximum_length=None):
         return self.word_inputter.get_padded_shapes(element_spec, maximum_length=maximum_length)
 
+    #: The longest source at inference, in tokens (``params: maximum_source_length``,
+    #: set by the model; see :meth:`truncate_source`).
+    maximum_source_length = DEFAULT_MAXIMUM_SOURCE_LENGTH
+    #: Whether a truncated source prints a warning line from the graph (stock
+    #: ``onmt-main``, SavedModels); ``Runner.infer`` counts them itself instead.
+    warn_truncation_in_graph = True
+
+    def truncate_source(self, features):
+        """Cuts the source tokens of inference features at :attr:`maximum_source_length`.
+
+        A 20,000-token line would otherwise take more than 4 GB in self-attention
+        (``[heads, length, length]`` per layer) at inference. Training drops long
+        examples instead (``train: maximum_features_length``).
+        """
+        limit = self.maximum_source_length
+        length = features["length"]
+        too_long = tf.greater(length, limit)
+        if self.warn_truncation_in_graph:
+
+            def _warn():
+                printed = tf.print(
+                    "ldr-opennmt: warning: a source of",
+                    tf.reduce_max(length),
+                    "tokens truncated to params: maximum_source_length (%d)" % limit,
+                    output_stream=sys.stderr,
+                )
+                with tf.control_dependencies([printed] if printed is not None else []):
+                    return tf.constant(True)
+
+            warned = tf.cond(tf.reduce_any(too_long), _warn, lambda: tf.constant(False))
+            with tf.control_dependencies([warned]):
+                length = tf.identity(length)
+        features = dict(features)
+        features["length"] = tf.minimum(length, limit)
+        for name in ("tokens", "ids"):
+            if name in features:
+                value = features[name]
+                features[name] = value[:limit] if value.shape.rank == 1 else value[:, :limit]
+        return features
+
     def make_features(self, element=None, features=None, training=None):
         if features is None:
             features = {}
@@ -461,6 +506,8 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
             features=features,
             training=training,
         )
+        if not training:
+            features = self.truncate_source(features)
         if domain is None and element is None and self.optional_labels:
             # Served or hand-made features without labels: every sentence is generic.
             features["domain"] = tf.fill(

@@ -22,7 +22,11 @@ from opennmt.utils import exporters
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import compat, config_keys, ensembles
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.inputters import MultiDomainExamplesInputter, MultiDomainInputter
+from ldr_opennmt.inputters import (
+    DEFAULT_MAXIMUM_SOURCE_LENGTH,
+    MultiDomainExamplesInputter,
+    MultiDomainInputter,
+)
 from ldr_opennmt.layers.context import DomainSpecificLayer, configured_regions, domain_scope
 from ldr_opennmt.models import ensemble
 from ldr_opennmt.models import optimizer as optimizer_lib
@@ -42,6 +46,21 @@ def bidirectional_lstm_encoder(num_layers, hidden_size, dropout):
         reducer=opennmt.layers.ConcatReducer(),
         cell_class=tf.keras.layers.LSTMCell,
     )
+
+
+def _assert_vector(value, name):
+    """:obj:`value` as a vector, failing in graph unless its rank is 1."""
+    rank = tf.rank(value)
+    message = tf.strings.join(
+        [
+            "Invalid %s input of rank " % name,
+            tf.strings.as_string(rank),
+            " (one label per sentence: a vector of rank 1, e.g. [\"medical\", \"generic\"])",
+        ]
+    )
+    check = tf.debugging.Assert(tf.equal(rank, 1), [message], name=name + "_rank")
+    with tf.control_dependencies([check]):
+        return tf.reshape(value, [-1])
 
 
 def _assert_same_batch_size(features):
@@ -202,6 +221,8 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         config_keys.check_section("params", params)
         super().initialize(data_config, params=params)
         _ = self.domain_training  # Fail early on an invalid mode.
+        if hasattr(self.features_inputter, "truncate_source"):
+            self.features_inputter.maximum_source_length = self.maximum_source_length
         domain_inputter = getattr(self.features_inputter, "domain_inputter", None)
         if domain_inputter is not None:
             domain_inputter.ensemble_refusal = self.ensemble_refusal_reason()
@@ -209,6 +230,14 @@ class MultiDomainModel(compat.DecodingScopeMixin):
             raise UserError(
                 "params: replace_unknown_target is not supported by multi-domain models"
             )
+
+    @property
+    def maximum_source_length(self):
+        """The longest source at inference, in tokens (``params: maximum_source_length``,
+        default :data:`ldr_opennmt.inputters.DEFAULT_MAXIMUM_SOURCE_LENGTH`): longer
+        sources are truncated, with a warning (see
+        :meth:`ldr_opennmt.inputters.MultiDomainInputter.truncate_source`)."""
+        return self.params.get("maximum_source_length") or DEFAULT_MAXIMUM_SOURCE_LENGTH
 
     def ensemble_refusal_reason(self):
         """Why this model translates no ensemble of domain views, or ``None``."""
@@ -327,8 +356,16 @@ class MultiDomainModel(compat.DecodingScopeMixin):
                 specs.update(serve.get_concrete_function().structured_outputs)
             return _empty_outputs(specs)
 
-        @tf.function(input_signature=serve.input_signature)
+        # The domain input accepts any rank, checked in graph with a readable message (a
+        # [batch, 1] tensor would otherwise fail the signature binding opaquely).
+        signature = dict(serve.input_signature[0])
+        if "domain" in signature:
+            signature["domain"] = tf.TensorSpec(None, signature["domain"].dtype, name="domain")
+
+        @tf.function(input_signature=(signature,))
         def _run(features):
+            if "domain" in features:
+                features = dict(features, domain=_assert_vector(features["domain"], "domain"))
             features = _assert_same_batch_size(features)
             if "length" in features and "tokens" in features:
                 features = _assert_valid_lengths(features)

@@ -151,6 +151,37 @@ class _StoppedCounter:
             )
 
 
+def _warn_long_sources(model, features_file):
+    """Logs one warning line counting the source lines longer than the model's
+    ``params: maximum_source_length``, which inference truncates (the graph's own
+    per-batch warning is switched off: this one counts them and names the first)."""
+    inputter = model.features_inputter
+    if not hasattr(inputter, "truncate_source"):
+        return
+    inputter.warn_truncation_in_graph = False
+    sources, _ = inputter.split_files(features_file)
+    sources = sources if isinstance(sources, (list, tuple)) else [sources]
+    word = inputter.word_inputter
+    limit = inputter.maximum_source_length
+    for source in sources:
+        dataset = word.make_dataset(source, training=False)
+        dataset = dataset.map(lambda line: word.make_features(element=line)["length"])
+        lengths = np.concatenate([[0]] + [batch.numpy() for batch in dataset.batch(1024)])[1:]
+        long_lines = np.flatnonzero(lengths > limit)
+        if long_lines.size:
+            tf.get_logger().warning(
+                "%d of %d source lines of %s are longer than params: maximum_source_length "
+                "(%d tokens) and are truncated (first: %s:%d, %d tokens)",
+                long_lines.size,
+                lengths.size,
+                source,
+                limit,
+                source,
+                long_lines[0] + 1,
+                lengths[long_lines[0]],
+            )
+
+
 def _model_value_count(checkpoint_path):
     """The number of model weights (no optimizer slots) a checkpoint stores."""
     names = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
@@ -815,6 +846,7 @@ class Runner(compat.RunnerAdapter):
             if not os.path.isdir(directory):
                 raise UserError("%s: directory %s not found" % (predictions_file, directory))
         model, _, config = self._restored(checkpoint_path)
+        _warn_long_sources(model, features_file)
         infer_config = config["infer"]
         dataset = model.examples_inputter.make_inference_dataset(
             features_file,

@@ -65,6 +65,17 @@ class ExportTest(tf.test.TestCase):
                 length=tf.constant([1, 1], tf.int32),
                 domain=tf.constant(["medical"] * 3),
             )
+        # A [batch, 1] (or scalar) domain tensor is named in graph, not an opaque binding error.
+        for domain in ([["medical"]] * 3, "medical"):
+            with self.assertRaisesRegex(
+                tf.errors.InvalidArgumentError,
+                r"Invalid domain input of rank %d \(one label per sentence" % (2 if domain != "medical" else 0),
+            ):
+                serve(
+                    tokens=tf.constant([["cell"]] * 3),
+                    length=tf.constant([1, 1, 1], tf.int32),
+                    domain=tf.constant(domain),
+                )
 
     def _check_empty_batch_and_lengths(self, serve, takes_labels, outputs):
         """An empty batch gives empty outputs; a length outside [1, width of tokens] is
