@@ -187,3 +187,48 @@ def check_config(config, where="the configuration"):
         raise UserError("%s: a configuration is a mapping of sections" % where)
     for section in SECTIONS:
         check_section(section, config.get(section))
+
+
+def markdown_reference():
+    """The configuration reference of the package's keys (Markdown), generated from
+    :data:`KEYS`: ``docs/configuration.md`` is this text (``python -m
+    ldr_opennmt.config_keys > docs/configuration.md`` writes it; a test fails when it
+    differs)."""
+
+    def _range(key):
+        if key.range is None:
+            return ""
+        if isinstance(key.range[0], str):
+            return ", ".join("`%s`" % value for value in key.range)
+        low, high = key.range
+        return " and ".join(
+            part
+            for part in (
+                ">= %s" % low if low is not None else "",
+                "<= %s" % high if high is not None else "",
+            )
+            if part
+        )
+
+    lines = [
+        "# Configuration keys added by ldr-opennmt",
+        "",
+        "Generated from `ldr_opennmt/config_keys.py` (`KEYS`), the table that also checks",
+        "them: every key below is checked for its type and range before anything is",
+        "written, and a key found in a section that does not read it is refused.",
+        "All other keys are OpenNMT-tf's.",
+        "",
+        "| section | key | type | range | default | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key in KEYS:
+        default = "" if key.default is None else str(key.default)
+        lines.append(
+            "| `%s` | `%s` | %s | %s | %s | %s |"
+            % (key.section, key.name, key.type, _range(key), default, key.help.replace("|", "\\|"))
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_reference(), end="")

@@ -1,0 +1,105 @@
+"""The one YAML loader: bounded size and alias expansion, one-line errors."""
+
+import os
+
+import tensorflow as tf
+import yaml
+
+from ldr_opennmt import config_loader
+from ldr_opennmt.cli import main as ldr_main
+from ldr_opennmt.errors import UserError
+from tests import helpers
+
+# Nine levels of nine aliases: 9^7 strings once expanded (the "billion laughs" shape).
+BOMB = "".join(
+    ["a: &a [%s]\n" % ", ".join(['"lol"'] * 9)]
+    + [
+        "%s: &%s [%s]\n" % (name, name, ", ".join(["*" + previous] * 9))
+        for previous, name in zip("abcdefgh", "bcdefghi")
+    ]
+)
+
+
+class ConfigLoaderTest(tf.test.TestCase):
+    def _write(self, name, text):
+        path = os.path.join(self.get_temp_dir(), name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
+    def test_alias_bomb_is_refused_before_expansion(self):
+        path = self._write("bomb.yml", BOMB)
+        with self.assertRaisesRegex(
+            UserError, r"^%s: the configuration expands to more than 100000 YAML nodes" % path
+        ):
+            config_loader.load_config_file(path)
+
+    def test_a_few_aliases_are_fine(self):
+        path = self._write(
+            "anchors.yml", "defaults: &d {a: 1}\ntrain: *d\neval: *d\ndata: {domains: [x]}\n"
+        )
+        config = config_loader.load_config_file(path)
+        self.assertEqual(config["train"], {"a": 1})
+        self.assertEqual(config["data"]["domains"], ["x"])
+
+    def test_bad_files_are_one_line(self):
+        cases = [
+            ("empty.yml", "", "empty configuration"),
+            ("blank.yml", "\n  \n# only a comment\n", "empty configuration"),
+            ("list.yml", "- a\n- b\n", "a configuration is a mapping of sections .*got a list"),
+            ("scalar.yml", "hello\n", "a configuration is a mapping .*got a str"),
+            ("invalid.yml", "data: [a\n", "invalid YAML: "),
+            ("self.yml", "a: &a [*a]\n", "a YAML alias contains itself"),
+            ("two.yml", "a: 1\n---\nb: 2\n", "invalid YAML: expected a single document"),
+        ]
+        for name, text, regex in cases:
+            path = self._write(name, text)
+            with self.assertRaisesRegex(UserError, "^%s: %s" % (path, regex)):
+                config_loader.load_config_file(path)
+        with self.assertRaisesRegex(UserError, "a directory, not a configuration file"):
+            config_loader.load_config_file(self.get_temp_dir())
+        with self.assertRaisesRegex(UserError, "no such configuration file"):
+            config_loader.load_config_file(os.path.join(self.get_temp_dir(), "missing.yml"))
+        big = self._write("big.yml", "a: '%s'\n" % ("x" * (config_loader.MAX_BYTES + 1)))
+        with self.assertRaisesRegex(UserError, "too large for a configuration"):
+            config_loader.load_config_file(big)
+        path = os.path.join(self.get_temp_dir(), "latin1.yml")
+        with open(path, "wb") as f:
+            f.write(b"model_dir: caf\xe9\n")
+        with self.assertRaisesRegex(UserError, r"latin1.yml:1: not UTF-8 \(byte 0xe9"):
+            config_loader.load_config_file(path)
+
+    def test_files_are_merged_rightmost_first(self):
+        first = self._write("1.yml", "model_dir: a\ntrain: {max_step: 1, batch_size: 2}\n")
+        second = self._write("2.yml", "train: {max_step: 5}\n")
+        self.assertEqual(
+            config_loader.load_run_config([first, second]),
+            {"model_dir": "a", "train": {"max_step": 5, "batch_size": 2}},
+        )
+
+
+class LdrMainLoaderTest(helpers.SharedDirTestCase):
+    def test_ldr_main_refuses_a_bomb_and_a_directory_in_one_line(self):
+        model_dir = os.path.join(self.dir, "model")
+        config = helpers.corpora_config(self.dir, model_dir)
+        base = os.path.join(self.dir, "base.yml")
+        with open(base, "w") as f:
+            yaml.safe_dump(config, f)
+        bomb = os.path.join(self.dir, "bomb.yml")
+        with open(bomb, "w") as f:
+            f.write(BOMB)
+        model = ["--model", "model_defs/small/ldr_transformer.py"]
+        helpers.assert_cli_error(
+            self, ldr_main.main, model + ["--config", base, bomb, "train"], "expands to more than"
+        )
+        helpers.assert_cli_error(
+            self,
+            ldr_main.main,
+            model + ["--config", base, self.dir, "train"],
+            "a directory, not a configuration file",
+        )
+        self.assertFalse(os.path.exists(model_dir))
+
+
+if __name__ == "__main__":
+    tf.test.main()
