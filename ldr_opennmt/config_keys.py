@@ -121,9 +121,7 @@ def check_value(key, value):
         return value
     if isinstance(value, str):
         if value not in key.range:
-            raise UserError(
-                "%s must be one of %s, got %r" % (where, ", ".join(key.range), value)
-            )
+            raise UserError("%s must be one of %s, got %r" % (where, ", ".join(key.range), value))
         return value
     low, high = key.range
     if low is not None and value < low:
@@ -155,8 +153,10 @@ def check_section(section, values):
         if own:
             if value is not None:
                 check_value(own[0], value)
-        elif candidates and section not in OWN_SECTIONS and all(
-            key.section not in OWN_SECTIONS for key in candidates
+        elif (
+            candidates
+            and section not in OWN_SECTIONS
+            and all(key.section not in OWN_SECTIONS for key in candidates)
         ):
             raise UserError(
                 "%s: %s is not read here (it would be ignored): write %s"

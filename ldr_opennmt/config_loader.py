@@ -48,7 +48,9 @@ def _expanded_size(root, path):
         if key in sizes:
             return sizes[key]
         if key in active:
-            raise UserError("%s: a YAML alias contains itself (line %d)" % (path, node.start_mark.line + 1))
+            raise UserError(
+                "%s: a YAML alias contains itself (line %d)" % (path, node.start_mark.line + 1)
+            )
         active.add(key)
         total = 1
         if isinstance(node, yaml.SequenceNode):

@@ -13,12 +13,11 @@ import os
 import sys
 
 import tensorflow as tf
-from opennmt import config as config_util
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from ldr_opennmt import domains, models  # noqa: E402
+from ldr_opennmt import config_loader, domains, models  # noqa: E402
 from ldr_opennmt.training.runner import Runner  # noqa: E402
 
 
@@ -33,7 +32,7 @@ def main():
     print("| alpha | domain | sentences | expected | observed |")
     print("|---:|---|---:|---:|---:|")
     for alpha in args.alpha:
-        config = config_util.load_config(args.config)
+        config = config_loader.load_run_config(args.config)
         config["model_dir"] = "/tmp/ldr_check_sampling"
         config.setdefault("train", {})["domain_sampling_alpha"] = alpha
         runner = Runner(models.mixed_transformer(num_layers=1, num_units=8, num_heads=1), config)

@@ -53,8 +53,7 @@ class CheckpointCheckTest(helpers.SharedDirTestCase):
         with self.assertRaisesRegex(
             UserError,
             r"^%s: not a checkpoint of this model \(MultiDomainTransformer\): it has no value "
-            r"for model/\S+ \(shape \[\d+(, \d+)*\]\) nor for \d+ other variables"
-            % self.rnn_ckpt,
+            r"for model/\S+ \(shape \[\d+(, \d+)*\]\) nor for \d+ other variables" % self.rnn_ckpt,
         ):
             checkpoints.check_model_checkpoint(self.mixed, self.rnn_ckpt)
         # Absent variables that the caller sets itself are allowed.

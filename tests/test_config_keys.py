@@ -67,7 +67,9 @@ class ConfigKeysTest(tf.test.TestCase):
                 "docs/configuration.md",
             )
         for key in config_keys.KEYS:
-            self.assertIn("| `%s` | `%s` |" % (key.section, key.name), config_keys.markdown_reference())
+            self.assertIn(
+                "| `%s` | `%s` |" % (key.section, key.name), config_keys.markdown_reference()
+            )
 
 
 class LdrMainConfigTest(helpers.SharedDirTestCase):

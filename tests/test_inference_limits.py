@@ -47,7 +47,11 @@ class MaximumSourceLengthTest(tf.test.TestCase):
         config = {
             "model_dir": model_dir,
             "data": corpus.data_config(paths),
-            "params": {"beam_width": 1, "maximum_decoding_length": 4, "maximum_source_length": LIMIT},
+            "params": {
+                "beam_width": 1,
+                "maximum_decoding_length": 4,
+                "maximum_source_length": LIMIT,
+            },
             "infer": {"batch_size": 4},
         }
         source = os.path.join(self.get_temp_dir(), "infer.src")

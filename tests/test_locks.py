@@ -21,17 +21,14 @@ ONMT_MAIN = os.path.join(os.path.dirname(sys.executable), "onmt-main")
 
 # Another process holding the lock as the package takes it (flock on the lock file),
 # without importing TensorFlow: prints "locked" once it holds it.
-_HOLDER = textwrap.dedent(
-    """
+_HOLDER = textwrap.dedent("""
     import fcntl, os, sys, time
     fd = os.open(os.path.join(sys.argv[1], %r), os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)
     os.write(fd, b"pid %%d: the holder\\n" %% os.getpid())
     print("locked", flush=True)
     time.sleep(600)
-    """
-    % locks.LOCK_FILE
-)
+    """ % locks.LOCK_FILE)
 
 
 class _Holder:

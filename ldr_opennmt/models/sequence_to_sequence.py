@@ -55,7 +55,7 @@ def _assert_vector(value, name):
         [
             "Invalid %s input of rank " % name,
             tf.strings.as_string(rank),
-            " (one label per sentence: a vector of rank 1, e.g. [\"medical\", \"generic\"])",
+            ' (one label per sentence: a vector of rank 1, e.g. ["medical", "generic"])',
         ]
     )
     check = tf.debugging.Assert(tf.equal(rank, 1), [message], name=name + "_rank")

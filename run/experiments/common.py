@@ -16,8 +16,17 @@ import time
 
 import yaml
 
+from ldr_opennmt import config_loader
 from ldr_opennmt.data import corpus as corpus_lib
-from ldr_opennmt.utils import DEFAULT_CACHE, write_lines_atomic
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.utils import (
+    DEFAULT_CACHE,
+    atomic_output,
+    make_directories,
+    open_for_append,
+    resolve_output_root,
+    write_lines_atomic,
+)
 
 # The repository root: this file is <root>/run/experiments/common.py.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -66,7 +75,8 @@ def run_streaming(
         confine = functools.partial(os.sched_setaffinity, 0, cores)
 
     prefix = "    " + ("[%s] " % tag if tag else "")
-    with open(log_path, "a", buffering=1) as log_file:  # Line-buffered: tail -f works.
+    # Line-buffered (tail -f works); never appended to through a planted link.
+    with open_for_append(log_path) as log_file:
         log_file.write("$ %s\n" % command_line(args))
         process = subprocess.Popen(
             args,
@@ -228,28 +238,70 @@ def training_speed(log_path):
 
 
 def write_config(config, path):
-    """Writes a YAML configuration and returns its path."""
-    with open(path, "w") as f:
-        yaml.safe_dump(config, f, sort_keys=False)
+    """Writes a YAML configuration (atomically: a link at :obj:`path` is replaced, never
+    written through) and returns its path."""
+    with atomic_output(path) as tmp:
+        with open(tmp, "w") as f:
+            yaml.safe_dump(config, f, sort_keys=False)
     return path
+
+
+#: Written first into a results directory a driver creates (or finds empty): marks it as
+#: the drivers', so that a later run may resume there.
+OWNER_FILE = ".ldr-experiment"
+
+
+def results_directory(out):
+    """Creates or checks a driver's results directory; returns it.
+
+    A new or empty directory is marked with :data:`OWNER_FILE`; an existing one is
+    written into only if a driver made it (the marker, or the ``configs`` and ``logs``
+    directories of a run before the marker existed): a driver never overwrites the
+    files of a directory it did not make. A symbolic link given as the directory is
+    resolved once, with a message.
+
+    Raises:
+      UserError: ``OUT: not empty and not made by an experiment driver (...)``.
+    """
+    root = resolve_output_root(out, "results directory", log=lambda m: log("[results] " + m))
+    if root != os.path.abspath(out):
+        out = root
+    if os.path.isdir(root):
+        names = set(os.listdir(root))
+        if names and OWNER_FILE not in names and not {"configs", "logs"} <= names:
+            raise UserError(
+                "%s: not empty and not made by an experiment driver (no %s in it): refused,"
+                " so that nothing in it is overwritten; give a new or empty --out"
+                % (out, OWNER_FILE)
+            )
+    else:
+        try:
+            os.makedirs(root)
+        except FileExistsError:
+            return results_directory(out)
+    if not os.path.lexists(os.path.join(root, OWNER_FILE)):
+        write_lines_atomic(
+            os.path.join(root, OWNER_FILE), ["Written by the experiment drivers (run/)."]
+        )
+    return out
 
 
 class Steps:
     """Runs training steps, recording commands and timings for a report."""
 
     def __init__(self, out, name="demo", options=()):
-        """Creates ``out`` and its ``configs``/``logs`` directories (``runs`` is made
-        by training). Paths are relative to the repository root, the working directory.
-        :obj:`options` go to every training command before ``train`` (e.g.
-        ``--mixed_precision``)."""
+        """Creates ``out`` (see :func:`results_directory`) and its ``configs``/``logs``
+        directories, never through a link (``runs`` is made by training). Paths are
+        relative to the repository root, the working directory. :obj:`options` go to
+        every training command before ``train`` (e.g. ``--mixed_precision``)."""
         self.name = name
         self.options = list(options)
-        self.out = out
+        self.out = out = results_directory(out)
         self.runs_dir, self.configs_dir, self.logs_dir = (
             os.path.join(out, d) for d in ("runs", "configs", "logs")
         )
-        for directory in (out, self.configs_dir, self.logs_dir):
-            os.makedirs(directory, exist_ok=True)
+        for directory in (self.configs_dir, self.logs_dir):
+            make_directories(directory, os.path.abspath(out))
         self.commands = []
         self.timings = []
         # Training speed of each trained system: title -> (steps/s, target tokens/s).
@@ -359,8 +411,7 @@ def prepare_corpus(data_dir, cache):
 
 def load_yaml(path):
     """Reads a YAML file relative to the repository root."""
-    with open(os.path.join(ROOT, path)) as f:
-        return yaml.safe_load(f)
+    return config_loader.load_config_file(os.path.join(ROOT, path))
 
 
 def curriculum_configs(slug, budget, runs_dir, model_dim=64):

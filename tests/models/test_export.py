@@ -69,7 +69,8 @@ class ExportTest(tf.test.TestCase):
         for domain in ([["medical"]] * 3, "medical"):
             with self.assertRaisesRegex(
                 tf.errors.InvalidArgumentError,
-                r"Invalid domain input of rank %d \(one label per sentence" % (2 if domain != "medical" else 0),
+                r"Invalid domain input of rank %d \(one label per sentence"
+                % (2 if domain != "medical" else 0),
             ):
                 serve(
                     tokens=tf.constant([["cell"]] * 3),
