@@ -7,6 +7,7 @@ import os
 import tensorflow as tf
 
 from ldr_opennmt import inputters
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 
@@ -68,6 +69,10 @@ class MaximumSourceLengthTest(tf.test.TestCase):
             r"1 of 3 source lines of %s are longer than params: maximum_source_length \(4 tokens\)"
             r" and are truncated \(first: %s:2, 30 tokens\)" % (source, source),
         )
+        # The predictions file may not be one of the inputs (it would be overwritten).
+        with self.assertRaisesRegex(UserError, "is an input of this run"):
+            runner.infer([source, labels], predictions_file=labels, checkpoint_path=checkpoint)
+        self.assertEqual(corpus.read_lines(labels), ["medical"] * 3)
         translations = corpus.read_lines(output)
         self.assertLen(translations, 3)
         self.assertEqual(translations[1], translations[2])  # The cut source is translated.

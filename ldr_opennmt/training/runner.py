@@ -845,6 +845,13 @@ class Runner(compat.RunnerAdapter):
             directory = os.path.dirname(os.path.abspath(predictions_file))
             if not os.path.isdir(directory):
                 raise UserError("%s: directory %s not found" % (predictions_file, directory))
+            for path in _strings(features_file):
+                if os.path.exists(path) and os.path.exists(predictions_file):
+                    if os.path.samefile(path, predictions_file):
+                        raise UserError(
+                            "%s: the predictions file is an input of this run: it would be "
+                            "overwritten" % predictions_file
+                        )
         model, _, config = self._restored(checkpoint_path)
         _warn_long_sources(model, features_file)
         infer_config = config["infer"]
