@@ -5,15 +5,24 @@ Every output that a reader could mistake for a complete result is written throug
 built under a fresh name in the destination's directory and renamed over the
 destination only when complete. The temporary name is created exclusively
 (``tempfile.mkstemp`` / ``mkdtemp``), never a predictable ``PATH.partial`` that a
-planted symbolic link could redirect.
+planted symbolic link could redirect; a symbolic link at the destination is replaced,
+never written through.
+
+A tool that owns a whole output tree (``ldr-data --out``) also refuses a symbolic link
+among the directories of that tree: it creates them with :func:`make_directories`
+(each created exclusively, or checked to be a real directory), and passes the tree's
+root to :func:`atomic_output` (``root=``), which checks them again (:func:`check_no_links`)
+before creating its temporary file there. Otherwise a planted ``OUT/raw -> /elsewhere``
+would make every file "inside" the tree land outside it.
 """
 
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 
-from ldr_opennmt.errors import not_utf8_error
+from ldr_opennmt.errors import UserError, not_utf8_error
 
 
 def read_lines(path):
@@ -29,10 +38,10 @@ def read_lines(path):
 def decode_lines(data, where):
     """Splits UTF-8 bytes into lines, without line ends.
 
-    Lines end at ``\\n`` only (a ``\\r`` before it is dropped), as OpenNMT-tf's
-    ``TextLineDataset`` reads the files it translates: ``str.splitlines`` would also cut
-    at U+2028, U+0085 and other Unicode separators, and a sentence holding one would
-    shift every later line against its translation.
+    Lines end at ``\\n`` only, and every ``\\r`` is dropped (not only one before the
+    ``\\n``), as ``tf.data.TextLineDataset`` reads the files OpenNMT-tf translates:
+    ``str.splitlines`` would also cut at U+2028, U+0085 and other Unicode separators, and
+    a sentence holding one would shift every later line against its translation.
 
     Args:
       data: The bytes.
@@ -45,10 +54,10 @@ def decode_lines(data, where):
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise not_utf8_error(where, data, 1, e) from None
-    lines = text.split("\n")
-    if lines[-1] == "":
+    lines = [line.replace("\r", "") for line in text.split("\n")]
+    if lines[-1] == "":  # No line after the last "\n" (or only "\r" there).
         lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    return lines
 
 
 def write_lines(path, lines):
@@ -64,15 +73,139 @@ def _umask():
     return mask
 
 
+def _components(path, root):
+    """The directories from :obj:`root` (excluded) down to :obj:`path` (included)."""
+    root = os.path.abspath(root)
+    path = os.path.abspath(path)
+    relative = os.path.relpath(path, root)
+    if relative == ".":
+        return []
+    if relative == ".." or relative.startswith(".." + os.sep) or os.path.isabs(relative):
+        raise UserError("%s: not inside the output directory %s" % (path, root))
+    parts = relative.split(os.sep)
+    return [os.path.join(root, *parts[: i + 1]) for i in range(len(parts))]
+
+
+def _check_root(root):
+    try:
+        mode = os.lstat(root).st_mode
+    except FileNotFoundError:
+        raise UserError("%s: no such directory" % root) from None
+    if stat.S_ISLNK(mode):
+        raise UserError(
+            "%s: a symbolic link, not a directory (resolve it before writing into it)" % root
+        )
+    if not stat.S_ISDIR(mode):
+        raise UserError("%s: not a directory" % root)
+
+
+def _link_error(path, root):
+    return UserError(
+        "%s: a symbolic link inside the output directory %s: refused (nothing is written"
+        " through a link; remove it, or choose another output directory)" % (path, root)
+    )
+
+
+def check_no_links(path, root):
+    """Refuses a symbolic link among the directories of an output tree.
+
+    Every existing component from :obj:`root` (excluded; it must be a real directory,
+    see :func:`resolve_output_root`) down to :obj:`path` (included) must be a real
+    directory; components that do not exist yet are fine (nothing to follow).
+
+    Raises:
+      UserError: ``PATH: a symbolic link inside the output directory ROOT: refused
+        (...)``, or ``PATH: not a directory``.
+    """
+    _check_root(root)
+    for component in _components(path, root):
+        try:
+            mode = os.lstat(component).st_mode
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(mode):
+            raise _link_error(component, root)
+        if not stat.S_ISDIR(mode):
+            raise UserError("%s: not a directory" % component)
+
+
+def make_directories(path, root):
+    """Creates :obj:`path` and its missing parents below :obj:`root`, never through a link.
+
+    Each missing directory is created with ``os.mkdir`` (which never follows a link at
+    its name); each existing one is checked to be a real directory, not a symbolic link.
+    Returns :obj:`path`.
+
+    Raises:
+      UserError: as :func:`check_no_links`.
+    """
+    _check_root(root)
+    for component in _components(path, root):
+        try:
+            os.mkdir(component)
+            continue
+        except FileExistsError:
+            pass
+        mode = os.lstat(component).st_mode
+        if stat.S_ISLNK(mode):
+            raise _link_error(component, root)
+        if not stat.S_ISDIR(mode):
+            raise UserError("%s: not a directory" % component)
+    return path
+
+
+def resolve_output_root(path, what="output directory", log=None):
+    """The real path of an output directory given by the user, resolved once, up front.
+
+    A symbolic link given as the output directory itself (``--out data -> /disk/data``)
+    is the user's choice: it is resolved once, with a message, and everything is then
+    written under its target, which must be a directory. A missing directory is fine
+    (the caller creates it); a file is refused.
+
+    Args:
+      path: The directory as given.
+      what: What it is, for the messages (``"--out"``).
+      log: Optional logging function for the message about a resolved link.
+
+    Raises:
+      UserError: ``PATH: WHAT is a symbolic link to TARGET, which is not a directory``,
+        or ``PATH: WHAT is not a directory``.
+    """
+    path = os.path.abspath(path)
+    if os.path.islink(path):
+        target = os.path.realpath(path)
+        if not os.path.isdir(target):
+            raise UserError(
+                "%s: %s is a symbolic link to %s, which is not a directory" % (path, what, target)
+            )
+        if log is not None:
+            log("%s (%s) is a symbolic link: writing into %s" % (path, what, target))
+        return target
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise UserError("%s: %s is not a directory" % (path, what))
+    return path
+
+
 @contextlib.contextmanager
-def atomic_output(path):
+def atomic_output(path, root=None):
     """Yields a temporary file path to write; renames it to :obj:`path` on success.
 
     The temporary file is created exclusively in :obj:`path`'s directory (so the
     rename is atomic and cannot follow a planted link) and removed if the block
     raises: an interrupted write never leaves a file that looks complete, nor a
-    stray temporary file. The result gets the permissions of a normally created
-    file (``0o666`` minus the umask), not ``mkstemp``'s ``0o600``.
+    stray temporary file. A symbolic link at :obj:`path` is replaced, never written
+    through. The result gets the permissions of a normally created file (``0o666``
+    minus the umask), not ``mkstemp``'s ``0o600``.
+
+    Args:
+      path: The destination file.
+      root: Optional root of the output tree :obj:`path` belongs to: the directories
+        from it down to :obj:`path`'s are checked first (:func:`check_no_links`), so
+        that a planted directory link cannot redirect the write.
+
+    Raises:
+      UserError: as :func:`check_no_links` (with :obj:`root`), or if :obj:`path` is a
+        directory.
 
     Example::
 
@@ -81,15 +214,61 @@ def atomic_output(path):
                 json.dump(scores, f)
     """
     directory = os.path.dirname(os.path.abspath(path))
+    if root is not None:
+        check_no_links(directory, root)
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise UserError("%s: a directory where a file is written" % path)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
     os.close(fd)
+    renamed = False
     try:
         yield tmp
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+        renamed = True
     finally:
-        if os.path.lexists(tmp):
+        # Only the file created above: once renamed, its temporary name is free again
+        # and whatever appears there is not ours.
+        if not renamed and os.path.lexists(tmp):
             os.remove(tmp)
+
+
+def remove_output_file(path, root):
+    """Removes a file of an output tree that the tool itself wrote there (a stale output).
+
+    Only a name inside :obj:`root`, whose directories are real (:func:`check_no_links`),
+    is removed; a symbolic link there is removed as a name (never followed); a directory
+    is refused. Nothing happens when :obj:`path` does not exist.
+
+    Raises:
+      UserError: as :func:`check_no_links`, or ``PATH: a directory, not a file ...``.
+    """
+    check_no_links(os.path.dirname(os.path.abspath(path)), root)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        raise UserError("%s: a directory where a file was written: not removed" % path)
+    os.remove(path)
+
+
+def open_for_append(path):
+    """Opens a log file for appending (line-buffered), never through a symbolic link.
+
+    Raises:
+      UserError: ``PATH: a symbolic link: not appended to (...)``.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    except OSError:
+        if os.path.islink(path):
+            raise UserError(
+                "%s: a symbolic link: not appended to (logs are never written through a link;"
+                " remove it)" % path
+            ) from None
+        raise
+    return os.fdopen(fd, "a", buffering=1, encoding="utf-8")
 
 
 @contextlib.contextmanager
@@ -103,6 +282,7 @@ def atomic_directory(path):
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="." + os.path.basename(os.path.abspath(path)) + ".", dir=parent)
+    renamed = False
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~_umask())
@@ -110,19 +290,37 @@ def atomic_directory(path):
             old = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".old.", dir=parent)
             os.rename(path, os.path.join(old, "previous"))
             os.rename(tmp, path)
+            renamed = True
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
+            renamed = True
     finally:
-        if os.path.lexists(tmp):
+        # Only the directory created above, never what appears at its name once renamed.
+        if not renamed and os.path.lexists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_lines_atomic(path, lines):
-    """Writes lines to :obj:`path` through :func:`atomic_output`: no half-written
-    file ever looks complete."""
-    with atomic_output(path) as tmp:
+def write_lines_atomic(path, lines, root=None):
+    """Writes lines to :obj:`path` through :func:`atomic_output` (:obj:`root`: see
+    there): no half-written file ever looks complete."""
+    with atomic_output(path, root=root) as tmp:
         write_lines(tmp, lines)
+
+
+def write_text_atomic(path, text, root=None):
+    """Writes UTF-8 text to :obj:`path` through :func:`atomic_output` (:obj:`root`: see
+    there)."""
+    with atomic_output(path, root=root) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def copy_file_atomic(source, path, root=None):
+    """Copies :obj:`source` to :obj:`path` through :func:`atomic_output` (:obj:`root`:
+    see there): a link at :obj:`path` is replaced, never written through."""
+    with atomic_output(path, root=root) as tmp:
+        shutil.copyfile(source, tmp)
 
 
 def save_figure(figure, path, **kwargs):

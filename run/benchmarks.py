@@ -511,13 +511,16 @@ def write_atomically(path, text):
     fd, tmp = tempfile.mkstemp(
         prefix="." + os.path.basename(path) + ".", dir=os.path.dirname(os.path.abspath(path))
     )
+    renamed = False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+        renamed = True
     finally:
-        if os.path.exists(tmp):
+        # Only the file created above: once renamed, whatever appears at its name is not ours.
+        if not renamed and os.path.lexists(tmp):
             os.remove(tmp)
 
 
@@ -1229,6 +1232,40 @@ def _tasks(parts, families):
     return tasks
 
 
+def make_workdir(path):
+    """Creates the ``--workdir`` given by the user, or checks it is an empty directory.
+
+    Checked again here, right before use (``parse_args`` checks it too): the run writes
+    its data, models and logs there and must not overwrite anything it did not create.
+    A symbolic link given as the directory is resolved once, with a message. The
+    directory is never removed (only the temporary one made without ``--workdir`` is).
+
+    Returns:
+      The absolute path of the directory (of its target, for a link).
+
+    Raises:
+      SystemExit: with a one-line message, if the path is not a directory or not empty.
+    """
+    path = os.path.abspath(path)
+    if os.path.islink(path):
+        target = os.path.realpath(path)
+        _log("--workdir %s is a symbolic link: writing into %s" % (path, target))
+        path = target
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.mkdir(path)
+        return path
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise SystemExit("run/bench.sh: error: --workdir %s: %s" % (path, e.strerror or e))
+    if not os.path.isdir(path):
+        raise SystemExit("run/bench.sh: error: --workdir %s is not a directory" % path)
+    if os.listdir(path):
+        raise SystemExit("run/bench.sh: error: --workdir %s is not empty" % path)
+    return path
+
+
 def run_benchmarks(args, workdir):
     """Runs every measurement in turn; returns (config, results, any failure)."""
     for name in ("data", "results", "logs"):
@@ -1355,8 +1392,11 @@ def parse_args(argv=None):
                 "--quantization: %r is not a CTranslate2 weight type (%s)"
                 % (args.quantization, ", ".join(ACCEPTED_MODEL_TYPES))
             )
-    if args.workdir and os.path.isdir(args.workdir) and os.listdir(args.workdir):
-        parser.error("--workdir %s is not empty" % args.workdir)
+    if args.workdir and os.path.lexists(args.workdir):
+        if not os.path.isdir(args.workdir):
+            parser.error("--workdir %s is not a directory" % args.workdir)
+        if os.listdir(args.workdir):
+            parser.error("--workdir %s is not empty" % args.workdir)
     return args
 
 
@@ -1369,10 +1409,10 @@ def main(argv=None):
     start = time.perf_counter()
     machine = machine_description()
     if args.workdir:
-        workdir = os.path.abspath(args.workdir)
-        os.makedirs(workdir, exist_ok=True)
+        workdir = make_workdir(args.workdir)
         config, results, failed = run_benchmarks(args, workdir)
     else:
+        # Made here, exclusively: the only directory this script ever removes.
         workdir = tempfile.mkdtemp(prefix="ldr-bench-")
         try:
             config, results, failed = run_benchmarks(args, workdir)

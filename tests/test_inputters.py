@@ -235,7 +235,7 @@ class EmptyPairsTest(tf.test.TestCase):
         # same size"), naming no file.
         with self.assertRaisesRegex(UserError, r"train\.tgt:16: extra target line \(16 lines"):
             self._target_lengths(data)
-        with self.assertRaisesRegex(UserError, "keep_empty_targets must be true or false"):
+        with self.assertRaisesRegex(UserError, "^data: keep_empty_targets must be a bool, got"):
             self._model(self._data(keep_empty_targets="no"))
 
 

@@ -1,8 +1,10 @@
 import os
 import stat
+from unittest import mock
 
 import tensorflow as tf
 
+from ldr_opennmt import utils
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import atomic_directory, atomic_output, read_lines, write_lines_atomic
 
@@ -76,6 +78,129 @@ class AtomicOutputTest(tf.test.TestCase):
             write_lines_atomic(os.path.join(tmp, "c"), ["3"])
         self.assertEqual(os.listdir(export), ["c"])
         self.assertEqual(sorted(os.listdir(parent)), ["export"])
+
+
+class OutputTreeTest(tf.test.TestCase):
+    """Directories of an output tree are never links; files never written through one."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.get_temp_dir()
+        self.root = os.path.join(self.dir, "out")
+        os.makedirs(self.root)
+        self.outside = os.path.join(self.dir, "outside")
+        os.makedirs(self.outside)
+
+    def _plant_raw_link(self):
+        raw = os.path.join(self.root, "raw")
+        os.symlink(self.outside, raw)
+        self.addCleanup(os.remove, raw)  # tf's temporary-directory cleanup trips on it.
+        return raw
+
+    def test_make_directories(self):
+        path = os.path.join(self.root, "a", "b")
+        self.assertEqual(utils.make_directories(path, self.root), path)
+        self.assertTrue(os.path.isdir(path))
+        self.assertFalse(os.path.islink(os.path.join(self.root, "a")))
+        utils.make_directories(path, self.root)  # Existing real directories are fine.
+
+    def test_make_directories_refuses_a_link(self):
+        raw = self._plant_raw_link()
+        with self.assertRaises(UserError) as context:
+            utils.make_directories(os.path.join(raw, "sub"), self.root)
+        self.assertEqual(
+            str(context.exception),
+            "%s: a symbolic link inside the output directory %s: refused (nothing is written"
+            " through a link; remove it, or choose another output directory)" % (raw, self.root),
+        )
+        self.assertEqual(os.listdir(self.outside), [])
+        with self.assertRaisesRegex(UserError, "not inside the output directory"):
+            utils.make_directories(self.outside, self.root)
+
+    def test_atomic_output_with_root_refuses_a_directory_link(self):
+        raw = self._plant_raw_link()
+        with self.assertRaisesRegex(UserError, "^%s: a symbolic link inside" % raw):
+            write_lines_atomic(os.path.join(raw, "train.en"), ["x"], root=self.root)
+        self.assertEqual(os.listdir(self.outside), [])
+        # A link at the file itself is replaced, never written through.
+        victim = os.path.join(self.outside, "victim")
+        write_lines_atomic(victim, ["precious"])
+        os.symlink(victim, os.path.join(self.root, "vocab.en"))
+        write_lines_atomic(os.path.join(self.root, "vocab.en"), ["new"], root=self.root)
+        self.assertEqual(read_lines(victim), ["precious"])
+        self.assertFalse(os.path.islink(os.path.join(self.root, "vocab.en")))
+        utils.copy_file_atomic(victim, os.path.join(self.root, "copy"), root=self.root)
+        self.assertEqual(read_lines(os.path.join(self.root, "copy")), ["precious"])
+
+    def test_resolve_output_root(self):
+        link = os.path.join(self.dir, "link")
+        os.symlink(self.outside, link)
+        self.addCleanup(os.remove, link)  # tf's temporary-directory cleanup trips on it.
+        messages = []
+        self.assertEqual(
+            utils.resolve_output_root(link, "--out", log=messages.append), self.outside
+        )
+        self.assertEqual(
+            messages, ["%s (--out) is a symbolic link: writing into %s" % (link, self.outside)]
+        )
+        victim = os.path.join(self.outside, "victim")
+        write_lines_atomic(victim, ["precious"])
+        os.symlink(victim, os.path.join(self.dir, "to_file"))
+        with self.assertRaisesRegex(UserError, "is a symbolic link to %s, which is not a" % victim):
+            utils.resolve_output_root(os.path.join(self.dir, "to_file"), "--out")
+        with self.assertRaisesRegex(UserError, "^%s: --out is not a directory$" % victim):
+            utils.resolve_output_root(victim, "--out")
+        new = os.path.join(self.dir, "new")
+        self.assertEqual(utils.resolve_output_root(new), new)
+
+    def test_remove_output_file(self):
+        victim = os.path.join(self.outside, "victim")
+        write_lines_atomic(victim, ["precious"])
+        done = os.path.join(self.root, "DONE")
+        os.symlink(victim, done)
+        utils.remove_output_file(done, self.root)  # The link, as a name.
+        self.assertFalse(os.path.lexists(done))
+        self.assertEqual(read_lines(victim), ["precious"])
+        utils.remove_output_file(done, self.root)  # Absent: nothing to do.
+        os.makedirs(done)
+        with self.assertRaisesRegex(UserError, "a directory where a file was written"):
+            utils.remove_output_file(done, self.root)
+        raw = self._plant_raw_link()
+        write_lines_atomic(os.path.join(self.outside, "train.en"), ["keep"])
+        with self.assertRaisesRegex(UserError, "a symbolic link inside"):
+            utils.remove_output_file(os.path.join(raw, "train.en"), self.root)
+        self.assertEqual(read_lines(os.path.join(self.outside, "train.en")), ["keep"])
+
+    def test_open_for_append_refuses_a_link(self):
+        victim = os.path.join(self.outside, "victim")
+        write_lines_atomic(victim, ["precious"])
+        log = os.path.join(self.root, "train.log")
+        os.symlink(victim, log)
+        with self.assertRaisesRegex(UserError, "^%s: a symbolic link: not appended to" % log):
+            utils.open_for_append(log)
+        self.assertEqual(read_lines(victim), ["precious"])
+        with utils.open_for_append(os.path.join(self.root, "ok.log")) as f:
+            f.write("line\n")
+        with utils.open_for_append(os.path.join(self.root, "ok.log")) as f:
+            f.write("more\n")
+        self.assertEqual(read_lines(os.path.join(self.root, "ok.log")), ["line", "more"])
+
+    def test_nothing_at_the_temporary_name_is_removed_after_the_rename(self):
+        # Once renamed, the temporary name is free: a file that appears there is not ours.
+        replace = os.replace
+        planted = []
+
+        def replace_then_plant(src, dst):
+            replace(src, dst)
+            with open(src, "w") as f:
+                f.write("someone else's\n")
+            planted.append(src)
+
+        out = os.path.join(self.root, "scores.json")
+        with mock.patch.object(utils.os, "replace", side_effect=replace_then_plant):
+            write_lines_atomic(out, ["ok"])
+        self.assertEqual(read_lines(planted[0]), ["someone else's"])
+        self.assertEqual(read_lines(out), ["ok"])
 
 
 if __name__ == "__main__":

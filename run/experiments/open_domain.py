@@ -24,10 +24,11 @@ import os
 import sys
 import time
 
-from ldr_opennmt import ensembles
+from ldr_opennmt import ensembles, errors
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import evaluate, open_domain
 from ldr_opennmt.training import corpora as corpora_lib
+from ldr_opennmt.utils import write_text_atomic
 
 from . import common, demo, factorized
 from .common import ROOT
@@ -95,6 +96,7 @@ def main(argv=None):
     out, options = common.experiment_output(args, "open_domain")
     os.chdir(ROOT)
     steps = common.Steps(out, name="open_domain", options=options)
+    out = steps.out  # A link given as --out is resolved once.
     start = time.time()
     common.prepare_corpus(args.data, args.cache)
     all_domains = corpora_lib.domain_names(common.load_yaml(args.config)["data"])
@@ -207,11 +209,12 @@ def main(argv=None):
         "",
         "![BLEU per domain](eval/bleu.png)",
     ]
-    with open(os.path.join(out, "ensemble.json"), "w") as f:
-        json.dump(record, f, indent=2)
+    write_text_atomic(os.path.join(out, "ensemble.json"), json.dumps(record, indent=2))
     steps.write_report(lines, tables, time.time() - start)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # A user error (a results directory that is not the drivers', a corpus not built)
+    # is one line and exit status 2, as in the package's commands.
+    sys.exit(errors.run_main("run/open_domain.sh", main))

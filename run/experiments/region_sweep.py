@@ -22,9 +22,10 @@ import os
 import sys
 import time
 
+from ldr_opennmt import errors
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.training import corpora as corpora_lib
-from ldr_opennmt.utils import DEFAULT_CACHE, save_figure
+from ldr_opennmt.utils import DEFAULT_CACHE, make_directories, save_figure, write_text_atomic
 
 from . import common
 from .common import ROOT
@@ -129,9 +130,9 @@ def main(argv=None):
     data = common.load_yaml(args.config)["data"]
     check_sizes(cells, SIZES[args.size]["num_units"], len(corpora_lib.domain_names(data)))
     steps = common.Steps(out, name="region-sweep")
+    out = steps.out  # A link given as --out is resolved once.
     runs_dir, configs_dir = steps.runs_dir, steps.configs_dir
-    defs_dir = os.path.join(out, "model_defs")
-    os.makedirs(defs_dir, exist_ok=True)
+    defs_dir = make_directories(os.path.join(out, "model_defs"), os.path.abspath(out))
     start = time.time()
     common.prepare_corpus(args.data, args.cache)
 
@@ -139,8 +140,7 @@ def main(argv=None):
     for index, size in enumerate(cells):
         slug = "ldr_cells%d" % size
         model_def = os.path.join(defs_dir, slug + ".py")
-        with open(model_def, "w") as f:
-            f.write(model_definition(args.size, size))
+        write_text_atomic(model_def, model_definition(args.size, size))
         config = common.train_config(
             slug,
             {"domain_training": "procedure1"},
@@ -194,4 +194,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # A user error (a results directory that is not the drivers', a corpus not built)
+    # is one line and exit status 2, as in the package's commands.
+    sys.exit(errors.run_main("run/region_sweep.sh", main))

@@ -189,6 +189,38 @@ class SourcesTest(tf.test.TestCase):
         self.assertLen(calls, 1)
         self.assertEqual(os.listdir(cache), [])
 
+    def test_fetch_wheel_never_removes_a_link_it_did_not_make(self):
+        # A link in the cache (say, to a shared wheel store) whose target has other
+        # content: refused in one line; neither the link nor its target is touched.
+        cache = os.path.join(self.get_temp_dir(), "wheels")
+        os.makedirs(cache)
+        store = os.path.join(self.get_temp_dir(), "Django-4.2.16-py3-none-any.whl")
+        other = _zip_bytes({"django/x.po": PO.replace("Ouvrir", "Fermer")})
+        with open(store, "wb") as f:
+            f.write(other)
+        link = os.path.join(cache, "Django-4.2.16-py3-none-any.whl")
+        os.symlink(store, link)
+        wheel = _zip_bytes({"django/x.po": PO})
+        calls = []
+        with mock.patch.dict(sources.WHEELS, {"django": ("4.2.16", _sha256(wheel))}):
+            with mock.patch.object(sources.subprocess, "run", self._fake_pip(wheel, calls)):
+                with self.assertRaises(UserError) as context:
+                    sources.fetch_wheel("django", cache, log=lambda _: None)
+                self.assertEqual(
+                    str(context.exception),
+                    "%s: a symbolic link in the download cache, without the expected content:"
+                    " not removed nor replaced (ldr-data did not write it); remove it, or use"
+                    " another --cache" % link,
+                )
+                self.assertTrue(os.path.islink(link))
+                self.assertEqual(sources.file_sha256(store), _sha256(other))
+                self.assertEqual(calls, [])
+                # A link to the expected wheel is used as it is.
+                with open(store, "wb") as f:
+                    f.write(wheel)
+                self.assertEqual(sources.fetch_wheel("django", cache, log=lambda _: None), link)
+                self.assertEqual(calls, [])
+
     def test_wheels_are_pinned_by_hash(self):
         self.assertLen(sources.WHEELS, 12)
         self.assertContainsSubset(sources.SOFTWARE_WHEELS, sources.WHEELS)
@@ -346,6 +378,27 @@ class OpusTest(tf.test.TestCase):
             [("a b", "c d")],
         )
         self.assertEqual(sources.file_sha256(cached), sha256)
+
+    def test_cached_download_link_is_never_replaced(self):
+        _, url = self._url_zip("EMEA", "a b\n", "c d\n")
+        os.makedirs(self.cache)
+        cached = sources.download_cache_path(url, self.cache)
+        os.symlink(os.path.join(self.dir, "missing"), cached)  # Dangling.
+        with self.assertRaisesRegex(
+            UserError, "^%s: a symbolic link in the download cache" % cached
+        ):
+            sources.opus_moses_pairs(url, self.cache, log=lambda _: None)
+        self.assertTrue(os.path.islink(cached))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "missing")))
+
+    def test_opus_zip_gives_the_content_hash(self):
+        path, url = self._url_zip("EMEA", "a b\n", "c d\n")
+        sha256 = sources.file_sha256(path)
+        self.assertEqual(sources.opus_zip(path), (path, sha256))
+        self.assertEqual(
+            sources.opus_zip(url, self.cache, log=lambda _: None),
+            (sources.download_cache_path(url, self.cache), sha256),
+        )
 
     def test_member_not_utf8(self):
         path = _moses_zip(
