@@ -25,6 +25,7 @@ import sys
 from ldr_opennmt import errors
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import contrastive, evaluate
+from ldr_opennmt.names import check_unique
 
 CONTRASTIVE = "contrastive"
 FIT_ENSEMBLE = "fit-ensemble"
@@ -84,20 +85,16 @@ def _main(argv):
         "runs for different systems can share --out side by side",
     )
     args = parser.parse_args(argv)
-    system_modes = {}
-    for item in args.system_modes:
-        name, sep, modes = item.partition("=")
-        if not sep or not name or not modes:
-            raise UserError("--system-modes expects NAME=MODE[,MODE...], got %r" % item)
-        system_modes[name] = modes.split(",")
-    systems = []
-    for item in args.system:
-        name, sep, configs = item.partition("=")
-        if not sep or not name or not configs:
-            raise UserError("--system expects NAME=CONFIG, got %r" % item)
-        systems.append(evaluate.System(name, configs.split(","), system_modes.pop(name, None)))
-    if system_modes:
-        raise UserError("--system-modes names no --system: %s" % ", ".join(system_modes))
+    system_modes = _named_values(args.system_modes, "--system-modes")
+    named_systems = _named_values(args.system, "--system")
+    unknown = [name for name in system_modes if name not in named_systems]
+    if unknown:
+        raise UserError("--system-modes names no --system: %s" % ", ".join(unknown))
+    systems = [
+        evaluate.System(name, configs, system_modes.get(name), where="--system")
+        for name, configs in named_systems.items()
+    ]
+    evaluate.check_system_names(systems, "--system")
     results = evaluate.evaluate(
         args.corpus,
         systems,
@@ -126,7 +123,9 @@ def _add_system_argument(parser):
         action="append",
         required=True,
         metavar="NAME=CONFIG[,CONFIG...]",
-        help="a system and its OpenNMT-tf run configuration(s) (with model_dir)",
+        help="a system and its OpenNMT-tf run configuration(s) (with model_dir); NAME is its "
+        "table row and names its files, where characters other than letters, digits, '-', '_' "
+        "and '.' become '_' (no '/' or '\\', no leading '.'); each name once",
     )
 
 
@@ -142,15 +141,20 @@ def _positive_int(text):
 
 
 def _named_values(items, option):
-    """``NAME=A,B`` arguments as an ordered ``{NAME: [A, B]}``."""
+    """``NAME=A,B`` arguments as an ordered ``{NAME: [A, B]}``.
+
+    Raises:
+      UserError: on an argument without ``=``, a name or a value, or a name given twice
+        (``--system: system name 'Mixed' is given twice``): a second system of the same
+        name used to replace the first one's files and table row.
+    """
     values = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
             raise UserError("%s expects NAME=VALUE[,VALUE...], got %r" % (option, item))
-        if name in values:
-            raise UserError("%s: %s is given twice" % (option, name))
-        values[name] = value.split(",")
+        values.setdefault(name, value.split(","))
+    check_unique([item.partition("=")[0] for item in items], "system name", option)
     return values
 
 
@@ -172,7 +176,7 @@ def _fit_ensemble_main(argv):
 
     info = corpus_lib.load_info(args.corpus)
     for name, configs in _named_values(args.system, "--system").items():
-        system = evaluate.System(name, configs)
+        system = evaluate.System(name, configs, where="--system")
         record = open_domain.fit_learned_weights(
             system, args.corpus, info["source_lang"], info["target_lang"], args.per_domain
         )
@@ -206,7 +210,8 @@ def _contrastive_main(argv):
         action="append",
         default=[],
         metavar="NAME=CONFIG[,CONFIG...]",
-        help="a system and its OpenNMT-tf run configuration(s); without any, only build the items",
+        help="a system and its OpenNMT-tf run configuration(s) (NAME as for ldr-eval "
+        "--system); without any, only build the items",
     )
     parser.add_argument(
         "--modes",
@@ -254,10 +259,12 @@ def _contrastive_main(argv):
     system_modes = _named_values(args.system_modes, "--system-modes")
     systems = []
     for name, configs in _named_values(args.system, "--system").items():
-        systems.append(evaluate.System(name, configs))
+        systems.append(evaluate.System(name, configs, where="--system"))
+    evaluate.check_system_names(systems, "--system")
     unknown = [name for name in system_modes if name not in {s.name for s in systems}]
     if unknown:
         raise UserError("--system-modes names no --system: %s" % ", ".join(unknown))
+    contrastive.check_outputs(systems, args.out)  # Before the items are built.
     items_path = args.items
     if items_path is None:
         items_path = os.path.join(args.out, contrastive.ITEMS_FILE)

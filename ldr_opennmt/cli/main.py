@@ -56,6 +56,8 @@ def main(argv=None):
 
 
 def _prediction_path(output_dir, features_file):
+    """``OUTPUT_DIR/NAME.pred``: the features file's name without its last extension (two
+    inputs that would share one are refused by :func:`predict_domains_main`)."""
     name = os.path.basename(features_file)
     stem = os.path.splitext(name)[0] if "." in name else name
     return os.path.join(output_dir, stem + ".pred")
@@ -86,6 +88,33 @@ def predict_domains_main(argv):
     argv = list(argv)
     argv.insert(argv.index(PREDICT_DOMAINS), "--placeholder")
     args = parser.parse_args(argv)
+    # Refused before any work: two inputs whose predictions would share one file (the same
+    # name without extension: a/test.en and b/test.en, or test.en and test.de), and outputs
+    # that would replace an input.
+    inputs = {}
+    for path in args.features_file + (args.labels_file or []):
+        inputs.setdefault(os.path.realpath(path), path)
+    outputs = [(path, _prediction_path(args.output_dir, path)) for path in args.features_file]
+    if args.labels_file:
+        outputs += [
+            (None, os.path.join(args.output_dir, "classification.%s" % extension))
+            for extension in ("json", "md")
+        ]
+    written = {}
+    for features_file, output in outputs:
+        key = os.path.realpath(output)
+        if key in written:
+            raise UserError(
+                "--features_file: %s and %s would both write their predictions to %s (the "
+                "file name without its last extension, plus .pred): give them different names"
+                % (written[key], features_file, output)
+            )
+        if key in inputs:
+            raise UserError(
+                "--output_dir %s: the output %s would replace the input %s: choose another "
+                "output directory" % (args.output_dir, output, inputs[key])
+            )
+        written[key] = features_file
     compat.initialize_logging(args.log_level)
     runner = Runner.from_files(
         args.config,

@@ -73,7 +73,9 @@ Models that ignore labels (Mixed; domain mixing, labels for training only) are s
 their follow rate, from the same scores, is what a system that does not listen to the label
 gets (their label effect is 0). Scores are written per system and mode (under exclusive
 temporary names, renamed when complete) and reused while the checkpoint, the items and the
-corpus tokenizers are unchanged.
+corpus tokenizers are unchanged (``NAME.contrastive.stamp``, written before them). Only
+files under a stamp are ever removed: a score file without its system's stamp is refused
+(:func:`check_outputs`), and so are two systems of one name.
 """
 
 import collections
@@ -573,9 +575,15 @@ def build_items(
       The list of items.
 
     Raises:
-      UserError: on a missing or incomplete corpus, a bad seed file or split, or when no item
-        is found.
+      UserError: on a missing or incomplete corpus, a bad seed file or split, an
+        :obj:`out_path` that its summary would replace (``.md``), or when no item is found.
     """
+    stem = os.path.splitext(out_path)[0]
+    if stem + ".md" == out_path:
+        raise UserError(
+            "%s: the items file would be replaced by its summary (%s.md): name it .jsonl"
+            % (out_path, stem)
+        )
     info = corpus_lib.load_info(corpus_dir)
     domains, src, tgt = info["domains"], info["source_lang"], info["target_lang"]
     splits = list(splits)
@@ -619,7 +627,6 @@ def build_items(
     out_dir = os.path.dirname(os.path.abspath(out_path))
     os.makedirs(out_dir, exist_ok=True)
     write_lines_atomic(out_path, [json.dumps(item, ensure_ascii=False) for item in items])
-    stem = os.path.splitext(out_path)[0]
     parameters = collections.OrderedDict(
         [
             ("corpus", corpus_dir),
@@ -834,7 +841,7 @@ def _score_system(system, items, modes, domains, tokenizers, out_dir, outputs):
     # The score run's inputs and output live in an exclusive temporary directory (no
     # predictable name a planted link could redirect), removed even if the run fails.
     with tempfile.TemporaryDirectory(
-        prefix=".%s.contrastive." % system.name, dir=out_dir
+        prefix=".%s.contrastive." % system.file_name, dir=out_dir
     ) as directory:
         paths = [os.path.join(directory, name) for name in ("input.src", "input.labels")]
         paths.append(os.path.join(directory, "input.tgt"))
@@ -972,6 +979,41 @@ def label_shift(items, oracle, flipped, domains):
     }
 
 
+def _scores_path(out_dir, name, mode):
+    return os.path.join(out_dir, "%s.%s.contrastive.jsonl" % (name, mode))
+
+
+def _stamp_path(out_dir, name):
+    return os.path.join(out_dir, "%s.contrastive.stamp" % name)
+
+
+def check_outputs(systems, out_dir):
+    """Refuses, before any work, two systems of one name and a score file that this
+    evaluation did not write.
+
+    A system's score files (``NAME.MODE.contrastive.jsonl``) are the evaluation's only while
+    its stamp (``NAME.contrastive.stamp``, written before the first of them) is next to them:
+    they are removed when the stamp no longer matches. A file at such a path without a stamp
+    would be lost.
+
+    Raises:
+      UserError: naming the system name given twice, or the file and the missing stamp.
+    """
+    evaluate_lib.check_system_names(systems, "systems")
+    for system in systems:
+        stamp_path = _stamp_path(out_dir, system.file_name)
+        if os.path.lexists(stamp_path):
+            continue
+        for mode in MODES:
+            path = _scores_path(out_dir, system.file_name, mode)
+            if os.path.lexists(path):
+                raise UserError(
+                    "%s: a file ldr-eval contrastive did not write (no %s), where it would "
+                    "write the scores of system %s: move it away or choose another output "
+                    "directory" % (path, stamp_path, system.name)
+                )
+
+
 def evaluate(
     corpus_dir,
     systems,
@@ -1010,6 +1052,7 @@ def evaluate(
     """
     info = corpus_lib.load_info(corpus_dir)
     domains = info["domains"]
+    check_outputs(systems, out_dir)
     os.makedirs(out_dir, exist_ok=True)
     system_modes = dict(system_modes or {})
     names = [system.name for system in systems]
@@ -1047,23 +1090,27 @@ def evaluate(
     for system in tqdm(systems, desc="scoring", unit="system", disable=None):
         uses_domains = system.uses_domains
         chosen = tuple(system_modes.get(system.name, modes)) if uses_domains else ("oracle",)
-        outputs = {
-            mode: os.path.join(out_dir, "%s.%s.contrastive.jsonl" % (system.name, mode))
-            for mode in chosen
-        }
+        outputs = {mode: _scores_path(out_dir, system.file_name, mode) for mode in chosen}
         checkpoint = system.checkpoint()
-        stamp_path = os.path.join(out_dir, "%s.contrastive.stamp" % system.name)
+        stamp_path = _stamp_path(out_dir, system.file_name)
         # Scores are reused only for the same checkpoint, items and tokenizers.
         stamp = [checkpoint, "items %s" % digest, "tokenizers %s" % tokenizers_digest]
-        if not os.path.exists(stamp_path) or read_lines(stamp_path) != stamp:
-            for mode in MODES:  # Those of other runs too: the new stamp will cover them.
-                path = os.path.join(out_dir, "%s.%s.contrastive.jsonl" % (system.name, mode))
-                if os.path.exists(path):
-                    os.remove(path)
+        previous = read_lines(stamp_path) if os.path.isfile(stamp_path) else None
+        if previous != stamp:
+            # Only under a stamp (check_outputs found no file without one); those of other
+            # runs too: the new stamp will cover them.
+            if os.path.lexists(stamp_path):
+                for mode in MODES:
+                    path = _scores_path(out_dir, system.file_name, mode)
+                    if os.path.lexists(path):
+                        os.remove(path)
+            # Written before any score file, so that each is covered by the stamp of the
+            # inputs it was computed from (a run killed after the scores used to leave them
+            # under the previous stamp, valid again for those inputs).
+            write_lines_atomic(stamp_path, stamp)
         missing = [mode for mode in chosen if not os.path.exists(outputs[mode])]
         if missing:
             _score_system(system, items, missing, domains, tokenizers, out_dir, outputs)
-            write_lines_atomic(stamp_path, stamp)
         if cache_only:
             continue
         scores = {}

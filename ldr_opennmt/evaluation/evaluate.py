@@ -29,13 +29,17 @@ name and renamed when complete, so an interrupted evaluation resumes from the
 translations it already has. A translation is reused only while its system's stamp
 (``NAME.stamp``, see :func:`translation_stamp`) still matches: the same checkpoint (path
 and content), decoding options and vocabularies, the same source sentences and, per label
-mode, the same labels.
+mode, the same labels. Only files under a stamp are ever removed or replaced: a file at a
+system's translation path without its stamp is refused (:func:`check_outputs`). System
+names become file names (:func:`system_file_name`): a name that looks like a path is refused
+where a :class:`System` is made, and so are two systems of one name or of one file name.
 """
 
 import collections
 import hashlib
 import json
 import os
+import re
 import tempfile
 
 import tensorflow as tf
@@ -47,6 +51,7 @@ from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.domains import GENERIC
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import scoring
+from ldr_opennmt.names import check_path_name, check_unique
 from ldr_opennmt.training.runner import Runner
 from ldr_opennmt.utils import atomic_output, read_lines, write_lines, write_lines_atomic
 
@@ -241,18 +246,77 @@ def _digest_file(path):
     return digest.hexdigest()
 
 
+#: Each run of these characters in a system name becomes ``_`` in its file names.
+_NOT_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def system_file_name(name, where="System"):
+    """The name of a system's files (``NAME.oracle.fr``, ``NAME.stamp``).
+
+    A system name is a table row: it may have spaces and punctuation (``Factorized PA``,
+    ``Transformer (no legal)``); in its file names each run of characters other than
+    letters, digits, ``-``, ``_`` and ``.`` becomes ``_`` (``Factorized_PA.oracle.fr``), and
+    the result is checked by :func:`ldr_opennmt.names.check_path_name`. A name that looks
+    like a path (a ``/`` or ``\\``, a leading ``.``), is blank, or has a line break or
+    another control character is refused.
+
+    Args:
+      name: The system name.
+      where: Where it comes from, for the message (``--system``).
+
+    Raises:
+      UserError: ``WHERE: invalid system name '../x' (it becomes a file name: ...)``.
+    """
+    if (
+        not isinstance(name, str)
+        or not name.strip()
+        or name.startswith(".")
+        or "/" in name
+        or "\\" in name
+        or not name.isprintable()
+    ):
+        check_path_name(name, "system name", where)  # Raises, with the rule for file names.
+        raise UserError("%s: invalid system name %r" % (where, name))
+    return check_path_name(_NOT_IN_FILE_NAMES.sub("_", name), "system name", where)
+
+
+def check_system_names(systems, where):
+    """Refuses two systems of one name, or whose files would have one name.
+
+    Raises:
+      UserError: ``WHERE: system name 'LDR' is given twice``, or ``WHERE: system names 'A B'
+        and 'A_B' would share their files (A_B.*): rename one``.
+    """
+    check_unique([system.name for system in systems], "system name", where)
+    seen = {}
+    for system in systems:
+        other = seen.setdefault(system.file_name, system.name)
+        if other != system.name:
+            raise UserError(
+                "%s: system names %r and %r would share their files (%s.*): rename one"
+                % (where, other, system.name, system.file_name)
+            )
+
+
 class System:
     """A trained system given by its OpenNMT-tf run configuration(s)."""
 
-    def __init__(self, name, config_paths, modes=None):
+    def __init__(self, name, config_paths, modes=None, where="System"):
         """Initializes the system.
 
         Args:
-          name: The row name.
+          name: The row name; it also names the system's output files, see
+            :func:`system_file_name` (:attr:`file_name`).
           config_paths: Its run configuration files (with ``model_dir``).
           modes: Label modes to evaluate it with, overriding those of
             :func:`evaluate` (e.g. ``["oracle"]`` for a fine-tuned baseline).
+          where: Where the name comes from, for the error message (e.g. ``--system``).
+
+        Raises:
+          UserError: on an invalid name (``--system: invalid system name '../x' (...)``), an
+            unknown label mode or an unreadable configuration.
         """
+        self.file_name = system_file_name(name, where)
         self.name = name
         self.config_paths = list(config_paths)
         if modes is not None:
@@ -414,6 +478,42 @@ def _write_stamp(path, inputs, modes):
     write_lines_atomic(path, [json.dumps(stamp, indent=2, sort_keys=True)])
 
 
+def _translation_path(out_dir, name, mode, tgt):
+    return os.path.join(out_dir, "%s.%s.%s" % (name, mode, tgt))
+
+
+def _stamp_path(out_dir, name):
+    return os.path.join(out_dir, "%s.stamp" % name)
+
+
+def check_outputs(systems, out_dir, tgt):
+    """Refuses, before anything is translated, a translation file that ldr-eval did not
+    write.
+
+    A system's translations (``NAME.MODE.TGT``) are the evaluation's only while its stamp
+    (``NAME.stamp``) is next to them: the stamp is written before the first translation.
+    Those files are redone, hence removed or replaced, when an input changes; a file at
+    such a path without a stamp (a user's file, or a corpus file in :obj:`out_dir`) would be
+    lost.
+
+    Raises:
+      UserError: ``OUT/NAME.MODE.TGT: a file ldr-eval did not write (no OUT/NAME.stamp)
+        ...``.
+    """
+    for system in systems:
+        stamp_path = _stamp_path(out_dir, system.file_name)
+        if os.path.lexists(stamp_path):
+            continue
+        for mode in MODES:
+            path = _translation_path(out_dir, system.file_name, mode, tgt)
+            if os.path.lexists(path):
+                raise UserError(
+                    "%s: a file ldr-eval did not write (no %s), where it would write the "
+                    "translations of system %s: move it away or choose another output directory"
+                    % (path, stamp_path, system.name)
+                )
+
+
 def _system_modes(system, modes):
     """The label modes a system is translated with: one (``oracle``) if it ignores labels;
     the common modes but the ensembles for a system without domain views.
@@ -467,7 +567,7 @@ def _prepare_ensembles(systems, system_modes, corpus_dir, info, counts, out_dir,
         os.makedirs(out_dir, exist_ok=True)
         for domain, count in counts.items():
             source = os.path.join(corpus_dir, "test.%s.%s" % (domain, src))
-            path = os.path.join(out_dir, "%s.test.%s.soft" % (classifier.name, domain))
+            path = os.path.join(out_dir, "%s.test.%s.soft" % (classifier.file_name, domain))
             soft[domain] = open_domain.soft_labels(classifier, source, path, out_dir)[:count]
     return soft
 
@@ -516,6 +616,8 @@ def evaluate(
     src = info["source_lang"]
     detok = corpus_lib.load_tokenizer(corpus_dir, tgt)
 
+    # Two systems of one name would share their files and row.
+    check_system_names(systems, "systems")
     for system in systems:
         declared = system.config.get("data", {}).get("domains")
         for domain in declared or []:
@@ -524,6 +626,7 @@ def evaluate(
                     "system %s declares domain %r but the corpus %s has no files for it "
                     "(its domains: %s)" % (system.name, domain, corpus_dir, ", ".join(domains))
                 )
+    check_outputs(systems, out_dir, tgt)
     system_modes = collections.OrderedDict(
         (system.name, _system_modes(system, modes)) for system in systems
     )
@@ -565,17 +668,17 @@ def evaluate(
         tqdm(systems, desc="translating", unit="system", disable=None), stamps
     ):
         chosen = system_modes[system.name]
-        paths = {
-            mode: os.path.join(out_dir, "%s.%s.%s" % (system.name, mode, tgt)) for mode in MODES
-        }
+        paths = {mode: _translation_path(out_dir, system.file_name, mode, tgt) for mode in MODES}
         for mode in chosen:
             # Models that ignore domains are translated once and named alone.
             row = system.name if len(chosen) == 1 else "%s (%s)" % (system.name, mode)
             outputs[(system.name, mode)] = (row, paths[mode])
         # A translation is reused only if the stamp says it was made by the same checkpoint
         # with the same decoding options on the same sentences and labels; otherwise it is
-        # removed (a stale file never looks valid) and redone.
-        stamp_path = os.path.join(out_dir, "%s.stamp" % system.name)
+        # removed (a stale file never looks valid) and redone. Only files of a system with a
+        # stamp are removed: without one, check_outputs found none there.
+        stamp_path = _stamp_path(out_dir, system.file_name)
+        owned = os.path.lexists(stamp_path)
         previous = _read_stamp(stamp_path)
         valid = previous["modes"] if previous.get("inputs") == stamp else {}
         kept = {
@@ -586,7 +689,7 @@ def evaluate(
             and (mode not in chosen or digest == label_digests[mode])
         }
         for mode in MODES:
-            if mode not in kept and os.path.exists(paths[mode]):
+            if owned and mode not in kept and os.path.lexists(paths[mode]):
                 os.remove(paths[mode])
         missing = [m for m in chosen if m not in kept]
         if not missing:
@@ -598,7 +701,9 @@ def evaluate(
         # One inference run per system (one model load and trace): the test set is
         # repeated once per label mode. Its input and output files live in an exclusive
         # temporary directory, removed even if the translation fails.
-        with tempfile.TemporaryDirectory(prefix=".%s.translate." % system.name, dir=out_dir) as tmp:
+        with tempfile.TemporaryDirectory(
+            prefix=".%s.translate." % system.file_name, dir=out_dir
+        ) as tmp:
             run_source = os.path.join(tmp, "input.%s" % src)
             run_labels = os.path.join(tmp, "input.labels")
             run_output = os.path.join(tmp, "output.%s" % tgt)
@@ -637,12 +742,12 @@ def evaluate(
 
     significance = {}
     if baseline is not None:
-        names = [row for row, _ in rows]
-        if baseline not in names and "%s (oracle)" % baseline in names:
+        row_names = [row for row, _ in rows]
+        if baseline not in row_names and "%s (oracle)" % baseline in row_names:
             baseline = "%s (oracle)" % baseline  # A baseline that uses domains.
-        if baseline not in names:
+        if baseline not in row_names:
             raise UserError(
-                "baseline %r is not one of the systems (%s)" % (baseline, ", ".join(names))
+                "baseline %r is not one of the systems (%s)" % (baseline, ", ".join(row_names))
             )
         for domain in domains:
             others = {row: hypotheses[(row, domain)] for row, _ in rows if row != baseline}

@@ -3,6 +3,7 @@
 import collections
 import json
 import os
+import re
 import shutil
 from unittest import mock
 
@@ -183,6 +184,15 @@ class ItemsTest(tf.test.TestCase):
         self.assertEqual(
             [(v["domain"], v["text"]) for v in items[2]["variants"]], [("medical", "un alcool ici")]
         )
+
+    def test_items_file_named_like_its_summary_is_refused(self):
+        # The summary (STEM.md) used to be written over the items.
+        out = os.path.join(self.get_temp_dir(), "items.md")
+        with self.assertRaisesRegex(
+            UserError, "^%s: the items file would be replaced" % re.escape(out)
+        ):
+            contrastive.build_items(os.path.join(self.get_temp_dir(), "corpus"), out)
+        self.assertFalse(os.path.exists(out))
 
     def test_no_item_when_translations_are_equal(self):
         lexicon = contrastive.find_translations(
@@ -508,6 +518,83 @@ class ScoringTest(helpers.SharedDirTestCase):
         self.assertEqual(
             [n for n in os.listdir(out) if n.startswith("ldr.")], ["ldr.contrastive.stamp"]
         )
+
+    def test_interrupted_scores_are_not_reused_under_the_former_stamp(self):
+        # A run for other weights killed after writing its scores, before its stamp: the
+        # stamp of the former weights covered them, and a run with those weights took them.
+        out = os.path.join(self.get_temp_dir(), "killed")
+        shutil.copytree(self.out, out)
+        systems = [evaluate.System("ldr", [self.configs["ldr"]])]
+        score_system = contrastive._score_system
+
+        def fake_score(runner, features_file, predictions_file=None, **kwargs):
+            with open(predictions_file) as f:
+                targets = f.read().splitlines()
+            _write(kwargs["output_file"], ["%d ||| %s" % (len(t), t) for t in targets])
+
+        def killed(*args):
+            score_system(*args)
+            raise KeyboardInterrupt
+
+        with mock.patch.object(
+            evaluate.System, "checkpoint", autospec=True, return_value="other-weights"
+        ), mock.patch.object(
+            Runner, "score", autospec=True, side_effect=fake_score
+        ), mock.patch.object(
+            contrastive, "_score_system", side_effect=killed
+        ):
+            with self.assertRaises(KeyboardInterrupt):
+                contrastive.evaluate(
+                    self.corpus, systems, out, items_path=self.items, modes=["oracle"]
+                )
+        with mock.patch.object(Runner, "score", side_effect=AssertionError("scored again")):
+            with self.assertRaisesRegex(AssertionError, "scored again"):
+                contrastive.evaluate(
+                    self.corpus, systems, out, items_path=self.items, modes=["oracle"]
+                )
+
+    def test_files_it_did_not_write_are_left_alone(self):
+        # A score file without its system's stamp is not the evaluation's: it used to be
+        # removed.
+        out = os.path.join(self.get_temp_dir(), "foreign")
+        os.makedirs(out)
+        mine = _write(os.path.join(out, "ldr.wrong.contrastive.jsonl"), ["my own file"])
+        systems = [evaluate.System("ldr", [self.configs["ldr"]])]
+        regex = "^%s: a file ldr-eval contrastive did not write \\(no %s\\)" % (
+            re.escape(mine),
+            re.escape(os.path.join(out, "ldr.contrastive.stamp")),
+        )
+        with mock.patch.object(Runner, "score", side_effect=AssertionError("scored")):
+            with self.assertRaisesRegex(UserError, regex):
+                contrastive.evaluate(
+                    self.corpus, systems, out, items_path=self.items, modes=["oracle"]
+                )
+            # The command refuses before it builds the items.
+            argv = ["contrastive", "--corpus", self.corpus, "--out", out]
+            argv += ["--system", "ldr=%s" % self.configs["ldr"], "--seed-words", "none"]
+            helpers.assert_cli_error(self, cli.main, argv + ["--min-count", "3"], regex)
+        self.assertEqual(os.listdir(out), ["ldr.wrong.contrastive.jsonl"])
+        with open(mine) as f:
+            self.assertEqual(f.read(), "my own file\n")
+
+    def test_two_systems_of_one_name_are_refused(self):
+        out = os.path.join(self.get_temp_dir(), "twice")
+        systems = [evaluate.System("ldr", [self.configs[name]]) for name in ("ldr", "mixed")]
+        with mock.patch.object(Runner, "score", side_effect=AssertionError("scored")):
+            with self.assertRaisesRegex(UserError, "^systems: system name 'ldr' is given twice$"):
+                contrastive.evaluate(self.corpus, systems, out, items_path=self.items)
+        self.assertFalse(os.path.exists(out))
+        argv = ["contrastive", "--corpus", self.corpus, "--out", out, "--items", self.items]
+        argv += [
+            "--system",
+            "x=%s" % self.configs["ldr"],
+            "--system",
+            "x=%s" % self.configs["mixed"],
+        ]
+        helpers.assert_cli_error(self, cli.main, argv, "^--system: system name 'x' is given twice$")
+        argv[-3] = "../x=%s" % self.configs["ldr"]
+        helpers.assert_cli_error(self, cli.main, argv, "^--system: invalid system name '../x'")
+        self.assertFalse(os.path.exists(out))
 
     def test_no_predictable_file_names(self):
         # The score run's files live in an exclusive temporary directory and the stamp and

@@ -489,6 +489,88 @@ class InputsAndReuseTest(tf.test.TestCase):
         with open(os.path.join(self.out, "scores.json")) as f:
             self.assertEqual([row for row, _ in json.load(f)["rows"]], ["LDR"])
 
+    @parameterized.expand(
+        [
+            ("parent", "../x"),
+            ("absolute", None),
+            ("separator", "a/b"),
+            ("hidden", ".x"),
+            ("dots", ".."),
+            ("line break", "a\nb"),
+        ]
+    )
+    def test_system_names_that_are_not_file_names_are_refused(self, _, name):
+        # System names name the output files: ../x wrote x.stamp and x.oracle.fr next to
+        # --out, an absolute name anywhere.
+        name = name or os.path.join(self.root, "x")
+        before = sorted(os.listdir(self.root))
+        argv = ["--corpus", self.corpus, "--out", self.out]
+        argv += ["--system", "%s=%s" % (name, self.configs["LDR"])]
+        regex = "^--system: invalid system name %s \\(it becomes a file name" % re.escape(
+            repr(name)
+        )
+        self._assert_refused(argv, regex)
+        self.assertEqual(sorted(os.listdir(self.root)), before)
+        with self.assertRaisesRegex(UserError, "^System: invalid system name"):
+            evaluate.System(name, [self.configs["LDR"]])
+
+    def test_two_systems_of_one_name_are_refused(self):
+        # The second used to replace the first one's translations and give one row.
+        argv = self._argv("--system", "LDR=%s" % self.configs["Mixed"])
+        self._assert_refused(argv, "^--system: system name 'LDR' is given twice$")
+        argv = self._argv("--system-modes", "LDR=oracle", "--system-modes", "LDR=wrong")
+        self._assert_refused(argv, "^--system-modes: system name 'LDR' is given twice$")
+        systems = [evaluate.System("LDR", [self.configs[name]]) for name in ("LDR", "Mixed")]
+        with self._fake_model() as translated:
+            with self.assertRaisesRegex(UserError, "^systems: system name 'LDR' is given twice$"):
+                evaluate.evaluate(self.corpus, systems, self.out)
+        self.assertEqual(translated, [])
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_row_names_with_spaces_name_files_with_underscores(self):
+        # "A B" and "A_B" would share their files (A_B.oracle.fr).
+        argv = ["--corpus", self.corpus, "--out", self.out]
+        argv += [
+            "--system",
+            "A B=%s" % self.configs["LDR"],
+            "--system",
+            "A_B=%s" % self.configs["LDR"],
+        ]
+        regex = "^--system: system names 'A B' and 'A_B' would share their files \\(A_B\\.\\*\\)"
+        self._assert_refused(argv, regex)
+        self.assertLen(self._evaluate(system="Factorized PA", config=self.configs["LDR"]), 3)
+        self.assertCountEqual(
+            [name for name in os.listdir(self.out) if name.startswith("Factorized")],
+            ["Factorized_PA.oracle.fr", "Factorized_PA.stamp"],
+        )
+        with open(os.path.join(self.out, "scores.json")) as f:
+            self.assertEqual([row for row, _ in json.load(f)["rows"]], ["Factorized PA"])
+
+    @parameterized.expand([("replaced", "LDR.oracle.fr"), ("removed", "LDR.wrong.fr")])
+    def test_files_ldr_eval_did_not_write_are_left_alone(self, _, name):
+        # A file at a translation path of a system without a stamp is not the evaluation's
+        # (--out a directory of the user's): it used to be replaced (a mode evaluated) or
+        # removed (any other mode).
+        os.makedirs(self.out)
+        mine = os.path.join(self.out, name)
+        _write_lines(mine, ["my own file"])
+        regex = "^%s: a file ldr-eval did not write \\(no %s\\)" % (
+            re.escape(mine),
+            re.escape(os.path.join(self.out, "LDR.stamp")),
+        )
+        with self._fake_model() as translated:
+            helpers.assert_cli_error(self, cli.main, self._argv(), regex)
+        self.assertEqual(translated, [])
+        self.assertEqual(os.listdir(self.out), [name])
+        self.assertEqual(_read(mine), ["my own file"])
+        # The evaluation's own translations (under its stamp) are redone as before.
+        os.remove(mine)
+        self.assertEqual(self._evaluate(("oracle", "wrong"), cache_only=True)[:1], ["medical"])
+        self.assertLen(
+            self._evaluate(("oracle",), config=self._config("ldr", "ldr_transformer.py")), 3
+        )
+        self.assertFalse(os.path.exists(os.path.join(self.out, "LDR.wrong.fr")))
+
     def test_interrupted_translation_leaves_nothing(self):
         system = evaluate.System("LDR", [self.configs["LDR"]])
         output = os.path.join(self.out, "LDR.oracle.fr")
