@@ -26,9 +26,8 @@ import os
 import sys
 
 import tensorflow as tf
-from opennmt import config as config_util
 
-from ldr_opennmt import compat
+from ldr_opennmt import compat, config_loader
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import errors
 from ldr_opennmt.errors import UserError
@@ -130,7 +129,7 @@ def predict_domains_main(argv):
     domains = runner.domains
     if args.model_config:
         model_domains = corpora_lib.domain_names(
-            config_util.load_config(args.model_config).get("data", {})
+            config_loader.load_run_config(args.model_config).get("data", {})
         )
         if model_domains != domains:
             raise UserError(

@@ -294,8 +294,7 @@ class OutputTreeTest(tf.test.TestCase):
         self.assertEqual(
             message,
             "%s: a symbolic link inside the output directory %s: refused (nothing is written"
-            " through a link; remove it, or choose another output directory)"
-            % (raw, self.out),
+            " through a link; remove it, or choose another output directory)" % (raw, self.out),
         )
         self.assertEqual(os.listdir(outside), [])
         self.assertTrue(corpus.is_built(self.out))  # Refused before anything was touched.
