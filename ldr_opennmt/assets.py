@@ -5,8 +5,9 @@ OpenNMT-tf's exporters write the files returned by ``Model.export_assets`` to
 :meth:`ldr_opennmt.models.MultiDomainModel.export_assets`) they are::
 
     assets.extra/
-      inference.json                {"maximum_source_length": L}: longer sources are
-                                    truncated by the serving function
+      inference.json                {"maximum_source_length": L, "ignored_domain_labels":
+                                    why labels are ignored or null, "ensemble_refusal": why
+                                    ensemble labels are refused or null}
       domains.txt                   the declared domains, one per line, in id order
                                     (empty for a model that declares none: labels ignored)
       source_tokenizer_config.yml   with source_tokenization: the pyonmttok options,
@@ -123,12 +124,17 @@ def export_assets(model, asset_dir):
                 _rename_in_config(side_assets.get(TOKENIZER_CONFIGS[side]), name, renamed)
                 side_assets[renamed] = side_assets.pop(name)
         assets.update(side_assets)
-    limit = getattr(model, "maximum_source_length", None)
-    if limit is not None:
-        # The serving function truncates longer sources; clients count them from this.
+    if hasattr(model, "maximum_source_length"):
+        # What a client needs to know: the serving function truncates longer sources
+        # (clients count them), and whether labels are ignored or ensembles refused.
+        inference = {
+            "maximum_source_length": int(model.maximum_source_length),
+            "ignored_domain_labels": model.ignored_labels_reason(),
+            "ensemble_refusal": model.ensemble_refusal_reason(),
+        }
         inference_path = os.path.join(asset_dir, INFERENCE)
         with open(inference_path, "w", encoding="utf-8") as inference_file:
-            json.dump({"maximum_source_length": int(limit)}, inference_file)
+            json.dump(inference, inference_file, indent=2)
             inference_file.write("\n")
         assets[INFERENCE] = inference_path
     domains_path = os.path.join(asset_dir, DOMAINS)

@@ -82,7 +82,14 @@ class MaximumSourceLengthTest(tf.test.TestCase):
         export_dir = os.path.join(self.get_temp_dir(), "export")
         model.export(export_dir)
         with open(os.path.join(export_dir, "assets.extra", "inference.json")) as f:
-            self.assertEqual(json.load(f), {"maximum_source_length": LIMIT})
+            self.assertEqual(
+                json.load(f),
+                {
+                    "maximum_source_length": LIMIT,
+                    "ignored_domain_labels": None,
+                    "ensemble_refusal": None,
+                },
+            )
         serve = tf.saved_model.load(export_dir).signatures["serving_default"]
         words = LONG.split()
         full = serve(

@@ -26,6 +26,13 @@ def parse_args(argv):
     parser.add_argument("--output", help="The output file (default: standard output).")
     parser.add_argument("--batch_size", type=int, default=32, help="Sentences per batch.")
     parser.add_argument(
+        "--max_source_length",
+        type=int,
+        help="Translate only the first N tokens of each input line (after tokenization); "
+        "default: the export's maximum_source_length (assets.extra/inference.json), which N "
+        "may not exceed, or no limit. Longer lines are counted in one warning line.",
+    )
+    parser.add_argument(
         "--tokenized",
         action="store_true",
         help="The input is tokenized (tokens separated by spaces) and so is the output: "
@@ -39,6 +46,8 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch_size must be >= 1, got %d" % args.batch_size)
+    if args.max_source_length is not None and args.max_source_length < 1:
+        parser.error("--max_source_length must be >= 1, got %d" % args.max_source_length)
     return args
 
 

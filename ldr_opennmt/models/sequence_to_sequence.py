@@ -180,6 +180,9 @@ class MultiDomainModel(compat.DecodingScopeMixin):
     #: (:mod:`ldr_opennmt.ensembles`) are refused. Models without domain-specific
     #: parameters and models whose translation reads no label are refused anyway.
     ensemble_refusal = None
+    #: Set by a family whose translation reads the label without any domain-specific
+    #: layer (TTM: the label forces a domain token).
+    reads_labels_without_domain_layers = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -238,6 +241,21 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         sources are truncated, with a warning (see
         :meth:`ldr_opennmt.inputters.MultiDomainInputter.truncate_source`)."""
         return self.params.get("maximum_source_length") or DEFAULT_MAXIMUM_SOURCE_LENGTH
+
+    def ignored_labels_reason(self):
+        """Why this model's translation does not depend on the domain label, or ``None``
+        (recorded in exports: ``ldr-translate`` warns about labels a model ignores)."""
+        name = type(self).__name__
+        if self.features_inputter.optional_labels:
+            return "%s translates without reading the domain label" % name
+        if self.domains is None:
+            return "%s declares no domains: every label reads as generic" % name
+        if not self.domain_layers() and not self.reads_labels_without_domain_layers:
+            return (
+                "%s has no domain-specific parameters: every domain label gives the same "
+                "translation" % name
+            )
+        return None
 
     def ensemble_refusal_reason(self):
         """Why this model translates no ensemble of domain views, or ``None``."""

@@ -138,6 +138,9 @@ class _UnlabelledSourceIsGeneric:
 class TTMTransformer(MultiDomainTransformer):
     """A Transformer whose targets start with a domain token (Target Token Mixing)."""
 
+    # The label forces the domain token: translations depend on it.
+    reads_labels_without_domain_layers = True
+
     domain_training_modes = (procedure.JOINT,)
     domain_training_reason = "Target Token Mixing trains jointly (no parameter is domain-specific)"
 

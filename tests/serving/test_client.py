@@ -2,10 +2,16 @@
 
 import contextlib
 import io
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+from unittest import mock
 
 import pyonmttok
 import pytest
@@ -16,6 +22,7 @@ from parameterized import parameterized
 from ldr_opennmt import models
 from ldr_opennmt.cli import translate
 from ldr_opennmt.data import corpus as corpus_lib
+from ldr_opennmt.serving import client
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -59,6 +66,46 @@ def _run(command, *args):
 
 _write = corpus.write_lines
 _read = corpus.read_lines
+
+
+def run_client(*args, stdin=""):
+    """Runs ldr-translate in this process: (exit status, stdout, stderr)."""
+    stderr = io.StringIO()
+    fake_stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+    fake_stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    status = 0
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(fake_stdout):
+        sys.stdin, saved_stdin = fake_stdin, sys.stdin
+        try:
+            translate.main(list(args))
+        except SystemExit as e:
+            status = e.code
+        finally:
+            sys.stdin = saved_stdin
+        fake_stdout.flush()
+        stdout = fake_stdout.buffer.getvalue().decode("utf-8")
+    return status, stdout, stderr.getvalue()
+
+
+def _long_lines_warnings(stderr):
+    return [line for line in stderr.splitlines() if " input lines have more than " in line]
+
+
+def _unwritable_directory(test, parent):
+    """A directory this process cannot create a file in: a read-only one, or where root
+    ignores permissions, a read-only system directory (skips the test if none)."""
+    directory = os.path.join(parent, "read_only")
+    os.makedirs(directory, exist_ok=True)
+    os.chmod(directory, 0o555)
+    test.addCleanup(os.chmod, directory, 0o755)
+    for candidate in (directory, "/sys", "/proc"):
+        try:
+            fd, probe = tempfile.mkstemp(dir=candidate)
+        except OSError:
+            return candidate
+        os.close(fd)
+        os.remove(probe)
+    test.skipTest("no directory here is read-only for this user")
 
 
 @pytest.mark.e2e
@@ -129,22 +176,7 @@ class ClientTest(helpers.SharedDirTestCase):
         return self.exports[family]
 
     def _client(self, *args, stdin=""):
-        """Runs ldr-translate in this process: (exit status, stdout, stderr)."""
-        stdout, stderr = io.StringIO(), io.StringIO()
-        fake_stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
-        fake_stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-        status = 0
-        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(fake_stdout):
-            sys.stdin, saved_stdin = fake_stdin, sys.stdin
-            try:
-                translate.main(list(args))
-            except SystemExit as e:
-                status = e.code
-            finally:
-                sys.stdin = saved_stdin
-            fake_stdout.flush()
-            stdout = fake_stdout.buffer.getvalue().decode("utf-8")
-        return status, stdout, stderr.getvalue()
+        return run_client(*args, stdin=stdin)
 
     def _copy_export(self, name):
         copy = os.path.join(self.dir, name)
@@ -161,10 +193,20 @@ class ClientTest(helpers.SharedDirTestCase):
                 "bpe.en",
                 "bpe.fr",
                 "domains.txt",
+                "inference.json",
                 "source_tokenizer_config.yml",
                 "target_tokenizer_config.yml",
             ],
         )
+        with open(os.path.join(export_dir, "assets.extra", "inference.json")) as f:
+            self.assertEqual(
+                json.load(f),
+                {
+                    "maximum_source_length": 1024,
+                    "ignored_domain_labels": None,
+                    "ensemble_refusal": None,
+                },
+            )
         self.assertEqual(
             _read(os.path.join(export_dir, "assets.extra", "domains.txt")), corpus.DOMAINS
         )
@@ -311,6 +353,7 @@ class ClientTest(helpers.SharedDirTestCase):
                 "--export", export_dir, "--output", output, "--input", self.input, "--domain", label
             )
             self.assertEqual(status, 0, stderr)
+            self.assertNotIn("ignored", stderr)  # The model reads labels.
             with open(output) as f:
                 self.assertLen(f.read().splitlines(), count)
 
@@ -403,9 +446,10 @@ class ClientTest(helpers.SharedDirTestCase):
         labels = _write(os.path.join(self.dir, "legal.domain"), LABELS[:4] + ["legal"] + LABELS[5:])
         status, _, stderr = self._client(*args, "--domain_file", labels, "--tokenized")
         self.assertEqual(status, 2)
+        # (An empty domains.txt reads as a model that declares none: a warning line first.)
         self.assertEqual(
-            stderr,
-            "ldr-translate: error: %s:5: unknown domain label 'legal' (%s)\n" % (labels, DECLARED),
+            stderr.splitlines()[-1],
+            "ldr-translate: error: %s:5: unknown domain label 'legal' (%s)" % (labels, DECLARED),
         )
         self.assertFalse(os.path.exists(output))
 
@@ -441,6 +485,7 @@ class ClientTest(helpers.SharedDirTestCase):
             [
                 "bpe.model",
                 "domains.txt",
+                "inference.json",
                 "source_tokenizer_config.yml",
                 "target_bpe.model",
                 "target_tokenizer_config.yml",
@@ -458,6 +503,305 @@ class ClientTest(helpers.SharedDirTestCase):
             with open(os.path.join(export_dir, "assets.extra", bpe), "rb") as f:
                 with open(os.path.join(self.dir, "data", "bpe.%s" % lang), "rb") as original:
                     self.assertEqual(f.read(), original.read(), name)
+
+    def test_unwritable_output_refused_before_any_work(self):
+        export_dir = self._export(FAMILY)[2]
+        directory = _unwritable_directory(self, self.dir)
+        output = os.path.join(directory, "out.txt")
+        args = ["--export", export_dir, "--domain_file", self.labels, "--output", output]
+        with mock.patch.object(client, "Translator", side_effect=AssertionError("loaded")):
+            status, stdout, stderr = self._client(*args, "--input", self.input)
+        self.assertEqual((status, stdout), (2, ""), stderr)
+        self.assertRegex(
+            stderr,
+            r"^ldr-translate: error: --output: cannot write to directory %s \([^\n]+\)\n$"
+            % re.escape(directory),
+        )
+        self.assertFalse(os.path.exists(output))
+        # Before the input is read, too.
+        status, _, stderr = self._client(*args, "--input", os.path.join(self.dir, "none.en"))
+        self.assertEqual(status, 2)
+        self.assertIn(": cannot write to directory %s (" % directory, stderr)
+        # An output that is a directory (the rename would fail at the end), or in a
+        # missing one.
+        status, _, stderr = self._client(*args[:-1], self.dir, "--input", self.input)
+        self.assertEqual(
+            (status, stderr), (2, "ldr-translate: error: --output: %s is a directory\n" % self.dir)
+        )
+        missing = os.path.join(self.dir, "nowhere", "out.txt")
+        status, _, stderr = self._client(*args[:-1], missing, "--input", self.input)
+        self.assertEqual(
+            (status, stderr),
+            (
+                2,
+                "ldr-translate: error: --output: directory %s not found\n"
+                % os.path.dirname(missing),
+            ),
+        )
+
+    def test_threads_calling_one_translator_right_after_loading(self):
+        export_dir = self._export(FAMILY)[2]
+        source = pyonmttok.Tokenizer(**self.data["source_tokenization"]["params"])
+        sentences = [source.tokenize(line)[0] for line in _read(self.input)]
+        batches = [
+            (sentences[i : i + size], LABELS[i : i + size])
+            for i, size in ((0, 3), (3, 4), (1, 2), (5, 2), (0, 7), (2, 1))
+        ]
+        translator = client.Translator(export_dir)
+        # Counts the calls inside the loaded signature at the same time; the pause makes
+        # calls that are not serialised overlap for sure.
+        signature = translator._signature
+        inside, peak, count_lock = [0], [0], threading.Lock()
+
+        def _watched(**inputs):
+            with count_lock:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            try:
+                time.sleep(0.2)
+                return signature(**inputs)
+            finally:
+                with count_lock:
+                    inside[0] -= 1
+
+        translator._signature = _watched
+        start = threading.Barrier(len(batches))
+        results, errors = [None] * len(batches), []
+
+        def _run(i):
+            try:
+                start.wait()
+                results[i] = translator(*batches[i])
+            except Exception as e:  # pylint: disable=broad-except
+                errors.append(e)
+
+        threads = [threading.Thread(target=_run, args=(i,)) for i in range(len(batches))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(peak[0], 1)
+        serial = [translator(*batch) for batch in batches]
+        self.assertEqual(results, serial)
+        self.assertEqual(translator.translated, 2 * sum(len(batch[0]) for batch in batches))
+
+    def test_long_input_lines(self):
+        export_dir = self._export(FAMILY)[2]
+        source = pyonmttok.Tokenizer(**self.data["source_tokenization"]["params"])
+        target = pyonmttok.Tokenizer(**self.data["target_tokenization"]["params"])
+        inputs = _read(self.input)
+        tokens = [source.tokenize(line)[0] for line in inputs]
+        # The limit: the first line's length, so that the first long line is a later one.
+        limit = len(tokens[0])
+        long = [i for i, t in enumerate(tokens) if len(t) > limit]
+        self.assertTrue(long and long[0] > 0, [len(t) for t in tokens])
+        warning = (
+            "ldr-translate: warning: %d of %d input lines have more than %d tokens (%%s), the "
+            "first at %s:%d (%d tokens): only their first %d tokens are translated"
+            % (len(long), len(inputs), limit, self.input, long[0] + 1, len(tokens[long[0]]), limit)
+        )
+        # What the export translates from the first `limit` tokens of each line.
+        truncated = _write(
+            os.path.join(self.dir, "truncated.tok.en"), [" ".join(t[:limit]) for t in tokens]
+        )
+
+        def _run(export, *args):
+            return self._client(
+                "--export", export, "--domain_file", self.labels, "--batch_size", "3", *args
+            )
+
+        status, expected, stderr = _run(export_dir, "--input", truncated, "--tokenized")
+        self.assertEqual(status, 0, stderr)
+        expected = [target.detokenize(line.split()) for line in expected.splitlines()]
+
+        # The export's limit (assets.extra/inference.json).
+        limited = self._copy_export("limited")
+        info = os.path.join(limited, "assets.extra", "inference.json")
+        with open(info, "w") as f:
+            json.dump({"maximum_source_length": limit}, f)
+        status, output, stderr = _run(limited, "--input", self.input)
+        self.assertEqual(status, 0, stderr)
+        self.assertEqual(output.splitlines(), expected)
+        self.assertEqual(
+            _long_lines_warnings(stderr), [warning % "the export's maximum_source_length"]
+        )
+        # The Python API truncates too.
+        translator = client.Translator(limited)
+        self.assertEqual(translator.maximum_source_length, limit)
+        first = long[0]
+        self.assertEqual(
+            target.detokenize(translator([tokens[first]], [LABELS[first]])[0]), expected[first]
+        )
+
+        # --max_source_length: with an export without the file (made before it), and
+        # below the export's limit.
+        unlimited = self._copy_export("unlimited")
+        os.remove(os.path.join(unlimited, "assets.extra", "inference.json"))
+        status, output, stderr = _run(unlimited, "--input", self.input)
+        self.assertEqual((status, _long_lines_warnings(stderr)), (0, []))
+        option = ("--input", self.input, "--max_source_length", str(limit))
+        status, output, stderr = _run(unlimited, *option)
+        self.assertEqual(status, 0, stderr)
+        self.assertEqual(output.splitlines(), expected)
+        self.assertEqual(_long_lines_warnings(stderr), [warning % "--max_source_length"])
+        status, output, stderr = _run(limited, *option[:-1], str(limit - 1))
+        self.assertEqual(status, 0, stderr)
+        self.assertRegex(
+            "".join(_long_lines_warnings(stderr)),
+            r"^ldr-translate: warning: \d+ of %d input lines have more than %d tokens "
+            r"\(--max_source_length\), " % (len(inputs), limit - 1),
+        )
+
+        # Above the export's limit (its graph truncates there anyway), or a bad file.
+        status, _, stderr = _run(limited, *option[:-1], str(limit + 1))
+        self.assertEqual(status, 2)
+        self.assertEqual(
+            stderr,
+            "ldr-translate: error: --max_source_length: %d is above the export's "
+            "maximum_source_length (%d, in %s), where its SavedModel truncates every source: "
+            "export the model again with a larger params: maximum_source_length\n"
+            % (limit + 1, limit, info),
+        )
+        with open(info, "w") as f:
+            json.dump({"maximum_source_length": "1024"}, f)
+        status, _, stderr = _run(limited, "--input", self.input)
+        self.assertEqual(
+            (status, stderr),
+            (
+                2,
+                "ldr-translate: error: %s: maximum_source_length must be an integer >= 1, "
+                'got "1024"\n' % info,
+            ),
+        )
+
+
+def _export_in_process(directory, family, domains=True):
+    """Exports a tiny random model of :obj:`family` (without tokenizer: tokenized input);
+    :obj:`domains`: whether its data configuration declares them."""
+    paths = corpus.write_corpus(os.path.join(directory, "corpus"), count=20)
+    data = corpus.data_config(paths)
+    if not domains:
+        del data["domains"]
+    model = helpers.FAMILIES[family]()
+    model.initialize(data, params={"beam_width": 1, "maximum_decoding_length": 6})
+    model.create_variables()
+    helpers.randomize_weights(model, 5)
+    export_dir = os.path.join(directory, "export")
+    model.export(export_dir)
+    return model, export_dir, paths["test_src"]
+
+
+@pytest.mark.slow
+class IgnoredLabelsTest(helpers.SharedDirTestCase):
+    """Exports whose model translates without reading the domain label: a plain label is
+    translated as generic with one warning line, an ensemble label refused."""
+
+    # name -> (family, domains declared, the reason the client gives).
+    EXPORTS = {
+        "mixing": (
+            "mixing_transformer",
+            True,
+            "the model reads no domain label to translate (its serving_default signature has "
+            "no domain input)",
+        ),
+        "mixed_no_domains": (
+            "mixed_transformer",
+            False,
+            "the model declares no domains (empty assets.extra/domains.txt): every label reads "
+            "as generic",
+        ),
+        "mixed": ("mixed_transformer", True, None),  # From inference.json.
+    }
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.exports = {}
+
+    def _export(self, name):
+        if name not in self.exports:
+            family, domains, reason = self.EXPORTS[name]
+            model, export_dir, source = _export_in_process(
+                os.path.join(self.dir, name), family, domains
+            )
+            path = os.path.join(export_dir, "assets.extra", client.INFERENCE_INFO)
+            with open(path) as f:
+                info = json.load(f)
+            if name == "mixed":
+                # The export records that a model with no domain-specific parameters
+                # ignores its labels and refuses ensembles.
+                self.assertEqual(
+                    info[client.IGNORED_DOMAIN_LABELS],
+                    "MultiDomainTransformer has no domain-specific parameters: every domain "
+                    "label gives the same translation",
+                )
+                self.assertEqual(info[client.ENSEMBLE_REFUSAL], model.ensemble_refusal_reason())
+            if name != "mixing":  # Its signature decides first.
+                reason = info.get(client.IGNORED_DOMAIN_LABELS, reason)
+            self.exports[name] = (export_dir, source, reason)
+        return self.exports[name]
+
+    @parameterized.expand([(name,) for name in EXPORTS])
+    def test_labels(self, name):
+        export_dir, source, reason = self._export(name)
+        lines = _read(source)[:4]
+        source = _write(os.path.join(self.dir, name, "test.src"), lines)
+        args = ["--export", export_dir, "--input", source, "--tokenized"]
+        status, generic, stderr = run_client(*args, "--domain", "generic")
+        self.assertEqual(status, 0, stderr)
+        self.assertNotIn("ignored", stderr)
+        self.assertLen(generic.splitlines(), len(lines))
+
+        labels = _write(
+            os.path.join(self.dir, name, "test.domain"),
+            ["generic", "medical", "software", "medical"],
+        )
+        status, output, stderr = run_client(*args, "--domain_file", labels)
+        self.assertEqual(status, 0, stderr)
+        warnings = [line for line in stderr.splitlines() if "ignored" in line]
+        self.assertIsNotNone(reason, "the export says that the model reads domain labels")
+        self.assertEqual(
+            warnings,
+            [
+                "ldr-translate: warning: %s:2: domain label 'medical' (and 1 other) ignored, "
+                "translated as generic: %s: %s" % (labels, export_dir, reason)
+            ],
+        )
+        self.assertEqual(output, generic)
+        status, _, stderr = run_client(*args, "--domain", "software")
+        self.assertEqual(status, 0, stderr)
+        self.assertIn(
+            "ldr-translate: warning: --domain: domain label 'software' ignored, translated as "
+            "generic: %s: %s\n" % (export_dir, reason),
+            stderr,
+        )
+
+        # Ensemble labels: refused, nothing written.
+        output = os.path.join(self.dir, name, "ens.out")
+        status, _, stderr = run_client(*args, "--output", output, "--domain", "ens-uniform")
+        self.assertEqual(
+            (status, stderr),
+            (
+                2,
+                "ldr-translate: error: --domain: ensemble label 'ens-uniform': %s: %s\n"
+                % (export_dir, reason),
+            ),
+        )
+        ensemble = _write(
+            os.path.join(self.dir, name, "ens.domain"),
+            ["generic", "medical:0.5 generic:0.5", "generic", "generic"],
+        )
+        status, _, stderr = run_client(*args, "--output", output, "--domain_file", ensemble)
+        self.assertEqual(
+            (status, stderr),
+            (
+                2,
+                "ldr-translate: error: %s:2: ensemble label 'medical:0.5 generic:0.5': %s: %s\n"
+                % (ensemble, export_dir, reason),
+            ),
+        )
+        self.assertFalse(os.path.exists(output))
 
 
 if __name__ == "__main__":
