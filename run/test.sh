@@ -9,4 +9,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
 cd "$ROOT"
-exec python -m pytest tests -p no:cacheprovider -n "${LDR_TEST_WORKERS:-2}" --dist loadfile "$@"
+# Test paths among the arguments (bash run/test.sh tests/test_locks.py) replace the default
+# `tests`; options alone (-k, -m, -x) filter the whole suite.
+TARGETS=(tests)
+for arg in "$@"; do
+  case "$arg" in
+    tests/* | ./tests/*) TARGETS=() ;;
+  esac
+done
+exec python -m pytest "${TARGETS[@]}" -p no:cacheprovider -n "${LDR_TEST_WORKERS:-2}" \
+  --dist loadfile "$@"
