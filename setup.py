@@ -38,6 +38,11 @@ setup(
         ],
     },
     extras_require={
-        "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "parameterized==0.9.0"],
+        "test": [
+            "pytest==9.2.0",
+            "pytest-xdist==3.8.0",
+            "parameterized==0.9.0",
+            "hypothesis==6.170.17",
+        ],
     },
 )

@@ -139,8 +139,9 @@ def scan_text_file(path):
     """Reads a text file once, in chunks: its lines, its blank lines, and UTF-8.
 
     Lines are split on ``\\n`` only, as ``tf.data.TextLineDataset`` does; a last
-    line without ``\\n`` counts. A line is blank when it holds ASCII whitespace
-    only: every tokenizer makes no token of it.
+    line without ``\\n`` counts, unless it holds only ``\\r`` (which the dataset
+    drops). A line is blank when it holds ASCII whitespace only: every tokenizer
+    makes no token of it.
 
     Args:
       path: The file.
@@ -150,11 +151,14 @@ def scan_text_file(path):
 
     Raises:
       UserError: ``FILE:LINE: not UTF-8 (...)`` on the first line that is not UTF-8
-        (invalid bytes would otherwise become unknown words without a word).
+        (invalid bytes would otherwise become unknown words without a word), or
+        ``FILE: a directory, not a text file``.
     """
     lines = 0
     blank = array.array("q")
     pending = []  # The start of a line that continues in the next chunk.
+    if tf.io.gfile.isdir(path):
+        raise UserError("%s: a directory, not a text file" % path)
     with tf.io.gfile.GFile(path, "rb") as f:
         while True:
             chunk = f.read(_CHUNK_SIZE)
@@ -168,7 +172,8 @@ def scan_text_file(path):
             block = b"".join(pending + [chunk[:end]]) if pending else chunk[:end]
             pending = [chunk[end:]] if end < len(chunk) else []
             lines = _scan_block(path, block, lines, blank)
-    if pending:
+    # TextLineDataset drops every "\r": a last line of "\r" only is no line.
+    if pending and b"".join(pending).strip(b"\r"):
         lines = _scan_block(path, b"".join(pending) + b"\n", lines, blank)
     return TextFile(path, lines, blank)
 
@@ -200,12 +205,15 @@ def read_label_file(path, domains, expected_lines=None, source_path=None, ensemb
 
     Raises:
       UserError: on a line that is not UTF-8, an empty label, an unknown label or
-        a line count mismatch, with the file, line number and value in the message.
+        a line count mismatch, with the file, line number and value in the message;
+        on a directory.
     """
     ids = []
     # Bytes, decoded line by line: a decoding error names its line. Lines are
     # split on "\n" only and stripped of ASCII whitespace, as the in-graph lookup
     # (tf.data.TextLineDataset, tf.strings.strip) reads them.
+    if tf.io.gfile.isdir(path):
+        raise UserError("%s: a directory, not a label file" % path)
     with tf.io.gfile.GFile(path, "rb") as label_file:
         for line_number, line in enumerate(label_file, start=1):
             try:
@@ -311,12 +319,16 @@ def check_parallel_files(source, target, training=True, keep_empty=False, what=N
       drops; 0 for evaluation data).
 
     Raises:
-      UserError: on a missing file, a line that is not UTF-8, files of different
+      UserError: on a missing file (or one TensorFlow cannot open: an unknown
+        ``scheme://``), a directory, a line that is not UTF-8, files of different
         lengths, or training files whose every pair would be dropped.
     """
     for path in (source, target):
-        if not tf.io.gfile.exists(path):
-            raise UserError("%s: file not found" % path)
+        try:
+            if not tf.io.gfile.exists(path):
+                raise UserError("%s: file not found" % path)
+        except (tf.errors.OpError, UnicodeError) as e:  # E.g. an unknown scheme://.
+            raise UserError("%s: cannot read (%s)" % (path, " ".join(str(e).split()))) from None
     key = (source, target, bool(training), bool(keep_empty))
     signature = _signature((source, target))
     checked = _CHECKED.get(key)

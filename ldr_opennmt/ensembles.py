@@ -53,6 +53,8 @@ WEIGHTS_FEATURE = "domain_weights"
 CONFIG_KEY = "ensemble_weights"
 
 _NUMBER = r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?"
+#: The longest weight: ``tf.strings.to_number`` fails on a string of 32 characters or more.
+_NUMBER_MAX_LENGTH = 31
 
 
 def is_ensemble_label(label):
@@ -116,7 +118,7 @@ def check_weights(weights, domains, where):
         )
     try:
         values = [float(w) for w in weights]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise UserError("%s: ensemble weights must be numbers, got %r" % (where, weights)) from None
     for name, value in zip(names, values):
         if not math.isfinite(value) or value < 0:
@@ -167,8 +169,14 @@ def parse_label(label, domains, learned=None, where="label"):
             )
         if name in weights:
             raise UserError("%s: view %r appears twice in %r" % (where, name, label))
+        shown = name if name in names else repr(name)  # Quoted unless a declared view.
         if not re.fullmatch(_NUMBER, value):
-            raise UserError("%s: weight %r of %s is not a number" % (where, value, name))
+            raise UserError("%s: weight %r of %s is not a number" % (where, value, shown))
+        if len(value) > _NUMBER_MAX_LENGTH:
+            raise UserError(
+                "%s: weight %r of %s is longer than %d characters"
+                % (where, value, shown, _NUMBER_MAX_LENGTH)
+            )
         weights[name] = float(value)
     return check_weights(weights, domains, "%s: %r" % (where, label))
 
@@ -215,7 +223,7 @@ def label_weights(labels, domains, learned=None, table=None):
         learned_rows = tf.tile(tf.constant([learned], tf.float32), [tf.size(flat), 1])
     is_uniform = tf.equal(flat, ENS_UNIFORM)
     is_learned = tf.equal(flat, ENS_LEARNED)
-    is_mixture = tf.strings.regex_full_match(flat, r".*:.*")
+    is_mixture = tf.strings.regex_full_match(flat, r"(?s).*:.*")  # (?s): "." matches "\n".
     # Parts "NAME:WEIGHT" of the explicit labels; a plain label is the part "NAME:1".
     text = tf.where(is_mixture, flat, flat + ":1")
     text = tf.where(is_uniform | is_learned, tf.fill(tf.shape(flat), "generic:1"), text)
@@ -225,7 +233,9 @@ def label_weights(labels, domains, learned=None, table=None):
     part_names = tf.strings.regex_replace(parts.flat_values, ":[^:]*$", "")
     part_values = tf.strings.regex_replace(parts.flat_values, "^.*:", "")
     views = table.lookup(part_names)
-    is_number = tf.strings.regex_full_match(part_values, _NUMBER)
+    is_number = tf.strings.regex_full_match(part_values, _NUMBER) & (
+        tf.strings.length(part_values) <= _NUMBER_MAX_LENGTH
+    )
     values = tf.strings.to_number(tf.where(is_number, part_values, "0"), tf.float32)
     weights = tf.math.unsorted_segment_sum(
         values, rows * num_views + tf.maximum(views, 0), tf.size(flat) * num_views
@@ -276,7 +286,7 @@ def ensemble_rows(labels):
     """In-graph :func:`is_ensemble_label`: a boolean tensor of the shape of :obj:`labels`."""
     labels = tf.strings.strip(labels)
     return (
-        tf.strings.regex_full_match(labels, ".*:.*")
+        tf.strings.regex_full_match(labels, "(?s).*:.*")
         | tf.equal(labels, ENS_UNIFORM)
         | tf.equal(labels, ENS_LEARNED)
     )
@@ -342,7 +352,7 @@ def read_weights_file(model_dir, domains):
         with open(path, encoding="utf-8") as f:
             record = json.load(f)
         weights = record["weights"]
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, RecursionError) as e:  # Recursion: [[[[...
         raise UserError("%s: not an ensemble weights file (%s)" % (path, e)) from None
     if record.get("views") != view_names(domains):
         raise UserError(

@@ -113,7 +113,7 @@ class LockTest(tf.test.TestCase):
         for name, version in setup_pins().items():
             self.assertIn(name, locked, "setup.py requires %s: run bash run/lock.sh" % name)
             self.assertEqual(locked[name][0], version, "%s: setup.py and the lock differ" % name)
-        for name in ("pytest", "pytest-xdist", "parameterized"):
+        for name in ("pytest", "pytest-xdist", "parameterized", "hypothesis"):
             self.assertIn(name, locked)
 
     def test_setup_env_installs_from_the_lock(self):

@@ -20,6 +20,7 @@ expanded configuration is still plain YAML.
 """
 
 import collections
+import math
 
 import tensorflow as tf
 
@@ -29,6 +30,7 @@ from ldr_opennmt.inputters import constant_label
 
 #: One domain's parallel corpus.
 Corpus = collections.namedtuple("Corpus", ("domain", "source", "target", "size"))
+_NOT_A_MAPPING = "data: %s must map each domain name to [source_file, target_file]"
 
 
 def _corpus_files(key, name, spec):
@@ -43,8 +45,15 @@ def _corpus_files(key, name, spec):
             "data: %s: %s: expected [source_file, target_file], got %r" % (key, name, spec)
         )
     for path in spec:
-        if not tf.io.gfile.exists(path):
-            raise UserError("data: %s: %s: file not found: %s" % (key, name, path))
+        if path.splitlines() != [path]:  # It would cut the messages that name it.
+            raise UserError("data: %s: %s: a file name with a line break: %r" % (key, name, path))
+        try:
+            if not tf.io.gfile.exists(path):
+                raise UserError("data: %s: %s: file not found: %s" % (key, name, path))
+        except (tf.errors.OpError, UnicodeError) as e:  # E.g. an unknown scheme://.
+            raise UserError(
+                "data: %s: %s: cannot read %s (%s)" % (key, name, path, " ".join(str(e).split()))
+            ) from None
     return spec
 
 
@@ -74,7 +83,7 @@ def read_corpora(data_config, key):
     if corpora is None:
         return None
     if not isinstance(corpora, dict) or not corpora:
-        raise UserError("data: %s must map each domain name to [source_file, target_file]" % key)
+        raise UserError(_NOT_A_MAPPING % key)
     declared = domains_lib.validate_domain_names(
         data_config.get("domains") or list(corpora), source="data: domains"
     )
@@ -110,6 +119,8 @@ def domain_names(data_config):
     if names is None:
         for key in ("train_corpora", "eval_corpora"):
             if data_config.get(key):
+                if not isinstance(data_config[key], dict):
+                    raise UserError(_NOT_A_MAPPING % key)
                 names = list(data_config[key])
                 break
     return domains_lib.validate_domain_names(names, source="data: domains")
@@ -126,17 +137,30 @@ def sampling(corpora, alpha):
       (probabilities, weights), one per corpus.
 
     Raises:
-      UserError: if alpha is negative or not a number.
+      UserError: if alpha is negative, not a finite number, or so large that
+        ``|C_i|^alpha`` is beyond a float.
     """
     try:
         alpha = float(alpha)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise UserError("train: domain_sampling_alpha must be a number, got %r" % (alpha,))
+    if not math.isfinite(alpha):
+        raise UserError("train: domain_sampling_alpha must be a finite number, got %s" % alpha)
     if alpha < 0:
         raise UserError("train: domain_sampling_alpha must be >= 0, got %s" % alpha)
     sizes = [corpus.size for corpus in corpora]
-    probabilities = domains_lib.sampling_probabilities(sizes, alpha)
-    return probabilities, [float(size) ** (alpha - 1) for size in sizes]
+    try:
+        probabilities = domains_lib.sampling_probabilities(sizes, alpha)
+        weights = [float(size) ** (alpha - 1) for size in sizes]
+    except OverflowError:
+        probabilities = None
+    if sizes and (probabilities is None or not math.isclose(sum(probabilities), 1.0)):
+        # |C_i|^alpha (or their sum) is beyond a float.
+        raise UserError(
+            "train: domain_sampling_alpha %s is too large for corpora of %d lines"
+            % (alpha, max(sizes))
+        )
+    return probabilities, weights
 
 
 def example_files(corpora, classifier=False):
