@@ -705,13 +705,15 @@ def run_onmt_main(argv, runner_class):
         with _default_threads_after_start():
             return onmt_main.main()
     except BaseException:
+        while held:
+            locks.release(held.pop(), failed=True)
         if created and os.path.isdir(model_dir) and not os.listdir(model_dir):
             os.rmdir(model_dir)
         raise
     finally:
         onmt_main.Runner, onmt_main.config_util, sys.argv = saved
-        for key in held:
-            locks.release(key)
+        while held:
+            locks.release(held.pop())
 
 
 def initialize_logging(level_name):

@@ -13,13 +13,22 @@ goes through :func:`load_config_file`, which refuses, before anything is built:
   :data:`MAX_NODES` nodes (counted on the composed graph, where an alias is a shared
   node, so counting costs the size of the file, not of the expansion), or an alias
   that contains itself;
-* a document whose top level is not a mapping.
+* a document whose top level is not a mapping;
+* a scalar that PyYAML cannot build: a date that does not exist (``2001-13-01``), an
+  int of more than ``sys.get_int_max_str_digits()`` digits (in any base), an explicit
+  tag that does not fit its value (``!!int abc``, ``!!bool maybe``), a character YAML
+  does not allow (a control character).
+
+Every refusal is one :class:`~ldr_opennmt.errors.UserError` line naming the file, and
+the line where YAML gives one: ``FILE:LINE: invalid YAML: ...``.
 
 Stock ``onmt-main`` reads its ``--config`` with OpenNMT-tf's own loader before any
 code of this package runs: ``ldr-main`` is the protected entry point.
 """
 
+import functools
 import os
+import sys
 
 import yaml
 from opennmt import config as config_util
@@ -74,6 +83,102 @@ def _expanded_size(root, path):
     return _size(root)
 
 
+#: What PyYAML's scalar constructors raise on a value that does not fit its tag (besides
+#: ``ConstructorError``): ``int("abc")``, ``datetime(2001, 13, 1)``, a ``!!bool`` or
+#: ``!!timestamp`` that its table or pattern does not know, an empty ``!!int``.
+_CONSTRUCTION_ERRORS = (ValueError, KeyError, AttributeError, IndexError, TypeError, OverflowError)
+_YAML_TAG = "tag:yaml.org,2002:"
+#: Python's default limit on the digits of an int it converts (``sys.int_info``).
+_DEFAULT_DIGITS = sys.int_info.default_max_str_digits
+#: The longest excerpt of a value in a message (characters).
+_EXCERPT = 40
+
+
+@functools.lru_cache(maxsize=4)
+def _power_of_ten(digits):
+    return 10**digits
+
+
+def _excerpt(value):
+    """:obj:`value` quoted for a one-line message, cut after :data:`_EXCERPT` characters."""
+    if not isinstance(value, str):
+        return type(value).__name__
+    if len(value) <= _EXCERPT:
+        return repr(value)
+    return "%r... (%d characters)" % (value[:_EXCERPT], len(value))
+
+
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` whose constructors fail only with ``ConstructorError``, marked
+    with the node that failed, and that refuses ints too long to be printed."""
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep=deep)
+        except _CONSTRUCTION_ERRORS as e:
+            tag = node.tag.replace(_YAML_TAG, "!!")
+            reason = str(e) if isinstance(e, ValueError) else "not a valid %s" % tag
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                "cannot make %s from %s: %s" % (tag, _excerpt(node.value), reason),
+                node.start_mark,
+            ) from None
+
+    def construct_yaml_int(self, node):
+        """PyYAML's ints, without the ones ``str()`` refuses (Python limits the digits
+        of an int printed in base 10, but not of one read in base 16), nor sexagesimal
+        ints of thousands of parts (``1:0:0...``: PyYAML builds them in quadratic time)."""
+        limit = sys.get_int_max_str_digits()
+        too_long = ValueError("an int of more than %d digits" % limit)
+        value = node.value
+        parts = (limit or _DEFAULT_DIGITS) // 2  # 60**parts has about 1.8 * parts digits.
+        if isinstance(value, str) and value.count(":") >= parts:
+            raise ValueError("a sexagesimal int of more than %d parts" % parts)
+        try:
+            value = super().construct_yaml_int(node)
+        except ValueError as e:
+            if str(e).startswith("Exceeds the limit"):
+                raise too_long from None
+            raise
+        if limit and abs(value) >= _power_of_ten(limit):
+            raise too_long
+        return value
+
+
+_Loader.add_constructor(_YAML_TAG + "int", _Loader.construct_yaml_int)
+
+
+def _yaml_error(path, text, error):
+    """The :class:`UserError` of a ``yaml.YAMLError``: ``PATH:LINE: invalid YAML: ...``
+    (the line of the problem when YAML marks one), on one line."""
+    line = None
+    if isinstance(error, yaml.MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark is not None else None
+        parts = []
+        if error.context:
+            context = error.context
+            if error.context_mark is not None and error.context_mark.line + 1 != line:
+                context += " (line %d)" % (error.context_mark.line + 1)
+            parts.append(context)
+        if error.problem:
+            parts.append(error.problem)
+        if error.note:
+            parts.append(error.note)
+        detail = ", ".join(parts)
+    elif isinstance(error, yaml.reader.ReaderError):
+        if error.encoding == "unicode":  # Read from text: a character index.
+            line = text.count("\n", 0, error.position) + 1
+        detail = str(error).split("\n")[0]
+    else:
+        detail = str(error)
+    where = path if line is None else "%s:%d" % (path, line)
+    return UserError(
+        "%s: invalid YAML: %s" % (where, " ".join(detail.split()) or type(error).__name__)
+    )
+
+
 def parse_config_text(text, path):
     """Parses one configuration document (a mapping), bounded as the module says.
 
@@ -85,21 +190,25 @@ def parse_config_text(text, path):
       The configuration (a dict).
 
     Raises:
-      UserError: on invalid YAML, too many nodes, or a top level that is not a mapping.
+      UserError: on invalid YAML (a value that does not fit its tag included), too many
+        nodes, or a top level that is not a mapping.
     """
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        # The constructor already reads the text: it refuses control characters.
+        loader = _Loader(text)
         node = loader.get_single_node()
         if node is None:
             raise UserError("%s: empty configuration" % path)
         _expanded_size(node, path)
         config = loader.construct_document(node)
     except yaml.YAMLError as e:
-        raise UserError("%s: invalid YAML: %s" % (path, " ".join(str(e).split()))) from None
+        raise _yaml_error(path, text, e) from None
     except RecursionError:
         raise UserError("%s: the configuration is nested too deeply" % path) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(config, dict):
         raise UserError(
             "%s: a configuration is a mapping of sections (data:, train:, ...), got a %s"

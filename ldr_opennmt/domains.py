@@ -434,7 +434,10 @@ def lookup_domain_ids(table, labels, domains):
       domains: The declared domain names, for the error message.
 
     The failure is an in-graph assertion: a lookup must never turn an unknown
-    label into a silent all-zero domain vector.
+    label into a silent all-zero domain vector. Its message holds the label as UTF-8
+    (invalid bytes replaced by U+FFFD): TensorFlow decodes the message as UTF-8 when it
+    raises the error in Python, and raw bytes would raise ``UnicodeDecodeError`` there
+    instead.
     """
     labels = tf.strings.strip(labels)
     ids = table.lookup(labels)
@@ -443,7 +446,9 @@ def lookup_domain_ids(table, labels, domains):
     def _fail():
         # The message is only built when a label is unknown (not on every example).
         flat_unknown = tf.boolean_mask(tf.reshape(labels, [-1]), tf.reshape(unknown, [-1]))
-        first_unknown = tf.strings.reduce_join(flat_unknown[:1])
+        first_unknown = tf.strings.unicode_transcode(
+            tf.strings.reduce_join(flat_unknown[:1]), "UTF-8", "UTF-8", errors="replace"
+        )
         message = tf.strings.join(
             [
                 "Unknown domain label '",

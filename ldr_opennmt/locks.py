@@ -48,6 +48,7 @@ def acquire(model_dir, what="training"):
     Raises:
       UserError: if another process holds it, naming that process.
     """
+    created = not os.path.exists(model_dir)
     os.makedirs(model_dir, exist_ok=True)
     key = os.path.realpath(model_dir)
     with _MUTEX:
@@ -72,12 +73,19 @@ def acquire(model_dir, what="training"):
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
         os.write(fd, ("pid %d: %s\n" % (os.getpid(), " ".join(sys.argv))).encode("utf-8"))
-        _HELD[key] = [fd, 1]
+        _HELD[key] = [fd, 1, created]
         return key
 
 
-def release(key):
-    """Releases a lock taken by :func:`acquire` (the last release unlocks it)."""
+def release(key, failed=False):
+    """Releases a lock taken by :func:`acquire` (the last release unlocks it).
+
+    Args:
+      key: What :func:`acquire` returned.
+      failed: The locked work failed: a ``model_dir`` that :func:`acquire` created and
+        that holds nothing but the lock file is removed again (a refused training
+        leaves nothing behind).
+    """
     with _MUTEX:
         held = _HELD.get(key)
         if held is None:
@@ -85,7 +93,15 @@ def release(key):
         held[1] -= 1
         if held[1] == 0:
             del _HELD[key]
-            os.close(held[0])  # Closing the descriptor releases the flock.
+            fd, _, created = held
+            if failed and created:
+                try:
+                    if os.listdir(key) == [LOCK_FILE]:
+                        os.remove(os.path.join(key, LOCK_FILE))  # Still locked: no race.
+                        os.rmdir(key)
+                except OSError:
+                    pass  # Left as it is: never worse than not cleaning up.
+            os.close(fd)  # Closing the descriptor releases the flock.
 
 
 @contextlib.contextmanager
@@ -98,8 +114,10 @@ def model_dir_lock(model_dir, what="training"):
     key = acquire(model_dir, what=what)
     try:
         yield
-    finally:
-        release(key)
+    except BaseException:
+        release(key, failed=True)
+        raise
+    release(key)
 
 
 def is_held(model_dir):

@@ -1,10 +1,4 @@
-"""The configuration loader: arbitrary bytes, YAML with every scalar form, alias bombs.
-
-Known bugs of ``ldr_opennmt/config_loader.py`` (outside this folder's files) are expected
-failures below, and the property tests let those exceptions through
-(:func:`known_bug`). Fixing one turns its expected failure into an unexpected success:
-then remove the marker and its entry in :data:`KNOWN_BUGS`.
-"""
+"""The configuration loader: arbitrary bytes, YAML with every scalar form, alias bombs."""
 
 import os
 import re
@@ -12,7 +6,6 @@ import shutil
 import tempfile
 import unittest
 
-import yaml
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -22,36 +15,6 @@ try:
     from ldr_opennmt import config_loader
 except ImportError:  # Written at the same time as these tests.
     config_loader = None
-
-#: (exception type, message pattern) of each known bug.
-KNOWN_BUGS = [
-    # yaml.SafeLoader(text) checks the characters in its constructor, outside the try.
-    (yaml.reader.ReaderError, "unacceptable character"),
-    # PyYAML's timestamp constructor: datetime's ValueError on a date that does not exist.
-    (ValueError, "must be in|out of range|day is out of range"),
-    # PyYAML's int constructor: Python's limit on the digits of an int (4300).
-    (ValueError, r"Exceeds the limit \(\d+ digits\)"),
-    # Explicit tags on values they do not fit: !!int abc, !!float x, !!bool maybe.
-    (ValueError, "invalid literal for int|could not convert string to float"),
-    (KeyError, ""),
-    (AttributeError, "groupdict"),  # !!timestamp nope
-]
-
-
-def known_bug(error):
-    return any(
-        isinstance(error, kind) and re.search(pattern, str(error)) for kind, pattern in KNOWN_BUGS
-    )
-
-
-def load(reader, *args):
-    """:func:`read`, letting the known bugs through."""
-    try:
-        return read(reader, *args)
-    except Exception as e:
-        if known_bug(e):
-            return None, "known bug"
-        raise
 
 
 #: Scalars that PyYAML resolves, or fails to construct, in many ways.
@@ -166,14 +129,14 @@ class ConfigLoaderTest(unittest.TestCase):
     @example(b"\xef\xbb\xbfdata: {}")
     @example(b"params: !!timestamp nope")
     def test_load_config_file(self, data):
-        config, error = load(config_loader.load_config_file, self.write(data))
+        config, error = read(config_loader.load_config_file, self.write(data))
         if error is None:
             self.assertIsInstance(config, dict)
 
     @given(st.lists(files, min_size=1, max_size=3))
     def test_load_run_config(self, contents):
         paths = [self.write(data) for data in contents]
-        config, error = load(config_loader.load_run_config, paths)
+        config, error = read(config_loader.load_run_config, paths)
         if error is None:
             self.assertIsInstance(config, dict)
 
@@ -182,25 +145,71 @@ class ConfigLoaderTest(unittest.TestCase):
         _, error = read(config_loader.load_config_file, os.path.join(self.dir, "none.yml"))
         self.assertIsNotNone(error)
 
-    # The known bugs.
+    def refused(self, data):
+        """The message of the UserError on a file holding :obj:`data`."""
+        path = self.write(data)
+        _, error = read(config_loader.load_config_file, path)
+        self.assertIsNotNone(error, "%r accepted" % data)
+        return path, error
 
-    @unittest.expectedFailure
+    # Fixed bugs: each raised another exception than UserError.
+
     def test_a_control_character_is_a_user_error(self):
-        read(config_loader.load_config_file, self.write(b"a: \x01"))
-
-    @unittest.expectedFailure
-    def test_a_date_that_does_not_exist_is_a_user_error(self):
-        read(config_loader.load_config_file, self.write(b"a: 2001-13-01"))
-
-    @unittest.expectedFailure
-    def test_an_int_of_more_than_4300_digits_is_a_user_error(self):
-        read(config_loader.load_config_file, self.write(b"a: 1" + b"0" * 5000))
-
-    @unittest.expectedFailure
-    def test_an_explicit_tag_that_does_not_fit_is_a_user_error(self):
-        for data in (b"a: !!int abc", b"a: !!float x", b"a: !!bool maybe", b"a: !!timestamp x"):
+        # yaml.SafeLoader(text) checks the characters in its constructor: ReaderError.
+        for data, line in ((b"a: \x01", 1), (b"a:\n  b: [1,\n  \x07]", 3)):
             with self.subTest(data=data):
-                read(config_loader.load_config_file, self.write(data))
+                path, error = self.refused(data)
+                self.assertRegex(
+                    error,
+                    "^%s:%d: invalid YAML: unacceptable character #x00" % (re.escape(path), line),
+                )
+
+    def test_a_date_that_does_not_exist_is_a_user_error(self):
+        # ValueError from datetime in PyYAML's timestamp constructor.
+        for data in (b"a: 2001-13-01", b"a:\n  b: 2001-02-30"):
+            with self.subTest(data=data):
+                path, error = self.refused(data)
+                self.assertRegex(
+                    error,
+                    r"^%s:\d: invalid YAML: cannot make !!timestamp from '2001-..-..': "
+                    % re.escape(path),
+                )
+
+    def test_an_int_of_more_than_4300_digits_is_a_user_error(self):
+        # ValueError "Exceeds the limit (4300 digits)" from int(); the same int in base
+        # 16 was read, then refused by str() wherever the configuration was printed.
+        for data in (b"a: 1" + b"0" * 5000, b"a: 0x" + b"f" * 5000, b"a: 1" + b":0" * 5000):
+            with self.subTest(data=data[:10]):
+                path, error = self.refused(data)
+                self.assertRegex(
+                    error,
+                    r"^%s:1: invalid YAML: cannot make !!int from '[0-9a-fx:]{40}'\.\.\. "
+                    r"\(\d+ characters\): an? (int of more than \d+ digits|sexagesimal int of "
+                    r"more than \d+ parts)$" % re.escape(path),
+                )
+        self.assertEqual(
+            read(config_loader.load_config_file, self.write(b"a: 1:20:30"))[0]["a"], 4830
+        )
+        config, _ = read(config_loader.load_config_file, self.write(b"a: 1" + b"0" * 4299))
+        self.assertEqual(config["a"], 10**4299)
+
+    def test_an_explicit_tag_that_does_not_fit_is_a_user_error(self):
+        # ValueError, KeyError, AttributeError or IndexError from PyYAML's constructors.
+        cases = [
+            (b"a: !!int abc", "!!int from 'abc': invalid literal for int"),
+            (b"a: !!float x", "!!float from 'x': could not convert string to float"),
+            (b"a: !!bool maybe", "!!bool from 'maybe': not a valid !!bool"),
+            (b"a: !!timestamp x", "!!timestamp from 'x': not a valid !!timestamp"),
+            (b"a: !!int ''", "!!int from '': not a valid !!int"),
+            (b"a: 1\nb: [1, !!int x]", "!!int from 'x': "),
+        ]
+        for data, regex in cases:
+            with self.subTest(data=data):
+                path, error = self.refused(data)
+                line = data.count(b"\n") + 1
+                self.assertRegex(
+                    error, "^%s:%d: invalid YAML: cannot make %s" % (re.escape(path), line, regex)
+                )
 
 
 if __name__ == "__main__":

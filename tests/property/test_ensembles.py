@@ -221,14 +221,23 @@ class ServingInputTest(tf.test.TestCase):
         if len(top) < 2 or top[-1] - top[-2] > 1e-5:  # No tie for the largest weight.
             self.assertEqual(served[0], expected[0])
 
-    @unittest.expectedFailure
     def test_a_label_that_is_not_utf8_is_refused_by_the_check(self):
-        # Known bug, outside this test's files: the graph refuses the label, but the
-        # assertion of domains.lookup_domain_ids puts its raw bytes in the message, which
-        # TensorFlow cannot decode when it raises the error in Python: a SavedModel called
-        # from Python raises UnicodeDecodeError. (ldr-translate never sends such a label:
-        # it reads its labels as UTF-8 first.)
-        self.assertIsNone(self.serve(b"\xff", None))
+        # The assertion of domains.lookup_domain_ids transcodes the label in its message:
+        # raw bytes there made a SavedModel called from Python raise UnicodeDecodeError.
+        # (ldr-translate never sends such a label: it reads its labels as UTF-8 first.)
+        for label in (b"\xff", b"c\xe9", b"\xff:1", b"a:0.5 b:0.5\xff"):
+            for learned in (None, LEARNED):
+                with self.subTest(label=label, learned=learned):
+                    self.assertIsNone(self.serve(label, learned))
+
+    @given(st.binary(max_size=12), st.sampled_from([None, LEARNED]))
+    @example(b"a:1\xc3", None)
+    def test_any_bytes_are_served_or_refused_by_the_check(self, label, learned):
+        served = self.serve(label, learned)
+        try:
+            label.decode("utf-8")
+        except UnicodeDecodeError:
+            self.assertIsNone(served, "the graph accepts %r, not UTF-8" % label)
 
 
 if __name__ == "__main__":

@@ -1,28 +1,21 @@
 """Vocabulary and tokenization entries of the ``data`` section, and vocabulary contents.
 
-The Runner checks the entries when it reads the configuration
-(:func:`ldr_opennmt.training.runner.check_data_files`), and turns OpenNMT-tf's errors on
-a vocabulary's contents into one line naming the key when it builds the model
-(:meth:`~ldr_opennmt.training.runner.Runner.checked_new_model`). The inputs that still
-escape as another exception are known bugs of ``runner.py``, outside this folder's
-files: each is an expected failure below, and the property tests leave those inputs out
-(:func:`known_bug`). Fixing one turns its expected failure into an unexpected success:
-then remove the marker and the input from :func:`known_bug`.
+The Runner checks the entries, and the contents of every vocabulary file, when it reads
+the configuration (:func:`ldr_opennmt.training.runner.check_data_files`), and turns
+OpenNMT-tf's errors on a file into one line naming the key when it builds the model
+(:meth:`~ldr_opennmt.training.runner.Runner.checked_new_model`).
 """
 
 import itertools
 import os
-import re
 import shutil
 import tempfile
 import unittest
 
 import opennmt
-import tensorflow as tf
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ldr_opennmt.errors import UserError
 from ldr_opennmt.training.runner import Runner, check_data_files
 from tests.property.common import path_tokens, read, tricky_text, yaml_values
 
@@ -35,22 +28,6 @@ KEYS = [
     "train_features_file",
 ]
 _NUMBERS = itertools.count()
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-def known_bug(data):
-    """Whether check_data_files fails on :obj:`data` with another exception or a
-    multi-line message (see the expected failures below)."""
-    for key, value in data.items():
-        if not isinstance(key, str):
-            return True
-        if not isinstance(value, str) or not key.endswith(("_vocabulary", "_tokenization")):
-            continue
-        if value.splitlines() != [value] or (
-            _SCHEME.match(value) and not value.startswith(("file://", "ram://"))
-        ):
-            return True
-    return False
 
 
 class _VocabularyOnly:
@@ -104,8 +81,6 @@ class VocabularyTest(unittest.TestCase):
     @example({"source_tokenization": "null"})
     def test_check_data_files(self, data):
         data = {key: self.resolve(value) for key, value in data.items()}
-        if known_bug(data):
-            return
         read(check_data_files, data)
 
     @given(
@@ -120,64 +95,112 @@ class VocabularyTest(unittest.TestCase):
     @example(b"a\n\n")
     @example(b"a\na\n")
     def test_vocabulary_contents(self, data):
-        path = os.path.join(self.dir, "v%d.txt" % next(_NUMBERS))
+        model, error = read(check_vocabulary, self.write(data))
+        if error is None:
+            tokens = [line.replace(b"\r", b"") for line in data.split(b"\n")[:-1]]
+            self.assertEqual(model.vocabulary_size, len(tokens) + 1)  # + the OOV bucket.
+
+    def write(self, data, name=None):
+        path = os.path.join(self.dir, name or "v%d.txt" % next(_NUMBERS))
         with open(path, "wb") as f:
             f.write(data)
-        try:
-            read(check_vocabulary, path)
-        except (tf.errors.OpError, ValueError) as e:
-            # The known bug of test_an_opennmt_error_that_does_not_name_the_file_...: an
-            # error of OpenNMT-tf that does not name the file is re-raised as it is.
-            self.assertNotIsInstance(e, UserError)
-            self.assertNotIn(path, str(e))
+        return path
 
-    # The known bugs (runner.py, outside this folder's files).
+    def refused(self, reader, *args):
+        _, error = read(reader, *args)
+        self.assertIsNotNone(error, "accepted: %r" % (args,))
+        return error
 
-    @unittest.expectedFailure
+    # Fixed bugs: each raised another exception than UserError, or a multi-line message.
+
     def test_an_unknown_scheme_is_a_user_error(self):
         # tf.errors.UnimplementedError from tf.io.gfile.exists.
-        read(check_data_files, {"source_vocabulary": "zz://host/vocab"})
+        for key in ("source_vocabulary", "target_tokenization"):
+            with self.subTest(key=key):
+                self.assertRegex(
+                    self.refused(check_data_files, {key: "zz://host/vocab"}),
+                    r"^data: %s: cannot read zz://host/vocab \(File system scheme 'zz' not "
+                    r"implemented" % key,
+                )
 
-    @unittest.expectedFailure
     def test_a_path_with_a_line_break_is_quoted(self):
-        # "data: source_vocabulary: file not found: a\nb" is two lines.
-        read(check_data_files, {"source_vocabulary": "a\nb"})
+        # "data: source_vocabulary: file not found: a\nb" was two lines.
+        for path in ("a\nb", "a\rb", "a\u2028b", ""):
+            with self.subTest(path=path):
+                self.assertEqual(
+                    self.refused(check_data_files, {"source_vocabulary": path}),
+                    "data: source_vocabulary: file not found: %r" % path,
+                )
 
-    @unittest.expectedFailure
     def test_a_key_that_is_not_a_string_is_a_user_error(self):
         # TypeError from sorted(data.items()) (YAML reads `1: x` as an int key).
-        read(check_data_files, {1: "x", "source_vocabulary": self.vocabulary})
+        self.assertEqual(
+            self.refused(check_data_files, {1: "x", "source_vocabulary": self.vocabulary}),
+            "data: 1: a key that is not a string (int)",
+        )
 
-    @unittest.expectedFailure
     def test_deeply_nested_inline_tokenization_is_a_user_error(self):
         # RecursionError from json.loads.
-        read(check_data_files, {"source_tokenization": "[" * 5000})
+        self.assertRegex(
+            self.refused(check_data_files, {"source_tokenization": "[" * 5000}),
+            r"^data: source_tokenization: neither a file nor an inline JSON configuration "
+            r"\(nested too deeply\): '\[{40}'\.\.\. \(5000 characters\)$",
+        )
 
-    @unittest.expectedFailure
+    def test_an_inline_tokenization_is_a_json_object(self):
+        # OpenNMT-tf raises ValueError on another JSON value; "" is no tokenization.
+        self.assertEqual(
+            self.refused(check_data_files, {"source_tokenization": "null"}),
+            "data: source_tokenization: neither a file nor an inline JSON object (got a "
+            "NoneType): 'null'",
+        )
+        for value in ('{"mode": "aggressive"}', "{}", ""):
+            with self.subTest(value=value):
+                self.assertEqual(
+                    read(check_data_files, {"source_tokenization": value}), (None, None)
+                )
+
     def test_an_opennmt_error_that_does_not_name_the_file_is_a_user_error(self):
         # A duplicate token and <unk>: FailedPreconditionError "HashTable has different
-        # value for same key", which does not name the file: checked_new_model re-raises it.
-        path = os.path.join(self.dir, "duplicates.txt")
-        with open(path, "wb") as f:
-            f.write(b"a\na\n<unk>\n")
-        read(check_vocabulary, path)
+        # value for same key", which does not name the file.
+        path = self.write(b"a\na\n<unk>\n", "duplicates.txt")
+        self.assertEqual(
+            self.refused(check_vocabulary, path), "%s:2: token 'a' repeats line 1" % path
+        )
 
-    @unittest.expectedFailure
     def test_an_empty_vocabulary_is_a_user_error(self):
-        # OpenNMT-tf's ValueError "`vocab_size` should be > 0" does not name the file, so
-        # checked_new_model re-raises it.
-        path = os.path.join(self.dir, "empty.txt")
-        open(path, "wb").close()
-        read(check_vocabulary, path)
+        # OpenNMT-tf's ValueError "`vocab_size` should be > 0" does not name the file.
+        for data in (b"", b"\r"):
+            with self.subTest(data=data):
+                path = self.write(data)
+                self.assertEqual(
+                    self.refused(check_vocabulary, path),
+                    "data: source_vocabulary: empty vocabulary file: %s" % path,
+                )
 
-    @unittest.expectedFailure
     def test_a_vocabulary_that_is_not_utf8_is_a_user_error(self):
-        # UnicodeDecodeError (OpenNMT-tf reads the file as text); its message does not name
-        # the file either.
-        path = os.path.join(self.dir, "latin1.txt")
-        with open(path, "wb") as f:
-            f.write(b"caf\xe9\n")
-        read(check_vocabulary, path)
+        # UnicodeDecodeError (OpenNMT-tf reads the file as text), not naming the file.
+        path = self.write(b"a\ncaf\xe9\n", "latin1.txt")
+        self.assertEqual(
+            self.refused(check_vocabulary, path),
+            "%s:2: not UTF-8 (byte 0xe9 at byte 4 of the line)" % path,
+        )
+
+    def test_what_opennmt_accepts_is_accepted(self):
+        # One token per line, the whole line (no frequency column), "\r" dropped, "\u2028"
+        # inside a token, a last line without "\n".
+        cases = [
+            (b"a 5\nb\t7\n", 2),
+            (b"a\r\nb\r\n", 2),
+            ("a\u2028b\nc".encode(), 2),
+            (b"a\n\r", 1),
+            (b"a\n\r\r\n", 2),
+        ]
+        for data, tokens in cases:
+            with self.subTest(data=data):
+                model, error = read(check_vocabulary, self.write(data))
+                self.assertIsNone(error)
+                self.assertEqual(model.vocabulary_size, tokens + 1)  # + the OOV bucket.
 
 
 if __name__ == "__main__":

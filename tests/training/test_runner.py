@@ -4,6 +4,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -196,6 +197,45 @@ class ValidationTest(helpers.SharedDirTestCase):
             UserError, "^data: target_vocabulary: file not found: %s$" % missing
         ):
             Runner(_ldr, config)
+
+    def test_vocabulary_contents_are_checked_with_the_configuration(self):
+        # OpenNMT-tf failed on each with an error that named neither the key nor the file
+        # (ValueError, UnicodeDecodeError, FailedPreconditionError from the lookup table).
+        config = self._config("vocab_contents")
+        cases = [
+            ("empty.vocab", b"", "^data: source_vocabulary: empty vocabulary file: {}$"),
+            (
+                "latin1.vocab",
+                b"a\ncaf\xe9\n",
+                r"^{}:2: not UTF-8 \(byte 0xe9 at byte 4 of the line\)$",
+            ),
+            ("dup.vocab", b"a\nb\r\nb\n<unk>\n", "^{}:3: token 'b' repeats line 2$"),
+            (
+                "blank.vocab",
+                b"a\n\r\nb\n",
+                r"^{}:2: empty line \(a vocabulary has one token per line\)$",
+            ),
+        ]
+        for name, data, regex in cases:
+            with self.subTest(name=name):
+                path = os.path.join(self.dir, name)
+                with open(path, "wb") as f:
+                    f.write(data)
+                config["data"]["source_vocabulary"] = path
+                with self.assertRaisesRegex(UserError, regex.format(re.escape(path))):
+                    Runner(_ldr, copy.deepcopy(config))
+        self.assertFalse(os.path.exists(config["model_dir"]))
+
+    def test_vocabulary_paths_are_one_line(self):
+        config = self._config("vocab_paths")
+        for path, regex in [
+            ("zz://host/vocab", r"^data: source_vocabulary: cannot read zz://host/vocab \(File "),
+            ("none\n.vocab", r"^data: source_vocabulary: file not found: 'none\\n\.vocab'$"),
+        ]:
+            with self.subTest(path=path):
+                config["data"]["source_vocabulary"] = path
+                with self.assertRaisesRegex(UserError, regex):
+                    Runner(_ldr, copy.deepcopy(config))
 
     def test_bad_label_file_writes_no_domain_record(self):
         config = self._config("labels")
