@@ -3,14 +3,24 @@
 # (requirements.lock: every transitive dependency, with hashes; see run/lock.sh).
 # Sourced by run/test.sh and run/demo.sh, or by hand (`source run/setup_env.sh`): it sets
 # no shell options, so sourcing it leaves an interactive shell as it was.
+#
+# GPUs (docs/gpu.md): `source run/setup_env.sh --gpu` also installs NVIDIA's CUDA 11.8 /
+# cuDNN 8.6 runtime wheels of requirements-gpu.lock into .venv (about 2.9 GB; Linux x86_64,
+# NVIDIA driver >= 450.80.02, >= 520.61.05 for GPUs of compute capability 8.0 and newer) and
+# exports what TensorFlow and XLA need to find them: LD_LIBRARY_PATH (each wheel's lib
+# folder) and XLA_FLAGS=--xla_gpu_cuda_data_dir (ptxas and nvvm/libdevice). Nothing outside
+# .venv is touched. Once installed, a plain `source run/setup_env.sh` exports them too.
+# (`bash run/setup_env.sh --gpu` installs only: the exports end with that shell.)
+# LDR_VENV=DIR sets up DIR instead of .venv (tests).
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
-if [ ! -x "$ROOT/.venv/bin/python" ]; then
-  echo "[setup] creating $ROOT/.venv with $PYTHON"
-  "$PYTHON" -m venv "$ROOT/.venv"
+_ldr_venv="${LDR_VENV:-$ROOT/.venv}"
+if [ ! -x "$_ldr_venv/bin/python" ]; then
+  echo "[setup] creating $_ldr_venv with $PYTHON"
+  "$PYTHON" -m venv "$_ldr_venv"
 fi
-STAMP="$ROOT/.venv/.ldr-installed"
+STAMP="$_ldr_venv/.ldr-installed"
 # Reinstalls when setup.py or the lock file changed since the last installation.
 if [ ! -f "$STAMP" ] || [ "$ROOT/setup.py" -nt "$STAMP" ] ||
   [ "$ROOT/requirements.lock" -nt "$STAMP" ]; then
@@ -20,12 +30,101 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/setup.py" -nt "$STAMP" ] ||
   # --no-build-isolation: the editable build uses the locked setuptools and wheel rather than
   # fetching the latest setuptools into an isolated build environment (PYTHONWARNINGS: the
   # locked setuptools warns that a folder named like the package is in the project's root).
-  "$ROOT/.venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+  "$_ldr_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     --require-hashes -r "$ROOT/requirements.lock" &&
-    PYTHONWARNINGS=ignore "$ROOT/.venv/bin/python" -m pip install --quiet \
+    PYTHONWARNINGS=ignore "$_ldr_venv/bin/python" -m pip install --quiet \
       --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT" &&
     touch "$STAMP" || { echo "[setup] installation failed" >&2; return 1 2>/dev/null || exit 1; }
 fi
-export PATH="$ROOT/.venv/bin:$PATH"
+export PATH="$_ldr_venv/bin:$PATH"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
+
+# The GPU libraries. Written for callers that source this file under `set -euo pipefail`
+# (run/test.sh): no unset variable is read, no failing command is left unguarded. A sourced
+# file sees its caller's arguments when given none: `--gpu` is the only one looked at.
+_ldr_gpu_stamp="$_ldr_venv/.ldr-gpu-installed"
+_ldr_gpu=""
+for _ldr_arg in "$@"; do
+  if [ "$_ldr_arg" = "--gpu" ]; then _ldr_gpu=1; fi
+done
+if [ -n "$_ldr_gpu" ]; then
+  _ldr_fail=""
+  if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
+    echo "[setup] --gpu: NVIDIA's CUDA wheels of requirements-gpu.lock are for Linux x86_64, not $(uname -s) $(uname -m)" >&2
+    _ldr_fail=1
+  elif command -v nvidia-smi >/dev/null 2>&1; then
+    # CUDA 11.8 runs on drivers >= 450.80.02 (CUDA 11 minor-version compatibility), but
+    # TensorFlow 2.13.1 has native code up to sm_75 only: on compute capability 8.0 and
+    # newer its kernels are compiled from CUDA 11.8 PTX, which only drivers >= 520.61.05
+    # (CUDA 11.8's own) can compile. nvidia-smi < 510 has no compute_cap field.
+    _ldr_driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)" || _ldr_driver=""
+    _ldr_cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)" || _ldr_cc=""
+    _ldr_driver="$(printf '%s' "$_ldr_driver" | tr -d '[:space:]')"
+    _ldr_cc="$(printf '%s' "$_ldr_cc" | tr -d '[:space:]')"
+    _ldr_need=450.80.02
+    case "$_ldr_cc" in
+      [0-7].*) ;;
+      [0-9]*.*) _ldr_need=520.61.05 ;;
+    esac
+    if [ -z "$_ldr_driver" ]; then
+      echo "[setup] --gpu: nvidia-smi gave no driver version: installing anyway; CUDA 11.8 needs an NVIDIA driver >= $_ldr_need" >&2
+    elif [ "$(printf '%s\n%s\n' "$_ldr_need" "$_ldr_driver" | sort -V | head -n 1)" != "$_ldr_need" ]; then
+      if [ "$_ldr_need" = 450.80.02 ]; then
+        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA 11.8 needs >= 450.80.02 (>= 520.61.05 on GPUs of compute capability 8.0 and newer): update the driver" >&2
+      else
+        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA 11.8 needs >= 520.61.05 on this GPU (compute capability $_ldr_cc, whose TensorFlow 2.13.1 kernels are compiled from PTX): update the driver" >&2
+      fi
+      _ldr_fail=1
+    fi
+  else
+    echo "[setup] --gpu: no NVIDIA driver found (nvidia-smi): installing the CUDA libraries anyway; they need a driver >= 450.80.02 (>= 520.61.05 for compute capability 8.0 and newer)" >&2
+  fi
+  if [ -z "$_ldr_fail" ] && { [ ! -f "$_ldr_gpu_stamp" ] ||
+    [ "$ROOT/requirements-gpu.lock" -nt "$_ldr_gpu_stamp" ]; }; then
+    echo "[setup] installing the CUDA 11.8 / cuDNN 8.6 libraries of requirements-gpu.lock (about 1.7 GB to download, 2.9 GB installed)"
+    # --no-deps: the lock holds the wheels and every dependency they have, with hashes.
+    "$_ldr_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+      --require-hashes --no-deps -r "$ROOT/requirements-gpu.lock" &&
+      touch "$_ldr_gpu_stamp" || {
+      echo "[setup] installation of the GPU libraries failed" >&2
+      _ldr_fail=1
+    }
+  fi
+  if [ -n "$_ldr_fail" ]; then
+    unset _ldr_venv _ldr_gpu_stamp _ldr_gpu _ldr_arg _ldr_fail _ldr_driver _ldr_cc _ldr_need
+    return 1 2>/dev/null || exit 1
+  fi
+fi
+if [ -f "$_ldr_gpu_stamp" ]; then
+  # TensorFlow dlopens libcudart.so.11.0, libcublas.so.11, libcudnn.so.8, ... by name:
+  # each wheel's lib folder goes on LD_LIBRARY_PATH (once, whatever the number of sources).
+  for _ldr_lib in "$_ldr_venv"/lib/python3*/site-packages/nvidia/*/lib; do
+    if [ -d "$_ldr_lib" ]; then
+      case ":${LD_LIBRARY_PATH:-}:" in
+        *":$_ldr_lib:"*) ;;
+        *) export LD_LIBRARY_PATH="$_ldr_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;;
+      esac
+    fi
+  done
+  # XLA (--jit_compile) looks for DIR/bin/ptxas and DIR/nvvm/libdevice/libdevice.10.bc:
+  # the nvcc wheel's nvidia/cuda_nvcc folder has exactly that layout. A data dir the user
+  # already set in XLA_FLAGS is kept.
+  for _ldr_lib in "$_ldr_venv"/lib/python3*/site-packages/nvidia/cuda_nvcc; do
+    if [ -x "$_ldr_lib/bin/ptxas" ]; then
+      case " ${XLA_FLAGS:-} " in
+        *"--xla_gpu_cuda_data_dir"*) ;;
+        *) export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_cuda_data_dir=$_ldr_lib" ;;
+      esac
+    fi
+  done
+  # TensorFlow 2.13.1 ships no native code for compute capability 8.0 and newer: the driver
+  # compiles its PTX on first use. A JIT cache big enough for all of it (4 GiB, the maximum)
+  # keeps that to the first start; lazy loading compiles only the kernels that run.
+  export CUDA_CACHE_MAXSIZE="${CUDA_CACHE_MAXSIZE:-4294967296}"
+  export CUDA_MODULE_LOADING="${CUDA_MODULE_LOADING:-LAZY}"
+  if [ -n "$_ldr_gpu" ] && [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    echo "[setup] GPU libraries installed; \`source run/setup_env.sh\` puts them in a shell's environment"
+  fi
+fi
+unset _ldr_venv _ldr_gpu_stamp _ldr_gpu _ldr_arg _ldr_fail _ldr_driver _ldr_cc _ldr_need _ldr_lib

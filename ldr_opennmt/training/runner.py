@@ -39,9 +39,9 @@ from opennmt import inference
 from opennmt.utils import checkpoint as checkpoint_util
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import checkpoints, compat, config_keys, locks
+from ldr_opennmt import checkpoints, compat, config_keys
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import ensembles
+from ldr_opennmt import ensembles, locks
 from ldr_opennmt.errors import UserError, not_utf8_error
 from ldr_opennmt.inputters import constant_label_name
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
