@@ -6,3 +6,17 @@
 arguments, calls the package and reports a :class:`~ldr_opennmt.errors.UserError`
 through :func:`ldr_opennmt.errors.run_main`; nothing in the package imports them.
 """
+
+import argparse
+
+
+def positive_int(text):
+    """An ``argparse`` type: a positive integer (argparse names the option in its error:
+    ``argument --dev-size: must be a positive integer, got '-5'``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer, got %r" % text)
+    return value

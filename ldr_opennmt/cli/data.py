@@ -21,6 +21,7 @@ import collections
 import sys
 
 from ldr_opennmt import errors
+from ldr_opennmt.cli import positive_int
 from ldr_opennmt.data import corpus
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.names import check_path_name
@@ -31,18 +32,6 @@ CORPORA = ("default", "opus")
 
 def _log(message):
     print(message, file=sys.stderr, flush=True)
-
-
-def positive_int(text):
-    """An ``argparse`` type: a positive integer (argparse names the option in its error:
-    ``argument --dev-size: must be a positive integer, got '-5'``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be a positive integer, got %r" % text)
-    return value
 
 
 def main(argv=None):

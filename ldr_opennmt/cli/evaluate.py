@@ -23,6 +23,7 @@ import os
 import sys
 
 from ldr_opennmt import errors
+from ldr_opennmt.cli import positive_int
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import contrastive, evaluate
 from ldr_opennmt.names import check_unique
@@ -74,7 +75,7 @@ def _main(argv):
     )
     parser.add_argument(
         "--max-sentences",
-        type=_positive_int,
+        type=positive_int,
         help="first N test sentences per domain (the whole files are checked first)",
     )
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
@@ -129,17 +130,6 @@ def _add_system_argument(parser):
     )
 
 
-def _positive_int(text):
-    """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
-    return value
-
-
 def _named_values(items, option):
     """``NAME=A,B`` arguments as an ordered ``{NAME: [A, B]}``.
 
@@ -168,7 +158,7 @@ def _fit_ensemble_main(argv):
     parser.add_argument("--corpus", required=True, help="corpus directory built by ldr-data")
     _add_system_argument(parser)
     parser.add_argument(
-        "--per-domain", type=_positive_int, default=200, help="dev sentences per domain"
+        "--per-domain", type=positive_int, default=200, help="dev sentences per domain"
     )
     args = parser.parse_args(argv)
     from ldr_opennmt.data import corpus as corpus_lib
