@@ -3,9 +3,11 @@
 __version__ = "0.1.0"
 
 from ldr_opennmt import compat as _compat
+from ldr_opennmt import gpu as _gpu
 
 _compat.check_upstream()
 _compat.install_error_hook()
+_gpu.check_stock_onmt_main()
 _compat.install_training_lock()
 _compat.install_checkpoint_check()
 _compat.lock_stock_onmt_main_training()

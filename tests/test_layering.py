@@ -10,7 +10,7 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 #: Bottom to top. A module may import its own package and the layers below it.
 LAYERS = (
     ("errors",),
-    ("utils", "names", "config_loader", "config_keys", "locks", "checkpoints"),
+    ("utils", "names", "config_loader", "config_keys", "locks", "checkpoints", "gpu"),
     ("domains", "compat"),
     ("layers", "assets", "data", "ensembles"),
     ("inputters",),

@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from ldr_opennmt import compat, config_loader
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import errors
+from ldr_opennmt import errors, gpu
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 from ldr_opennmt.training import corpora as corpora_lib
@@ -49,9 +49,16 @@ def _run_type(argv):
 def main(argv=None):
     """The ``ldr-main`` entry point (errors printed as ``onmt-main`` users see them)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    return errors.run_main(errors.PACKAGE_PROG, _main, argv)
+
+
+def _main(argv):
+    # GPUs asked for (--num_gpus, --mixed_precision, or a GPU that nvidia-smi sees) but none
+    # registered by TensorFlow: one line naming the CUDA libraries, not days on the CPU.
+    gpu.check_command_line(argv, prog="ldr-main")
     if _run_type(argv) == PREDICT_DOMAINS:
-        return errors.run_main(errors.PACKAGE_PROG, predict_domains_main, argv)
-    return errors.run_main(errors.PACKAGE_PROG, compat.run_onmt_main, argv, Runner)
+        return predict_domains_main(argv)
+    return compat.run_onmt_main(argv, Runner)
 
 
 def _prediction_path(output_dir, features_file):

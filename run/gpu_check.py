@@ -1,0 +1,1060 @@
+"""Checks that this project runs on the GPU, and measures it: ``bash run/gpu_check.sh``.
+
+::
+
+    bash run/gpu_check.sh                           # everything (not yet timed on a GPU)
+    bash run/gpu_check.sh --families ldr factorized --modes mixed_xla
+    bash run/gpu_check.sh --quick                   # tiny sizes: checks that it runs
+    bash run/gpu_check.sh --out results/h100.md     # the report's file (default: results/)
+
+On a machine without a GPU it checks what it can (the CUDA libraries TensorFlow 2.13.1
+loads, their versions against ``tf.sysconfig.get_build_info()``, XLA's ptxas and
+libdevice), says in one line that there is no GPU, and exits 0. On a GPU machine:
+
+1. TensorFlow must list the GPU (a GPU that ``nvidia-smi -L`` lists and TensorFlow does
+   not is the silent CPU fallback of :mod:`ldr_opennmt.gpu`: exit 1, naming the libraries
+   that fail to load);
+2. each family trains at paper size (6+6 layers, 512 units, 8 heads, FFN 2048; the RNNs
+   at their catalog size) in float32, mixed precision (``mixed_float16``, the policy of
+   ``onmt-main --mixed_precision``, with its loss-scale optimizer) and mixed precision +
+   XLA (``--jit_compile``), with OpenNMT-tf's own training step, and the loss must stay
+   finite; the mixed precision + XLA run is the "few hundred steps" (``--steps``);
+3. under float16 + XLA, the parameters of domains absent from every batch stay
+   bit-identical (Procedure 1, joint training, DC and the Factorized designs);
+4. an LDR SavedModel translates with domain labels on the GPU (``ldr-translate``'s
+   :class:`ldr_opennmt.serving.client.Translator`), and so does its folded CTranslate2
+   model (``device="cuda"``, float32 and float16);
+5. a markdown report in the format of BENCHMARKS.md (the GPU's name, tokens/s and step
+   time per family and mode, ratios to the stock Transformer) goes to ``--out``.
+
+The measurements are those of ``run/benchmarks.py`` (``bash run/bench.sh``), called, not
+copied: the same synthetic data (every sentence of ``--length`` tokens, so every batch has
+one shape and XLA compiles each step function once, during the warm-up steps, before any
+step is timed), the same model builders and the same timed loop
+(:func:`benchmarks._measure_training`, median step after ``--warmup`` steps). Each
+measurement runs in its own process, one after the other; this process never imports
+TensorFlow, so it holds no GPU memory.
+
+A script of the repository, not of the installed package: ``run/gpu_check.sh`` sets up
+the environment (with the GPU libraries if ``source run/setup_env.sh --gpu`` installed
+them) and runs it with ``run/`` on ``sys.path``.
+"""
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import benchmarks
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROG = "run/gpu_check.sh"
+
+FP32 = "fp32"
+MIXED = "mixed"
+MIXED_XLA = "mixed_xla"
+MODES = (FP32, MIXED, MIXED_XLA)
+MODE_NAMES = {FP32: "float32", MIXED: "mixed precision", MIXED_XLA: "mixed precision + XLA"}
+#: ``onmt-main --mixed_precision``'s policy on a GPU (opennmt.utils.misc).
+GPU_POLICY = "mixed_float16"
+
+VANILLA = benchmarks.VANILLA
+#: Families the benchmark does not build: LDR on both sides and the RNNs.
+EXTRA_NAMES = {
+    "ldr_target": "LDR, source and target",
+    "ldr_rnn": "LDR RNN",
+    "dc_rnn": "DC RNN",
+    "mixed_rnn": "Mixed RNN",
+}
+EXTRA_DOMAIN_TRAINING = {
+    "ldr_target": "procedure1",
+    "ldr_rnn": "procedure1",
+    "dc_rnn": "joint",
+    "mixed_rnn": "joint",
+}
+NAMES = dict(benchmarks.NAMES, **EXTRA_NAMES)
+#: Families that ldr-opennmt refuses to train under --jit_compile (XLA cannot compile
+#: OpenNMT-tf 2.32's AttentionalRNNDecoder training loop): their long run is the mixed
+#: precision one, and their XLA cell says so.
+NO_XLA = ("ldr_rnn", "dc_rnn", "mixed_rnn")
+#: Every training system: the benchmark's (vanilla first), then the extra families.
+TRAIN_SYSTEMS = list(benchmarks.TRAIN_SYSTEMS) + list(EXTRA_NAMES)
+FAMILIES = dict(
+    {k: v for k, v in benchmarks.FAMILIES.items() if k != "ensembles"},
+    ldr=("ldr", "ldr_joint", "ldr_procedure1", "ldr_target"),
+    rnn=("ldr_rnn", "dc_rnn", "mixed_rnn"),
+)
+#: Systems whose absent domains must stay bit-identical (they have domain regions and
+#: train without a frozen base).
+FROZEN_SYSTEMS = ("ldr_procedure1", "ldr_joint", "dc", "fact_pa", "fact_sf", "fact_df")
+#: The domain trained alone in the second phase of the bit-identity check.
+PRESENT_DOMAIN = "d0"
+
+PAPER = dict(layers=6, units=512, heads=8, vocab=32000, length=24, batch=128)
+DEFAULTS = dict(PAPER, steps=300, timing_steps=100, warmup=20, frozen_steps=20)
+QUICK = dict(benchmarks.QUICK, steps=6, timing_steps=3, warmup=2, frozen_steps=2, batch=16)
+RNN_SIZE = dict(embedding_size=512, hidden_size=1024)
+QUICK_RNN_SIZE = dict(embedding_size=64, hidden_size=64)
+
+_log_prefix = "[gpu_check]"
+
+
+def _log(message):
+    sys.stderr.write("%s %s\n" % (_log_prefix, message))
+    sys.stderr.flush()
+
+
+def gpu_module():
+    """:mod:`ldr_opennmt.gpu` loaded from its file, without the package (whose
+    ``__init__`` imports TensorFlow)."""
+    name = "_ldr_gpu_standalone"
+    if name not in sys.modules:
+        path = os.path.join(ROOT, "ldr_opennmt", "gpu.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name]
+
+
+# What this machine has (each probe in a child process).
+
+
+def _probe_tensorflow():
+    """TensorFlow's build, GPUs and the CUDA libraries as TensorFlow's process sees them."""
+    gpu = gpu_module()
+    libraries = gpu.library_report()  # Loaded as TensorFlow will load them.
+    import tensorflow as tf
+
+    gpus = []
+    for device in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(device)
+        capability = details.get("compute_capability")
+        gpus.append(
+            {
+                "name": details.get("device_name", device.name),
+                "compute_capability": list(capability) if capability else None,
+            }
+        )
+    build = {k: v for k, v in tf.sysconfig.get_build_info().items() if k != "cpu_compiler"}
+    return {
+        "tensorflow": tf.__version__,
+        "build": build,
+        "gpus": gpus,
+        "libraries": libraries,
+    }
+
+
+def _probe_versions():
+    return gpu_module().library_versions()
+
+
+def probe_machine(workdir):
+    """Everything known without training: nvidia-smi, TensorFlow, the libraries.
+
+    Returns:
+      A dict (see :func:`environment_lines`).
+    """
+    gpu = gpu_module()
+    info = {
+        "smi_gpus": gpu.listed_gpus(),
+        "smi_properties": gpu.gpu_properties() if shutil.which("nvidia-smi") else [],
+        "nvidia_smi": shutil.which("nvidia-smi"),
+        "xla_data_dir": gpu.xla_data_dir(),
+        "ld_library_path": os.environ.get("LD_LIBRARY_PATH", ""),
+    }
+    info["xla_problem"] = gpu.xla_data_dir_problem(info["xla_data_dir"])
+    info["driver_problems"] = sorted(
+        {
+            problem
+            for props in info["smi_properties"]
+            for problem in [
+                gpu.driver_problem(props.get("driver_version"), props.get("compute_cap"))
+            ]
+            if problem
+        }
+    )
+    tf_info = run_child("probe", workdir)
+    tf_info.pop("seconds_total", None)
+    if "error" in tf_info:
+        raise SystemExit("%s: error: probing TensorFlow failed: %s" % (PROG, tf_info["error"]))
+    info.update(tf_info)
+    # cuDNN can abort the process that asks its version (see gpu.library_versions).
+    versions = run_child("versions", workdir)
+    versions.pop("seconds_total", None)
+    info["versions"] = {} if "error" in versions else versions
+    info["versions_error"] = versions.get("error")
+    info["mismatches"] = gpu.version_mismatches(info["versions"], info["build"])
+    info["failing"] = [name for name, path in info["libraries"].items() if path is None]
+    return info
+
+
+def _library_dirs(libraries):
+    """Where the loaded libraries are: ``SITE/nvidia/*/lib`` for NVIDIA's wheels."""
+    dirs = []
+    for path in libraries.values():
+        if not path:
+            continue
+        folder = os.path.dirname(path)
+        match = re.match(r"(.*/nvidia)/[^/]+/lib$", folder)
+        folder = match.group(1) + "/*/lib" if match else folder
+        if folder not in dirs:
+            dirs.append(folder)
+    return dirs
+
+
+def library_summary(info):
+    """One phrase on the CUDA libraries: how many load, from where, their versions."""
+    libraries = info["libraries"]
+    total, failing = len(libraries), info["failing"]
+    if len(failing) == total:
+        return "none of the %d CUDA libraries TensorFlow loads is found (%s installs them)" % (
+            total,
+            "`source run/setup_env.sh --gpu`",
+        )
+    versions = ", ".join("%s %s" % item for item in sorted(info["versions"].items()))
+    where = " and ".join(_library_dirs(libraries)) or "the system"
+    text = "%d of %d CUDA libraries load (from %s)" % (total - len(failing), total, where)
+    if failing:
+        text += "; %s do not" % ", ".join(failing)
+    if versions:
+        text += "; versions %s" % versions
+    build = info["build"]
+    if info["mismatches"]:
+        text += "; MISMATCH: %s" % "; ".join(info["mismatches"])
+    elif info["versions"]:
+        text += ", matching TensorFlow's build (CUDA %s, cuDNN %s)" % (
+            build.get("cuda_version"),
+            build.get("cudnn_version"),
+        )
+    elif info.get("versions_error"):
+        text += "; reading their versions failed: %s" % info["versions_error"]
+    return text
+
+
+def environment_lines(info):
+    """The machine as the report and the log describe it (one line each)."""
+    build = info["build"]
+    lines = []
+    if info["smi_properties"]:
+        lines.append(
+            "nvidia-smi: "
+            + "; ".join(
+                "%s, driver %s, compute capability %s"
+                % (p.get("name"), p.get("driver_version"), p.get("compute_cap") or "n/a")
+                for p in info["smi_properties"]
+            )
+        )
+    elif info["nvidia_smi"]:
+        lines.append("nvidia-smi: %s, lists no GPU" % info["nvidia_smi"])
+    else:
+        lines.append("nvidia-smi: not found (no NVIDIA driver)")
+    lines.append(
+        "TensorFlow %s, built with CUDA %s, cuDNN %s, compute capabilities %s"
+        % (
+            info["tensorflow"],
+            build.get("cuda_version"),
+            build.get("cudnn_version"),
+            " ".join(build.get("cuda_compute_capabilities") or []),
+        )
+    )
+    lines.append("CUDA libraries: %s" % library_summary(info))
+    lines.append(
+        "XLA: %s"
+        % (
+            info["xla_problem"]
+            or "--xla_gpu_cuda_data_dir=%s has bin/ptxas and nvvm/libdevice" % info["xla_data_dir"]
+        )
+    )
+    lines.append(
+        "TensorFlow's GPUs: %s"
+        % (
+            "; ".join(
+                "%s (compute capability %s)"
+                % (g["name"], ".".join(str(n) for n in g["compute_capability"] or []) or "n/a")
+                for g in info["gpus"]
+            )
+            or "none"
+        )
+    )
+    lines.extend(info["driver_problems"])
+    return lines
+
+
+def no_gpu_line(info):
+    """The one line of a machine without a GPU."""
+    return (
+        "gpu_check: no GPU on this machine (%s; TensorFlow lists none): %s; nothing else to "
+        "check without a GPU"
+        % (
+            "nvidia-smi lists none" if info["nvidia_smi"] else "no nvidia-smi",
+            library_summary(info),
+        )
+    )
+
+
+def no_gpu_status(info):
+    """Exit status of the no-GPU path: 1 if what was checked is broken (versions that do
+    not match the build, or a partial set of libraries), else 0."""
+    partial = 0 < len(info["failing"]) < len(info["libraries"])
+    return 1 if info["mismatches"] or partial else 0
+
+
+# The measurements (each in its own process).
+
+
+def _load_config(workdir):
+    with open(os.path.join(workdir, "config.json")) as f:
+        return json.load(f)
+
+
+def _set_policy(config, mode):
+    import tensorflow as tf
+
+    if mode in (MIXED, MIXED_XLA):
+        tf.keras.mixed_precision.set_global_policy(config["mixed_policy"])
+
+
+def _install_builder(config, mode):
+    """Makes :func:`benchmarks._build_model` build the extra families too, and every
+    model with XLA under ``mixed_xla`` (as ``onmt-main --jit_compile``:
+    ``model.set_jit_compile(True)``)."""
+    build = benchmarks._build_model
+
+    def _build(system, bench_config):
+        from ldr_opennmt import models
+
+        rnn = QUICK_RNN_SIZE if config["quick"] else RNN_SIZE
+        size = bench_config["size"]
+        if system == "ldr_target":
+            model = models.ldr_transformer(target_ldr=True, **size)
+        elif system in ("ldr_rnn", "dc_rnn", "mixed_rnn"):
+            model = getattr(models, system)(**rnn)
+        else:
+            model = build(system, bench_config)
+        if mode == MIXED_XLA:
+            model.set_jit_compile(True)
+        return model
+
+    benchmarks._build_model = _build
+    for system, training in EXTRA_DOMAIN_TRAINING.items():
+        benchmarks.DOMAIN_TRAINING.setdefault(system, training)
+
+
+def _gpu_memory_mib():
+    import tensorflow as tf
+
+    if not tf.config.list_logical_devices("GPU"):
+        return None
+    return tf.config.experimental.get_memory_info("GPU:0")["peak"] / (1024 * 1024)
+
+
+def _measure(config, mode, system):
+    """One family in one mode: :func:`benchmarks._measure_training`, plus the loss check."""
+    _set_policy(config, mode)
+    _install_builder(config, mode)
+    bench_config = dict(config)
+    bench_config["steps"] = steps_of(config, mode, system)
+    result = benchmarks._measure_training(bench_config, system)
+    result["finite_loss"] = math.isfinite(result["last_loss"])
+    result["gpu_peak_mib"] = _gpu_memory_mib()
+    result["policy"] = config["mixed_policy"] if mode != FP32 else "float32"
+    return result
+
+
+def _snapshot(variables):
+    return [v.numpy().copy() for v in variables]
+
+
+def _frozen(config, system):
+    """Float16 + XLA: the parameters of absent domains stay bit-identical.
+
+    Trains ``frozen_steps`` steps on batches of every domain (so Adam has moments for
+    every region), then ``frozen_steps`` steps on batches of :data:`PRESENT_DOMAIN` only,
+    and compares the other domains' regions before and after the second phase.
+    """
+    import numpy as np
+    import opennmt
+    import tensorflow as tf
+
+    from ldr_opennmt import compat
+
+    _set_policy(config, MIXED_XLA)
+    _install_builder(config, MIXED_XLA)
+    tf.random.set_seed(config["seed"])
+    model = benchmarks._build_model(system, config)
+    params = {"optimizer": "Adam", "learning_rate": 1e-3}
+    params["domain_training"] = benchmarks.DOMAIN_TRAINING[system]
+    model.initialize(benchmarks._data_config(system, config), params=params)
+    optimizer = model.get_optimizer()
+    trainer = opennmt.training.Trainer(model, optimizer)
+    paths = config["paths"]
+    present = os.path.join(config["workdir"], "data", "dom_present")
+    if not os.path.exists(present):
+        benchmarks.write_labels(present, config["data_sentences"], [PRESENT_DOMAIN], 1)
+
+    def _dataset(labels):
+        dataset = model.examples_inputter.make_training_dataset(
+            [paths["src"], labels],
+            paths["tgt"],
+            batch_size=config["batch"],
+            batch_type="examples",
+            shuffle_buffer_size=1,
+            length_bucket_width=None,
+        )
+        return dataset.take(16).cache().repeat()
+
+    def _train(dataset):
+        losses = []
+        for loss in compat.training_steps(trainer, dataset, accum_steps=1):
+            losses.append(loss)
+            if len(losses) == config["frozen_steps"]:
+                return losses
+        return losses
+
+    losses = _train(_dataset(benchmarks._label_file(system, config)))
+    regions = model.domain_weights()
+    present_id = benchmarks.DOMAINS.index(PRESENT_DOMAIN)
+    absent = [k for k in regions if k != present_id]
+    before = {k: _snapshot(regions[k]) for k in regions}
+    losses += _train(_dataset(present))
+    changed = {
+        k: sum(not np.array_equal(v.numpy(), b) for v, b in zip(regions[k], before[k]))
+        for k in regions
+    }
+    return {
+        "regions": len(regions),
+        "absent_regions": len(absent),
+        "absent_variables": sum(len(regions[k]) for k in absent),
+        "absent_changed": sum(changed[k] for k in absent),
+        "present_variables": len(regions.get(present_id, [])),
+        "present_changed": changed.get(present_id, 0),
+        "compute_dtype": model.compute_dtype,
+        "finite_loss": all(math.isfinite(loss) for loss in losses),
+        "loss_scale": float(getattr(trainer._optimizer, "loss_scale", float("nan"))),
+    }
+
+
+def _translate(config):
+    """An LDR SavedModel and its folded CTranslate2 models translate with labels on the GPU."""
+    import ctranslate2
+    import tensorflow as tf
+
+    from ldr_opennmt.serving import client, ct2_export
+
+    tf.random.set_seed(config["seed"])
+    system = "ldr"
+    model = benchmarks._build_model(system, config)
+    model.initialize(
+        benchmarks._data_config(system, config),
+        params={
+            "beam_width": config["beam"],
+            "maximum_decoding_length": config["decode_length"],
+            "minimum_decoding_length": config["decode_length"],
+        },
+    )
+    model.create_variables()
+    savedmodel = os.path.join(config["workdir"], "savedmodel", system)
+    ct2_dir = os.path.join(config["workdir"], "ct2", system)
+    domains = benchmarks.DOMAINS[:2]
+    model.export(savedmodel)
+    ct2_export.export(model, ct2_dir, domains=domains)
+    sentences = [batch for batch in benchmarks._inference_batches(config)][0]
+    result = {"sentences": len(sentences), "domains": domains}
+
+    translator = client.Translator(savedmodel)
+    outputs = {}
+    start = time.perf_counter()
+    for domain in domains:
+        outputs[domain] = translator(sentences, [domain] * len(sentences))
+    result["savedmodel_s"] = time.perf_counter() - start
+    result["savedmodel_on_gpu"] = bool(tf.config.list_logical_devices("GPU")) and (
+        tf.config.experimental.get_memory_info("GPU:0")["peak"] > 0
+    )
+    result["savedmodel_lengths"] = sorted({len(o) for d in domains for o in outputs[d]})
+    result["labels_change_output"] = outputs[domains[0]] != outputs[domains[1]]
+
+    result["ct2_cuda_devices"] = ctranslate2.get_cuda_device_count()
+    for compute_type in ("float32", "float16"):
+        key = "ct2_%s" % compute_type
+        try:
+            ct2 = ctranslate2.Translator(
+                os.path.join(ct2_dir, domains[0]), device="cuda", compute_type=compute_type
+            )
+            start = time.perf_counter()
+            hypotheses = [
+                r.hypotheses[0]
+                for r in ct2.translate_batch(
+                    sentences,
+                    beam_size=config["beam"],
+                    max_decoding_length=config["decode_length"],
+                    min_decoding_length=config["decode_length"],
+                )
+            ]
+            result[key] = {
+                "seconds": time.perf_counter() - start,
+                "lengths": sorted({len(h) for h in hypotheses}),
+                "agreement": benchmarks.agreement(hypotheses, outputs[domains[0]]),
+            }
+        except Exception as e:  # Reported, not raised: the other checks still run.
+            result[key] = {"error": "%s: %s" % (type(e).__name__, e)}
+    return result
+
+
+def run_task(task, workdir):
+    """Runs one task of a child process and writes its result file."""
+    kind, _, rest = task.partition(":")
+    if kind == "probe":
+        result = _probe_tensorflow()
+    elif kind == "versions":
+        result = _probe_versions()
+    elif kind == "train":
+        mode, _, system = rest.partition(":")
+        result = _measure(_load_config(workdir), mode, system)
+    elif kind == "frozen":
+        result = _frozen(_load_config(workdir), rest)
+    elif kind == "translate":
+        result = _translate(_load_config(workdir))
+    else:
+        raise ValueError("unknown task %r" % task)
+    with open(_result_path(workdir, task), "w") as f:
+        json.dump(result, f)
+
+
+def _result_path(workdir, task):
+    return os.path.join(workdir, "results", task.replace(":", "-") + ".json")
+
+
+def run_child(task, workdir, timeout=None):
+    """Runs :func:`run_task` in a new process; its result, or ``{"error": ...}``."""
+    for name in ("results", "logs"):
+        os.makedirs(os.path.join(workdir, name), exist_ok=True)
+    log_path = os.path.join(workdir, "logs", task.replace(":", "-") + ".log")
+    command = [sys.executable, os.path.abspath(__file__), "--one", task, "--workdir", workdir]
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.setdefault("PYTHONWARNINGS", "ignore")
+    start = time.perf_counter()
+    try:
+        with open(log_path, "w") as log:
+            status = subprocess.run(
+                command, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout
+            ).returncode
+    except subprocess.TimeoutExpired:
+        return {"error": "timed out after %d s (log: %s)" % (timeout, log_path)}
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        lines = [line for line in benchmarks._read(log_path).splitlines() if line.strip()]
+        error = lines[-1] if lines else "exit status %d" % status
+        return {
+            "error": "%s (exit status %d after %.0f s; log: %s)"
+            % (error, status, elapsed, log_path)
+        }
+    with open(_result_path(workdir, task)) as f:
+        result = json.load(f)
+    if isinstance(result, dict):
+        result["seconds_total"] = elapsed
+    return result
+
+
+# The report.
+
+
+def _cell_error(entry):
+    return "failed: %s" % entry["error"].replace("|", "/")[:200]
+
+
+def training_table(config, results):
+    """One row per family: ms/step, tokens/s and the ratio to vanilla in each mode."""
+    modes = config["modes"]
+    headers = ["system", "parameters"]
+    for mode in modes:
+        name = MODE_NAMES[mode]
+        headers += ["%s ms/step" % name, "%s tokens/s" % name, "%s tokens/s × vanilla" % name]
+    headers += ["long run", "loss per sentence after it", "peak GPU MiB in it"]
+    rows = []
+    for system in config["systems"]:
+        row = [NAMES[system], "n/a"]
+        for mode in modes:
+            entry = results.get(mode, {}).get(system)
+            base = results.get(mode, {}).get(VANILLA) or {}
+            if mode == MIXED_XLA and system in NO_XLA:
+                row += ["n/a (no XLA for RNNs)", "n/a", "n/a"]
+                continue
+            if entry is None or "error" in entry:
+                row += [_cell_error(entry) if entry else "n/a", "n/a", "n/a"]
+                continue
+            row[1] = "{:,}".format(entry["params"])
+            row += [
+                benchmarks.format_number(entry["ms_per_step"]),
+                benchmarks.format_number(entry["tokens_per_s"], 0),
+                benchmarks.format_ratio(
+                    benchmarks.ratio(entry["tokens_per_s"], base.get("tokens_per_s"))
+                ),
+            ]
+        last = long_mode(config, system)
+        entry = results.get(last, {}).get(system) or {}
+        row.append("%s, %d steps" % (MODE_NAMES[last], steps_of(config, last, system)))
+        row.append(
+            benchmarks.format_number(entry.get("last_loss"), 3) if "error" not in entry else "n/a"
+        )
+        row.append(benchmarks.format_number(entry.get("gpu_peak_mib"), 0))
+        rows.append(row)
+    return benchmarks.markdown_table(headers, rows)
+
+
+def long_mode(config, system):
+    """The mode of a family's long run (``--steps`` steps, loss checked)."""
+    if MIXED_XLA in config["modes"] and system not in NO_XLA:
+        return MIXED_XLA
+    if MIXED in config["modes"]:
+        return MIXED
+    return config["modes"][-1]
+
+
+def steps_of(config, mode, system):
+    """Timed steps of one family in one mode: ``--steps`` for its long run, else
+    ``--timing_steps``."""
+    return config["steps"] if mode == long_mode(config, system) else config["timing_steps"]
+
+
+def tasks_of(config):
+    """The training tasks (``train:MODE:SYSTEM``), XLA left out for :data:`NO_XLA`."""
+    return [
+        "train:%s:%s" % (mode, system)
+        for mode in config["modes"]
+        for system in config["systems"]
+        if not (mode == MIXED_XLA and system in NO_XLA)
+    ]
+
+
+def evaluate_checks(info, config, results):
+    """``[(check, "PASS" | "FAIL", detail)]`` of a GPU run."""
+    checks = []
+    gpus = info["gpus"]
+    checks.append(
+        (
+            "TensorFlow sees the GPU",
+            "PASS" if gpus else "FAIL",
+            "; ".join(g["name"] for g in gpus) or "none",
+        )
+    )
+    checks.append(
+        (
+            "CUDA libraries load, versions match TensorFlow's build",
+            "PASS" if not info["failing"] and not info["mismatches"] else "FAIL",
+            library_summary(info),
+        )
+    )
+    needs_xla = MIXED_XLA in config["modes"]
+    checks.append(
+        (
+            "XLA finds ptxas and libdevice",
+            "PASS" if not info["xla_problem"] else ("FAIL" if needs_xla else "n/a"),
+            info["xla_problem"] or info["xla_data_dir"],
+        )
+    )
+    for mode in config["modes"]:
+        entries = results.get(mode, {})
+        bad = [
+            "%s (%s)" % (NAMES[s], e.get("error") or "loss %s" % e.get("last_loss"))
+            for s, e in entries.items()
+            if "error" in e or not e.get("finite_loss")
+        ]
+        long_runs = sorted({steps_of(config, mode, s) for s in entries})
+        detail = "%d of %d families" % (len(entries) - len(bad), len(entries))
+        if mode == MIXED_XLA and any(s in NO_XLA for s in config["systems"]):
+            detail += " (not the RNNs: ldr-opennmt refuses --jit_compile for them)"
+        checks.append(
+            (
+                "training, %s, %s steps, finite loss"
+                % (MODE_NAMES[mode], " or ".join(str(n) for n in long_runs) or "0"),
+                "PASS" if entries and not bad else "FAIL",
+                detail + ("; failed: %s" % "; ".join(bad) if bad else ""),
+            )
+        )
+    frozen = results.get("frozen", {})
+    if frozen:
+        bad, details = [], []
+        half = config["mixed_policy"][len("mixed_") :]
+        for system, entry in frozen.items():
+            if "error" in entry:
+                bad.append("%s: %s" % (NAMES[system], entry["error"]))
+                continue
+            ok = (
+                entry["absent_changed"] == 0
+                and entry["absent_variables"] > 0
+                and entry["present_changed"] == entry["present_variables"]
+                and entry["compute_dtype"] == half
+                and entry["finite_loss"]
+            )
+            details.append(
+                "%s: %d absent-domain variables, %d changed; %d of %d present-domain "
+                "variables changed; compute %s"
+                % (
+                    NAMES[system],
+                    entry["absent_variables"],
+                    entry["absent_changed"],
+                    entry["present_changed"],
+                    entry["present_variables"],
+                    entry["compute_dtype"],
+                )
+            )
+            if not ok:
+                bad.append(NAMES[system])
+        checks.append(
+            (
+                "%s + XLA: absent domains' parameters bit-identical" % half,
+                "FAIL" if bad else "PASS",
+                "; ".join(details + (["failed: %s" % ", ".join(bad)] if bad else [])),
+            )
+        )
+    translate = results.get("translate")
+    if translate is not None:
+        if "error" in translate:
+            checks.append(
+                ("LDR SavedModel and folded CTranslate2 on the GPU", "FAIL", translate["error"])
+            )
+        else:
+            length = config["decode_length"]
+            ok = translate["savedmodel_on_gpu"] and translate["savedmodel_lengths"] == [length]
+            checks.append(
+                (
+                    "LDR SavedModel translates with labels on the GPU",
+                    "PASS" if ok else "FAIL",
+                    "%d sentences × labels %s in %.2f s; outputs of %s tokens; the label "
+                    "changes the output: %s"
+                    % (
+                        translate["sentences"],
+                        "/".join(translate["domains"]),
+                        translate["savedmodel_s"],
+                        translate["savedmodel_lengths"],
+                        translate["labels_change_output"],
+                    ),
+                )
+            )
+            for compute_type in ("float32", "float16"):
+                entry = translate["ct2_%s" % compute_type]
+                if "error" in entry:
+                    checks.append(
+                        (
+                            "folded CTranslate2 (%s) on the GPU" % compute_type,
+                            "FAIL",
+                            entry["error"],
+                        )
+                    )
+                    continue
+                same = entry.get("agreement")
+                checks.append(
+                    (
+                        "folded CTranslate2 (%s) translates label %s on the GPU"
+                        % (compute_type, translate["domains"][0]),
+                        "PASS" if entry["lengths"] == [length] else "FAIL",
+                        "%.2f s; outputs of %s tokens; same output as the SavedModel: %s"
+                        % (
+                            entry["seconds"],
+                            entry["lengths"],
+                            "n/a" if same is None else "%.0f%%" % (100 * same),
+                        ),
+                    )
+                )
+    return checks
+
+
+def format_report(info, config, results, checks, machine, elapsed=None):
+    """The markdown report, in the format of BENCHMARKS.md."""
+    gpu_names = ", ".join(g["name"] for g in info["gpus"]) or "no GPU"
+    size = config["size"]
+    lines = [
+        "# GPU check: %s" % gpu_names,
+        "",
+        "- date: %s" % machine["date"],
+        "- GPU: %s" % "; ".join(environment_lines(info)[:1] + environment_lines(info)[4:5]),
+        "- machine: %s (%s), %s, %s"
+        % (machine["cpu"], machine["arch"], machine["cores"], machine["memory"]),
+        "- software: Python %s, TensorFlow %s, OpenNMT-tf %s, CTranslate2 %s; %s"
+        % (
+            machine["python"],
+            machine["tensorflow"],
+            machine["opennmt"],
+            machine["ctranslate2"],
+            environment_lines(info)[1],
+        ),
+        "- CUDA: %s; %s" % (library_summary(info), environment_lines(info)[3]),
+        "- models: Transformer %d+%d layers, %d units, %d heads, FFN %d, dropout 0.1; RNNs: "
+        "embeddings %d, hidden %d, 1 layer; vocabularies of %d words; %d domains"
+        % (
+            size["num_layers"],
+            size["num_layers"],
+            size["num_units"],
+            size["num_heads"],
+            size["ffn_inner_dim"],
+            (QUICK_RNN_SIZE if config["quick"] else RNN_SIZE)["embedding_size"],
+            (QUICK_RNN_SIZE if config["quick"] else RNN_SIZE)["hidden_size"],
+            config["vocab"],
+            len(benchmarks.DOMAINS),
+        ),
+        "- data and step: `run/benchmarks.py`'s (synthetic, every sentence %d tokens, one domain "
+        "per batch of %d sentences, 16 batches cached; OpenNMT-tf's `Trainer` step); one batch "
+        "shape, so XLA compiles each step function once, in the %d warm-up steps; median step "
+        "time of %d steps after them (%d in each family's long run: mixed precision + XLA, or "
+        "mixed precision for the RNNs); mixed precision is `%s` with OpenNMT-tf's loss-scale "
+        "optimizer, XLA is `model.set_jit_compile(True)` (`--jit_compile`); the loss is "
+        "OpenNMT-tf's step loss (summed over a sentence's tokens, averaged over sentences)"
+        % (
+            config["length"],
+            config["batch"],
+            config["warmup"],
+            config["timing_steps"],
+            config["steps"],
+            config["mixed_policy"],
+        ),
+        "- every measurement runs in its own process, one after the other; peak GPU MiB is "
+        "TensorFlow's allocator peak (`tf.config.experimental.get_memory_info`)",
+    ]
+    if config["quick"]:
+        lines.append("- `--quick`: tiny sizes, to check that the check runs; not figures")
+    if not info["gpus"]:
+        lines.append("- **no GPU**: this run used the CPU (`--allow_cpu`); not GPU figures")
+    lines += [
+        "",
+        "## Checks",
+        "",
+        benchmarks.markdown_table(
+            ["check", "result", "detail"],
+            [[c, r, d.replace("|", "/")] for c, r, d in checks],
+            align="lll",
+        ),
+        "",
+        "## Training",
+        "",
+        "tokens/s counts the source and target tokens of a step; × vanilla is the ratio to the "
+        "stock OpenNMT-tf Transformer of the same size in the same mode.",
+        "",
+        training_table(config, results),
+    ]
+    if elapsed is not None:
+        lines += ["", "Run time: %.1f min." % (elapsed / 60)]
+    return "\n".join(lines) + "\n"
+
+
+# The driver.
+
+
+def make_config(args, workdir):
+    """The configuration shared with the child processes: :func:`benchmarks.make_config`'s
+    (sizes, data, inference settings) plus this check's settings."""
+    values = dict(benchmarks.QUICK if args.quick else benchmarks.DEFAULTS)
+    for key in ("layers", "units", "heads", "vocab", "length", "batch", "warmup", "steps"):
+        values[key] = getattr(args, key)
+    bench_args = argparse.Namespace(
+        threads=os.cpu_count() or 1,
+        quantization=None,
+        seed=args.seed,
+        quick=args.quick,
+        parts=[benchmarks.TRAIN],
+        families=list(args.families),
+        **values,
+    )
+    config = benchmarks.make_config(bench_args, workdir)
+    config.update(
+        timing_steps=args.timing_steps,
+        frozen_steps=args.frozen_steps,
+        modes=list(args.modes),
+        mixed_policy=args.mixed_policy,
+        systems=selected_systems(args.families),
+    )
+    return config
+
+
+def selected_systems(families):
+    """The training systems of :obj:`families`, vanilla first."""
+    chosen = {system for family in families for system in FAMILIES[family]}
+    return [s for s in TRAIN_SYSTEMS if s == VANILLA or s in chosen]
+
+
+def run_checks(args, info, workdir):
+    """Trains, checks and translates on the GPU; returns (config, results)."""
+    os.makedirs(os.path.join(workdir, "data"), exist_ok=True)
+    config = make_config(args, workdir)
+    sentences = max(3000, config["sentences"], 16 * config["batch"])
+    config["data_sentences"] = sentences
+    config["paths"] = benchmarks.write_data(
+        os.path.join(workdir, "data"),
+        config["vocab"],
+        sentences,
+        config["length"],
+        config["seed"],
+        block=config["batch"],
+    )
+    with open(os.path.join(workdir, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    tasks = tasks_of(config)
+    if not args.skip_frozen:
+        tasks += ["frozen:%s" % s for s in FROZEN_SYSTEMS if s in config["systems"]]
+    if not args.skip_translate:
+        tasks.append("translate")
+    results = {}
+    for number, task in enumerate(tasks, start=1):
+        _log("%d/%d %s ..." % (number, len(tasks), task))
+        result = run_child(task, workdir, timeout=args.task_timeout)
+        kind, _, rest = task.partition(":")
+        if kind == "train":
+            mode, _, system = rest.partition(":")
+            results.setdefault(mode, {})[system] = result
+        elif kind == "frozen":
+            results.setdefault("frozen", {})[rest] = result
+        else:
+            results[kind] = result
+        if "error" in result:
+            _log("%s failed: %s" % (task, result["error"]))
+        else:
+            _log("%s done in %.0f s" % (task, result.get("seconds_total", 0)))
+    return config, results
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Checks that TensorFlow uses the GPU, trains every family at paper size "
+        "in float32, mixed precision and mixed precision + XLA, checks float16 Procedure 1 "
+        "and GPU translation, and writes a report. Without a GPU: checks the CUDA libraries "
+        "and exits 0.",
+    )
+    parser.add_argument("--out", help="The report file (default: results/gpu_check-DATE.md).")
+    parser.add_argument(
+        "--families",
+        nargs="+",
+        choices=list(FAMILIES),
+        default=list(FAMILIES),
+        help="Families to train besides vanilla (default: all): "
+        + "; ".join("%s: %s" % (k, ", ".join(v)) for k, v in FAMILIES.items())
+        + ".",
+    )
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--quick", action="store_true", help="Tiny sizes (checks that it runs).")
+    for key, help_text in (
+        ("layers", "Encoder and decoder layers."),
+        ("units", "Model units (FFN: 4x)."),
+        ("heads", "Attention heads."),
+        ("vocab", "Words in the synthetic vocabulary."),
+        ("length", "Tokens in every sentence."),
+        ("batch", "Training batch in sentences."),
+        ("steps", "Steps of the mixed precision + XLA run (timed after the warm-up)."),
+        ("timing_steps", "Timed steps of the float32 and mixed precision runs."),
+        ("warmup", "Untimed steps first (XLA's compilations happen there)."),
+        ("frozen_steps", "Steps of each phase of the float16 bit-identity check."),
+    ):
+        parser.add_argument(
+            "--" + key,
+            type=int,
+            help="%s Default: %d (--quick: %d)." % (help_text, DEFAULTS[key], QUICK[key]),
+        )
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--skip_frozen", action="store_true", help="No bit-identity check.")
+    parser.add_argument("--skip_translate", action="store_true", help="No translation check.")
+    parser.add_argument(
+        "--task_timeout", type=int, default=3600, help="Seconds allowed to each measurement."
+    )
+    parser.add_argument(
+        "--workdir", help="Keep data, models and logs in this new or empty directory."
+    )
+    # Development: the GPU path on a CPU (with the half-precision policy the CPU has).
+    parser.add_argument("--allow_cpu", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--mixed_policy", default=GPU_POLICY, help=argparse.SUPPRESS)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        if not args.workdir:
+            parser.error("--one needs --workdir")
+        return args
+    base = QUICK if args.quick else DEFAULTS
+    for key in DEFAULTS:
+        if getattr(args, key) is None:
+            setattr(args, key, base[key])
+        if getattr(args, key) < (0 if key == "warmup" else 1):
+            parser.error("--%s must be >= %d" % (key, 0 if key == "warmup" else 1))
+    if args.workdir and os.path.lexists(args.workdir):
+        if not os.path.isdir(args.workdir) or os.listdir(args.workdir):
+            parser.error("--workdir %s must be a new or empty directory" % args.workdir)
+    return args
+
+
+def default_out(info):
+    name = (info["gpus"][0]["name"] if info["gpus"] else "cpu").lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", name).strip("-")
+    return os.path.join(
+        ROOT, "results", "gpu_check-%s-%s.md" % (slug, time.strftime("%Y%m%d-%H%M"))
+    )
+
+
+def main(argv=None):
+    """The ``run/gpu_check.sh`` entry point; returns the exit status."""
+    args = parse_args(argv)
+    if args.one:
+        run_task(args.one, os.path.abspath(args.workdir))
+        return 0
+    start = time.perf_counter()
+    if args.workdir:
+        workdir = os.path.abspath(args.workdir)
+        os.makedirs(workdir, exist_ok=True)
+        cleanup = False
+    else:
+        workdir = tempfile.mkdtemp(prefix="ldr-gpu-check-")
+        cleanup = True
+    try:
+        return _main(args, workdir, start)
+    finally:
+        if cleanup:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _main(args, workdir, start):
+    gpu = gpu_module()
+    info = probe_machine(workdir)
+    for line in environment_lines(info):
+        _log(line)
+    if not info["gpus"]:
+        if info["smi_gpus"]:
+            # The silent CPU fallback: a GPU is there, TensorFlow does not use it.
+            failures = [(name, "") for name in info["failing"]]
+            reason = "nvidia-smi lists %s" % info["smi_gpus"][0]
+            problem = "; ".join(info["driver_problems"])
+            print("%s: error: %s" % (PROG, problem or gpu.fallback_message(reason, failures)))
+            if not args.allow_cpu:
+                return 1
+        elif not args.allow_cpu:
+            print(no_gpu_line(info))
+            return no_gpu_status(info)
+    machine = benchmarks.machine_description()
+    config, results = run_checks(args, info, workdir)
+    checks = evaluate_checks(info, config, results)
+    report = format_report(
+        info, config, results, checks, machine, elapsed=time.perf_counter() - start
+    )
+    out = args.out or default_out(info)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    benchmarks.write_atomically(out, report)
+    benchmarks.write_atomically(
+        os.path.splitext(out)[0] + ".json",
+        json.dumps({"machine": info, "config": config, "results": results}, indent=2, default=str),
+    )
+    sys.stdout.write(report)
+    failed = [c for c, r, _ in checks if r == "FAIL"]
+    _log("report written to %s" % out)
+    if failed:
+        _log("FAILED: %s" % "; ".join(failed))
+        return 1
+    _log("every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
