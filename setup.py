@@ -35,6 +35,7 @@ setup(
             "ldr-analyze=ldr_opennmt.cli.analyze:main",
             "ldr-export=ldr_opennmt.cli.export:main",
             "ldr-translate=ldr_opennmt.cli.translate:main",
+            "ldr-serve=ldr_opennmt.cli.serve:main",
         ],
     },
     extras_require={
@@ -43,6 +44,16 @@ setup(
             "pytest-xdist==3.8.0",
             "parameterized==0.9.0",
             "hypothesis==6.170.17",
+            # The serving tests start the real ldr-serve server (the serve extra).
+            "fastapi==0.103.2",
+            "uvicorn==0.54.0",
+        ],
+        # ldr-serve (docs/serving.md). FastAPI 0.103 is the last whose dependencies
+        # accept typing-extensions 4.5, which TensorFlow 2.13 requires (< 4.6): newer
+        # FastAPI needs pydantic 2, whose pydantic-core needs typing-extensions >= 4.6.
+        "serve": [
+            "fastapi==0.103.2",
+            "uvicorn==0.54.0",
         ],
     },
 )

@@ -1,0 +1,491 @@
+"""``ldr-serve`` as a user runs it: the real server (a subprocess) on a tiny exported model,
+talked to over HTTP.
+
+The tiny LDR Transformer has random weights and raw-text tokenizers; its checkpoint is
+exported by ``ct2_export.export`` (what ``ldr-export ctranslate2`` runs). Every translation
+the server gives is compared with CTranslate2 run directly on the same domain's model
+directory for the same tokens.
+"""
+
+import asyncio
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import ctranslate2
+import opennmt
+import pytest
+import tensorflow as tf
+
+from ldr_opennmt import assets as assets_lib
+from ldr_opennmt.cli import serve as serve_cli
+from ldr_opennmt.serving import ct2_export
+from ldr_opennmt.serving import server as server_lib
+from tests import corpus, helpers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MAX_LENGTH = 10
+TOKENIZATION = {
+    "type": "OpenNMTTokenizer",
+    "params": {"mode": "aggressive", "joiner_annotate": True},
+}
+SOURCES = ["the big cell", "a host is here", "spirit", "cell host spirit now", "small red host."]
+DOMAINS = ["medical", "religious", "software", "generic"]
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _export(directory):
+    """A tiny LDR model with tokenizers, its checkpoint, and its CTranslate2 export."""
+    paths = corpus.write_corpus(os.path.join(directory, "corpus"), count=20)
+    model = helpers.FAMILIES["ldr_transformer"]()
+    data = corpus.data_config(paths)
+    data["source_tokenization"] = TOKENIZATION
+    data["target_tokenization"] = TOKENIZATION
+    model.initialize(data, params={"beam_width": 1, "maximum_decoding_length": MAX_LENGTH})
+    model.create_variables()
+    helpers.randomize_weights(model, 5)
+    model_dir = os.path.join(directory, "model")
+    checkpoint = opennmt.utils.checkpoint.Checkpoint(model, model_dir=model_dir)
+    checkpoint_path = checkpoint.save(step=1)
+    output_dir = os.path.join(directory, "ct2")
+    ct2_export.export(model, output_dir, checkpoint_path=checkpoint_path)
+    return output_dir
+
+
+class Server:
+    """``ldr-serve`` in a subprocess on a free port."""
+
+    def __init__(self, model_dir, *options):
+        self.port = _free_port()
+        executable = shutil.which("ldr-serve")
+        command = [executable] if executable else [sys.executable, "-m", "ldr_opennmt.cli.serve"]
+        command += ["--model_dir", model_dir, "--port", str(self.port), "--log_level", "warning"]
+        command += ["--max_decoding_length", str(MAX_LENGTH), "--intra_threads", "1"]
+        command += list(options)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError("ldr-serve exited: %s" % self.process.stdout.read())
+            try:
+                if self.get("/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError("ldr-serve did not answer within 120 s")
+            time.sleep(0.2)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stdout.close()
+
+    def _request(self, request):
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def get(self, path):
+        return self._request("http://127.0.0.1:%d%s" % (self.port, path))
+
+    def post(self, body, path="/translate"):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(
+            "http://127.0.0.1:%d%s" % (self.port, path),
+            data=data,
+            headers={"Content-Type": "application/json"},
+        )
+        return self._request(request)
+
+
+@pytest.mark.e2e
+class ServerTest(helpers.SharedDirTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.model_dir = _export(cls.dir)
+        cls.translators = {}
+        cls.server = Server(
+            cls.model_dir,
+            "--max_wait_ms", "300",
+            "--max_sentences", "8",
+            "--max_sentence_tokens", "12",
+            "--max_request_bytes", "2000",
+            "--max_beam_size", "4",
+        )  # fmt: skip
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        super().tearDownClass()
+
+    def _expected(self, sentence, domain, beam_size=1, num_hypotheses=1):
+        """CTranslate2 run directly on the domain's model directory: the hypotheses' texts."""
+        path = os.path.join(self.model_dir, domain)
+        if domain not in self.translators:
+            self.translators[domain] = (
+                ctranslate2.Translator(path, device="cpu", intra_threads=1),
+                assets_lib.load_tokenizer(path, "source"),
+                assets_lib.load_tokenizer(path, "target"),
+            )
+        translator, source, target = self.translators[domain]
+        tokens, _ = source.tokenize(sentence)
+        result = translator.translate_batch(
+            [tokens],
+            beam_size=beam_size,
+            num_hypotheses=num_hypotheses,
+            max_decoding_length=MAX_LENGTH,
+        )[0]
+        return [target.detokenize(hypothesis) for hypothesis in result.hypotheses]
+
+    def _assert_translated(self, response, sentences, domains, choices):
+        status, body = response
+        self.assertEqual(status, 200, body)
+        translations = body["translations"]
+        self.assertEqual(len(translations), len(sentences))
+        for translation, sentence, domain, choice in zip(translations, sentences, domains, choices):
+            self.assertEqual(translation["domain"], domain)
+            self.assertEqual(translation["domain_choice"], choice)
+            self.assertEqual(translation["hypotheses"], self._expected(sentence, domain))
+            self.assertEqual(translation["text"], translation["hypotheses"][0])
+
+    def _assert_error(self, response, status, regex):
+        self.assertEqual(response[0], status, response[1])
+        self.assertEqual(list(response[1]), ["error"])
+        message = response[1]["error"]
+        self.assertNotIn("\n", message)
+        self.assertRegex(message, regex)
+        return message
+
+    def test_the_export_is_tokenized_and_domains_differ(self):
+        # The tokenizers are exported (raw text in, raw text out) and the domain changes
+        # the translation, so the tests below can see a wrong domain.
+        path = os.path.join(self.model_dir, "medical")
+        self.assertIsNotNone(assets_lib.load_tokenizer(path, "source"))
+        outputs = {d: tuple(self._expected(s, d)[0] for s in SOURCES) for d in DOMAINS}
+        self.assertEqual(len(set(outputs.values())), len(DOMAINS), outputs)
+
+    def test_domain_per_request(self):
+        for domain in DOMAINS:
+            response = self.server.post({"sentences": SOURCES, "domain": domain})
+            self._assert_translated(response, SOURCES, [domain] * 5, ["given"] * 5)
+
+    def test_domain_per_sentence_and_no_label(self):
+        domains = ["software", None, "medical", "generic", "software"]
+        response = self.server.post({"sentences": SOURCES, "domains": domains})
+        self._assert_translated(
+            response,
+            SOURCES,
+            ["software", "generic", "medical", "generic", "software"],
+            ["given", "generic: no label", "given", "given", "given"],
+        )
+        for body in ({"sentences": SOURCES[:2]}, {"sentences": SOURCES[:2], "domain": None}):
+            self._assert_translated(
+                self.server.post(body), SOURCES[:2], ["generic"] * 2, ["generic: no label"] * 2
+            )
+
+    def test_beam_search_and_hypotheses(self):
+        status, body = self.server.post(
+            {"sentences": SOURCES[:3], "domain": "religious", "beam_size": 4, "num_hypotheses": 3}
+        )
+        self.assertEqual(status, 200, body)
+        for translation, sentence in zip(body["translations"], SOURCES):
+            self.assertEqual(translation["hypotheses"], self._expected(sentence, "religious", 4, 3))
+            self.assertEqual(len(translation["scores"]), 3)
+
+    def test_concurrent_clients_are_batched_and_answered_their_own(self):
+        before = self.server.get("/health")[1]["domains"]
+        clients = 8
+        barrier = threading.Barrier(clients)
+        requests = [
+            {
+                "sentences": [SOURCES[i % 5], SOURCES[(i + 2) % 5]],
+                "domain": "medical" if i % 2 else "software",
+            }
+            for i in range(clients)
+        ]
+        responses = [None] * clients
+
+        def _client(i):
+            barrier.wait()
+            time.sleep(0.02 * i)  # Spread over 140 ms: each alone without --max_wait_ms.
+            responses[i] = self.server.post(requests[i])
+
+        threads = [threading.Thread(target=_client, args=(i,)) for i in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for request, response in zip(requests, responses):
+            domain = request["domain"]
+            self._assert_translated(response, request["sentences"], [domain] * 2, ["given"] * 2)
+        after = self.server.get("/health")[1]["domains"]
+        for domain in ("medical", "software"):
+            sentences = after[domain]["sentences"] - before[domain]["sentences"]
+            batches = after[domain]["batches"] - before[domain]["batches"]
+            self.assertEqual(sentences, clients)  # 4 requests of 2 sentences each.
+            # Within --max_wait_ms (300 ms) the 4 requests of a domain share batches.
+            self.assertLessEqual(batches, 2, after)
+            self.assertGreater(after[domain]["largest_batch"], 2, after)
+
+    def test_exports_that_cannot_be_served(self):
+        def _refused(mutate, regex):
+            broken = os.path.join(self.dir, "broken")
+            shutil.rmtree(broken, ignore_errors=True)
+            shutil.copytree(self.model_dir, broken)
+            mutate(broken)
+            argv = [sys.executable, "-m", "ldr_opennmt.cli.serve", "--model_dir", broken]
+            argv += ["--port", str(_free_port())]
+            env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+            run = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+            self.assertEqual(run.returncode, 2, run.stderr)
+            self.assertRegex(run.stderr.strip().splitlines()[-1], "^ldr-serve: error: " + regex)
+
+        def _no_generic(broken):
+            manifest = ct2_export.read_manifest(broken)
+            del manifest["domains"]["generic"]
+            with open(os.path.join(broken, ct2_export.MANIFEST), "w") as f:
+                json.dump(manifest, f)
+
+        def _truncated(broken):
+            with open(os.path.join(broken, "software", "model.bin"), "r+b") as f:
+                f.truncate(100)
+
+        _refused(_no_generic, "--model_dir: .* has no generic model")
+        _refused(_truncated, ".*/software: cannot load the CTranslate2 model")
+
+    def test_benchmark_script(self):
+        script = os.path.join(ROOT, "run", "bench_serve.py")
+        url = "http://127.0.0.1:%d" % self.server.port
+        argv = [sys.executable, script, "--url", url, "--clients", "1", "4", "--requests", "3"]
+        output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        lines = output.strip().splitlines()
+        self.assertEqual(
+            lines[0].split(), "clients requests errors p50_ms p99_ms sentences/s".split()
+        )
+        rows = [line.split() for line in lines[1:]]
+        self.assertEqual([row[:3] for row in rows], [["1", "3", "0"], ["4", "12", "0"]])
+        for row in rows:
+            self.assertGreater(float(row[3]), 0)
+            self.assertGreaterEqual(float(row[4]), float(row[3]))
+            self.assertGreater(float(row[5]), 0)
+
+    def test_domains_health_and_openapi(self):
+        self.assertEqual(
+            self.server.get("/domains"), (200, {"domains": DOMAINS, "default": "generic"})
+        )
+        status, health = self.server.get("/health")
+        self.assertEqual((status, health["status"]), (200, "ok"))
+        self.assertEqual(sorted(health["domains"]), sorted(DOMAINS))
+        status, openapi = self.server.get("/openapi.json")
+        self.assertEqual(status, 200)
+        self.assertIn("/translate", openapi["paths"])
+        schema = openapi["paths"]["/translate"]["post"]["requestBody"]["content"]
+        self.assertIn("sentences", schema["application/json"]["schema"]["properties"])
+        with urllib.request.urlopen("http://127.0.0.1:%d/docs" % self.server.port) as page:
+            self.assertIn("swagger", page.read().decode().lower())
+
+    def test_malformed_requests_are_4xx_naming_the_field(self):
+        post = self.server.post
+        self._assert_error(post(b"{not json"), 400, "^body: not valid JSON")
+        not_utf8 = b'{"sentences": ["\xff"]}'
+        self._assert_error(post(not_utf8), 400, "^body: not valid JSON")
+        self._assert_error(post(b"[" * 990 + b"]" * 990), 400, "^body: not valid JSON .nested")
+        self._assert_error(post(["a"]), 422, "^body: expected a JSON object")
+        self._assert_error(post({"domain": "medical"}), 422, "^sentences: missing")
+        self._assert_error(post({"sentences": "the cell"}), 422, "^sentences: expected a list")
+        self._assert_error(post({"sentences": []}), 422, "^sentences: empty list")
+        self._assert_error(
+            post({"sentences": ["a", "  "]}), 422, r"^sentences\[1\]: empty sentence"
+        )
+        self._assert_error(
+            post({"sentences": ["a", 3]}), 422, r"^sentences\[1\]: expected a string"
+        )
+        self._assert_error(
+            post({"sentences": ["a"], "domain": "legal"}), 422, '^domain: unknown domain "legal"'
+        )
+        self._assert_error(
+            post({"sentences": ["a", "b"], "domains": ["medical", "law"]}),
+            422,
+            r"^domains\[1\]: unknown domain",
+        )
+        self._assert_error(
+            post({"sentences": ["a", "b"], "domains": ["medical"]}), 422, "^domains: 1 labels for 2"
+        )
+        self._assert_error(
+            post({"sentences": ["a"], "domain": "medical", "domains": ["medical"]}),
+            422,
+            "^domain, domains: give one",
+        )
+        self._assert_error(post({"sentences": ["a"], "beam": 2}), 422, "^beam: unknown field")
+        self._assert_error(
+            post({"sentences": ["a"], "beam_size": "2"}), 422, "^beam_size: expected an integer"
+        )
+        self._assert_error(post({"sentences": ["a"], "beam_size": 5}), 422, "^beam_size: must be")
+        self._assert_error(
+            post({"sentences": ["a"], "beam_size": 2, "num_hypotheses": 3}),
+            422,
+            "^num_hypotheses: must be",
+        )
+        # The server is still up and translating.
+        self._assert_translated(
+            post({"sentences": ["spirit"]}), ["spirit"], ["generic"], [NO_LABEL]
+        )
+
+    def test_limits(self):
+        post = self.server.post
+        self._assert_error(
+            post({"sentences": ["spirit"] * 9}), 422, "^sentences: 9 sentences, more than"
+        )
+        long = " ".join(["cell"] * 13)
+        self._assert_error(
+            post({"sentences": ["spirit", long]}),
+            422,
+            r"^sentences\[1\]: 13 tokens, more than .* 12$",
+        )
+        self._assert_error(post({"sentences": ["x" * 3000]}), 413, "^body: 30.. bytes, more than")
+        # A chunked body (no Content-Length) is counted as it arrives.
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=60)
+        body = json.dumps({"sentences": ["y" * 3000]}).encode()
+        connection.request(
+            "POST",
+            "/translate",
+            body=iter([body[:1000], body[1000:]]),
+            headers={"Content-Type": "application/json"},
+            encode_chunked=True,
+        )
+        response = connection.getresponse()
+        self.assertEqual(response.status, 413)
+        self.assertRegex(json.loads(response.read())["error"], "^body: more than the limit")
+        connection.close()
+        self._assert_translated(
+            post({"sentences": ["spirit"] * 8}), ["spirit"] * 8, ["generic"] * 8, [NO_LABEL] * 8
+        )
+
+
+NO_LABEL = "generic: no label"
+
+
+@pytest.mark.e2e
+class OverloadTest(helpers.SharedDirTestCase):
+    """A full queue answers 503 at once; a request past --timeout_s gets 504."""
+
+    def test_overload_and_timeout(self):
+        model_dir = _export(self.dir)
+        # A batch waits 3 s for more sentences, a request 2 s for its translations: the
+        # first request holds the queue (2 sentences, the maximum) until it times out.
+        server = Server(
+            model_dir,
+            "--max_queued_sentences", "2",
+            "--max_wait_ms", "3000",
+            "--max_batch_size", "64",
+            "--timeout_s", "2",
+        )  # fmt: skip
+        try:
+            first = []
+            thread = threading.Thread(
+                target=lambda: first.append(server.post({"sentences": ["spirit", "cell"]}))
+            )
+            thread.start()
+            deadline = time.monotonic() + 1.8
+            while server.get("/health")[1]["queued_sentences"] < 2:
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.02)
+            status, body = server.post({"sentences": ["host"], "domain": "medical"})
+            self.assertEqual(status, 503, body)
+            self.assertRegex(body["error"], "^overloaded: 2 sentences queued, at most 2")
+            thread.join()
+            self.assertEqual(first[0][0], 504, first[0])
+            self.assertRegex(first[0][1]["error"], r"^timeout: not translated within 2 s")
+            status, health = server.get("/health")
+            self.assertEqual((health["queued_sentences"], health["refused_overload"]), (0, 1))
+            # The timed-out job is not decoded once its batch closes (3 s after it came).
+            time.sleep(1.5)
+            self.assertEqual(server.get("/health")[1]["domains"]["generic"]["sentences"], 0)
+            self.assertIsNone(server.process.poll())
+        finally:
+            server.stop()
+
+
+class _FailingTranslator:
+    def translate_batch(self, tokens, **kwargs):
+        raise RuntimeError("CTranslate2 trace\nout of memory")
+
+
+class _FailingModel:
+    name = "generic"
+    maximum_source_length = None
+    translator = _FailingTranslator()
+
+    def tokenize(self, text):
+        return text.split()
+
+
+class TranslationFailureTest(tf.test.TestCase):
+    def test_a_failed_batch_is_a_500_and_the_server_goes_on(self):
+        server = server_lib.Server(
+            server_lib.Options("unused", max_queued_sentences=2),
+            models={"generic": _FailingModel()},
+        )
+        try:
+            for _ in range(3):  # The queue is released each time: never 503.
+                with self.assertRaises(server_lib.RequestError) as context:
+                    asyncio.run(server.translate(b'{"sentences": ["a b", "c"]}'))
+                self.assertEqual(context.exception.status, 500)
+                self.assertEqual(str(context.exception), "translation failed: out of memory")
+            self.assertEqual(server.health()["queued_sentences"], 0)
+        finally:
+            server.close()
+
+
+class CommandLineTest(helpers.SharedDirTestCase):
+    def test_not_an_export(self):
+        os.makedirs(self.dir)
+        helpers.assert_cli_error(
+            self,
+            serve_cli.main,
+            ["--model_dir", self.dir],
+            "not an export of ldr-export ctranslate2",
+        )
+        helpers.assert_cli_error(
+            self, serve_cli.main, ["--model_dir", os.path.join(self.dir, "missing")], "not found"
+        )
+
+    def test_bad_option(self):
+        helpers.assert_cli_error(
+            self,
+            serve_cli.main,
+            ["--model_dir", self.dir, "--port", "70000"],
+            "^--port must be between 0 and 65535, got 70000$",
+        )
+        helpers.assert_cli_error(
+            self,
+            serve_cli.main,
+            ["--model_dir", self.dir, "--max_batch_size", "0"],
+            "^--max_batch_size must be >= 1, got 0$",
+        )
