@@ -429,7 +429,10 @@ class InputsAndReuseTest(tf.test.TestCase):
         self._assert_refused(argv, "^%s:4: missing predicted label \\(3 lines" % re.escape(path))
         _write_lines(path, labels[:-1] + ["legal"])
         self._assert_refused(argv, "^%s:4: unknown domain label 'legal'" % re.escape(path))
-        self._assert_refused(argv[:-2] + ["--max-sentences", "0"], "--max-sentences: expected")
+        self._assert_refused(
+            argv[:-2] + ["--max-sentences", "0"],
+            "--max-sentences: must be a positive integer, got .0.",
+        )
 
     def test_translations_are_redone_when_an_input_changes(self):
         modes = ("oracle", "wrong")
