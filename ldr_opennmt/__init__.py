@@ -4,10 +4,11 @@ __version__ = "0.1.0"
 
 from ldr_opennmt import compat as _compat
 from ldr_opennmt import gpu as _gpu
+from ldr_opennmt import guards as _guards
 
 _compat.check_upstream()
 _compat.install_error_hook()
 _gpu.check_stock_onmt_main()
-_compat.install_training_lock()
-_compat.install_checkpoint_check()
-_compat.lock_stock_onmt_main_training()
+_guards.install_training_lock()
+_guards.install_checkpoint_check()
+_guards.lock_stock_onmt_main_training()

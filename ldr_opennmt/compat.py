@@ -61,22 +61,16 @@ What is here, and why no public equivalent exists:
   for a trainer that broadcasts before the first step and by position
   (:mod:`ldr_opennmt.training.horovod`); ``Runner.train`` builds it through the module
   global ``opennmt.runner.training_util``, swapped for the duration of the call only.
-* :func:`install_training_lock` and :func:`lock_stock_onmt_main_training`: one training
-  per ``model_dir`` (:mod:`ldr_opennmt.locks`); ``opennmt.Runner.train`` is wrapped in
-  place, as stock ``onmt-main`` has no hook around training.
-* :func:`install_checkpoint_check`: ``opennmt.utils.checkpoint.Checkpoint.restore`` restores
-  with ``expect_partial()``; for the package's models (``checks_checkpoints``) it is
-  wrapped in place so that inference, export, evaluation and scoring under stock
-  ``onmt-main`` refuse a checkpoint of another model
-  (:func:`ldr_opennmt.checkpoints.check_model_checkpoint`).
+* :mod:`ldr_opennmt.guards` (the one other module that uses names of this ledger, each
+  listed here): ``opennmt.Runner.train`` wrapped to take the training lock of its
+  ``model_dir``, and ``opennmt.utils.checkpoint.Checkpoint.restore`` wrapped to refuse a
+  checkpoint of another model, as stock ``onmt-main`` has no hook around either.
 * :func:`install_error_hook`: stock ``onmt-main`` has no error handling to extend,
   so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
 """
 
 import argparse
 import contextlib
-import functools
-import inspect
 import logging
 import os
 import sys
@@ -93,7 +87,7 @@ from opennmt.models import sequence_to_sequence as s2s_module
 from opennmt.utils import checkpoint as checkpoint_module
 from opennmt.utils import misc
 
-from ldr_opennmt import checkpoints, config_loader, errors, locks
+from ldr_opennmt import config_loader, errors, locks
 
 PINNED_OPENNMT = "2.32.0"
 
@@ -123,9 +117,9 @@ UPSTREAM_NAMES = (
     (training_module.HorovodTrainer, "_broadcast_variables", "HorovodTrainerAdapter"),
     (training_module.HorovodTrainer, "_steps", "HorovodTrainerAdapter"),
     (training_module, "TrainingStats", "training_steps"),
-    (opennmt.Runner, "train", "install_training_lock"),
-    (checkpoint_module.Checkpoint, "restore", "install_checkpoint_check"),
-    (opennmt.Runner, "model_dir", "install_training_lock"),
+    (opennmt.Runner, "train", "guards.install_training_lock"),
+    (checkpoint_module.Checkpoint, "restore", "guards.install_checkpoint_check"),
+    (opennmt.Runner, "model_dir", "guards.install_training_lock"),
 )
 
 #: Attributes that OpenNMT-tf sets on instances (checked on built objects by the tests).
@@ -171,7 +165,7 @@ def check_upstream():
     )
 
 
-def _instance_attribute(obj, name):
+def instance_attribute(obj, name):
     try:
         return getattr(obj, name)
     except AttributeError as e:
@@ -188,7 +182,7 @@ class RunnerAdapter(opennmt.Runner):
     @property
     def config(self):
         """The run configuration (user files merged, paths resolved; not auto-config)."""
-        return _instance_attribute(self, "_config")
+        return instance_attribute(self, "_config")
 
     def finalized_config(self, training=False):
         """The configuration a run uses: auto-config, defaults and :meth:`finalize_config`."""
@@ -277,35 +271,35 @@ class EvaluatorAdapter(evaluation.Evaluator):
 
     @property
     def model(self):
-        return _instance_attribute(self, "_model")
+        return instance_attribute(self, "_model")
 
     @property
     def dataset(self):
         """The evaluation dataset built by the parent constructor."""
-        return _instance_attribute(self, "_dataset")
+        return instance_attribute(self, "_dataset")
 
     @property
     def scorers(self):
-        return _instance_attribute(self, "_scorers")
+        return instance_attribute(self, "_scorers")
 
     @property
     def saves_predictions(self):
-        return _instance_attribute(self, "_save_predictions")
+        return instance_attribute(self, "_save_predictions")
 
     @property
     def eval_dir(self):
-        return _instance_attribute(self, "_eval_dir")
+        return instance_attribute(self, "_eval_dir")
 
     def eval_step(self, features, labels):
         """The compiled evaluation function: (loss, predictions) of one batch."""
-        return _instance_attribute(self, "_eval_fn")(features, labels)
+        return instance_attribute(self, "_eval_fn")(features, labels)
 
     def add_metric_names(self, names):
         """Declares more metric names (valid for early stopping and export_on_best)."""
-        _instance_attribute(self, "_metrics_name").update(names)
+        instance_attribute(self, "_metrics_name").update(names)
 
     def metric_names(self):
-        return set(_instance_attribute(self, "_metrics_name"))
+        return set(instance_attribute(self, "_metrics_name"))
 
     def set_early_stopping(self, early_stopping):
         """Sets the early-stopping condition after construction, checked as the parent
@@ -555,7 +549,7 @@ def load_run_config(config_paths, config=None):
     return config_loader.load_run_config(config_paths, config=config)
 
 
-def _split_run_type(argv):
+def split_run_type(argv):
     """(global arguments, run type, run arguments), split as ``onmt-main`` splits them
     (at the first argument that is a run type)."""
     for i, arg in enumerate(argv):
@@ -564,7 +558,7 @@ def _split_run_type(argv):
     return argv, None, []
 
 
-def _model_dir(global_argv):
+def command_line_model_dir(global_argv):
     """The model directory ``onmt-main`` will use, or ``None`` if the arguments do not
     say (``onmt-main`` then reports the problem itself)."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
@@ -679,8 +673,8 @@ def run_onmt_main(argv, runner_class):
     this call created is removed again if the run fails and leaves it empty.
     """
     argv = list(argv)
-    global_argv, run_type, run_argv = _split_run_type(argv)
-    model_dir = _model_dir(global_argv)
+    global_argv, run_type, run_argv = split_run_type(argv)
+    model_dir = command_line_model_dir(global_argv)
     created = model_dir is not None and not os.path.exists(model_dir)
     description = _DeferredModelDescription()
     held = []
@@ -756,95 +750,3 @@ def install_error_hook():
 
     _hook._ldr_opennmt = True
     sys.excepthook = _hook
-
-
-def _is_master(hvd):
-    return hvd is None or hvd.rank() == 0
-
-
-def install_training_lock():
-    """Makes every ``opennmt.Runner.train`` hold the training lock of its ``model_dir``
-    (:mod:`ldr_opennmt.locks`; Horovod: worker 0 only).
-
-    Installed when the package is imported, which stock ``onmt-main --model`` does
-    through the model definition: ``onmt-main`` has no hook around training, so
-    the method is wrapped in place, once.
-    """
-    original = opennmt.Runner.train
-    if getattr(original, "_ldr_opennmt", False):
-        return
-    signature = inspect.signature(original)
-
-    @functools.wraps(original)
-    def train(self, *args, **kwargs):
-        hvd = signature.bind(self, *args, **kwargs).arguments.get("hvd")
-        if not _is_master(hvd):
-            return original(self, *args, **kwargs)
-        with locks.model_dir_lock(self.model_dir):
-            return original(self, *args, **kwargs)
-
-    train._ldr_opennmt = True
-    opennmt.Runner.train = train
-
-
-def lock_stock_onmt_main_training(argv=None, prog=None):
-    """Under stock ``onmt-main ... train`` (not ``ldr-main``), takes the training lock
-    of its ``model_dir`` when the package is imported, and holds it until the process
-    ends.
-
-    ``onmt-main`` imports the model definition (hence this package) before it copies
-    that definition to ``model_dir``: locking here keeps a second training from
-    replacing the first one's ``model_description.py``. With ``--horovod`` the lock is
-    taken by worker 0 in ``Runner.train`` instead.
-
-    Raises:
-      UserError: if another training holds the lock.
-    """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    prog = os.path.basename(sys.argv[0] if prog is None else prog)
-    if prog != "onmt-main":
-        return None
-    global_argv, run_type, _ = _split_run_type(argv)
-    if run_type != "train" or "--horovod" in global_argv:
-        return None
-    model_dir = _model_dir(global_argv)
-    if model_dir is None:
-        return None
-    return locks.acquire(model_dir)
-
-
-def install_checkpoint_check():
-    """Makes ``opennmt.utils.checkpoint.Checkpoint.restore`` check, for a model of the
-    package (``checks_checkpoints``) restored without an optimizer (``infer``,
-    ``export``, ``eval``, ``score``), that the checkpoint holds every variable of the
-    model with its shape, before restoring.
-
-    The model's variables are created first, as OpenNMT-tf would when it first calls
-    the model (no distribution strategy is involved in these run types). A restoration
-    with an optimizer (training) is left as it is: its variables are created later,
-    under the training's distribution strategy; ``ldr-main train`` checks a
-    ``--checkpoint_path`` on a separate model instead.
-    """
-    original = checkpoint_module.Checkpoint.restore
-    if getattr(original, "_ldr_opennmt", False):
-        return
-
-    @functools.wraps(original)
-    def restore(self, checkpoint_path=None, weights_only=False):
-        model = _instance_attribute(self, "_model")
-        if getattr(model, "checks_checkpoints", False) and (
-            _instance_attribute(self, "_optimizer") is None
-        ):
-            path = checkpoint_path
-            if path is None:
-                path = tf.train.latest_checkpoint(_instance_attribute(self, "_model_dir"))
-            elif tf.io.gfile.isdir(path):
-                path = tf.train.latest_checkpoint(path)
-            if path is not None:
-                if not model.built:
-                    model.create_variables()
-                checkpoints.check_model_checkpoint(model, path)
-        return original(self, checkpoint_path=checkpoint_path, weights_only=weights_only)
-
-    restore._ldr_opennmt = True
-    checkpoint_module.Checkpoint.restore = restore

@@ -12,7 +12,7 @@ LAYERS = (
     ("errors",),
     ("utils", "names", "config_loader", "config_keys", "locks", "checkpoints", "gpu"),
     ("domains", "compat"),
-    ("layers", "assets", "data", "ensembles"),
+    ("layers", "assets", "data", "ensembles", "guards"),
     ("inputters",),
     ("models",),
     ("training",),

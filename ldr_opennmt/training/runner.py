@@ -32,7 +32,6 @@ by the other) that adds:
 import json
 import os
 
-import numpy as np
 import tensorflow as tf
 from opennmt import config as config_util
 from opennmt import inference
@@ -42,11 +41,10 @@ from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import checkpoints, compat, config_keys
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles, locks
-from ldr_opennmt.errors import UserError, not_utf8_error
-from ldr_opennmt.inputters import constant_label_name
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 from ldr_opennmt.training import corpora as corpora_lib
-from ldr_opennmt.training import domain_record, horovod
+from ldr_opennmt.training import data_files, domain_record, horovod, inference_checks
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator, evaluation_sets
 from ldr_opennmt.utils import atomic_output, write_lines_atomic
 
@@ -60,282 +58,6 @@ MODEL_DESCRIPTION = "model_description.py"
 #: OpenNMT-tf's default ``params: maximum_decoding_length`` (in
 #: ``SequenceToSequence._dynamic_decode``).
 DEFAULT_MAXIMUM_DECODING_LENGTH = 250
-
-
-def _strings(value):
-    """The strings in a configuration value (nested lists and dicts)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [s for item in value for s in _strings(item)]
-    return []
-
-
-#: The bytes of a vocabulary file read at a time by :func:`_check_vocabulary`.
-_VOCABULARY_CHUNK = 1 << 20
-#: The longest excerpt of a value (a token, inline JSON) in a message (characters).
-_EXCERPT = 40
-
-
-def _shown(path):
-    """:obj:`path` as a message shows it: as it is, or quoted (``%r``) when it is empty
-    or holds a character that is not printable (a line break would cut the message)."""
-    return path if path and path.isprintable() else repr(path)
-
-
-def _excerpt(text):
-    """:obj:`text` quoted (``%r``) and cut after :data:`_EXCERPT` characters."""
-    if len(text) <= _EXCERPT:
-        return repr(text)
-    return "%r... (%d characters)" % (text[:_EXCERPT], len(text))
-
-
-def _one_line(error):
-    return " ".join(str(error).split()) or type(error).__name__
-
-
-def _file_status(key, path):
-    """``(exists, is a directory)`` of :obj:`path`, as ``tf.io.gfile`` sees it.
-
-    Raises:
-      UserError: if ``tf.io.gfile`` cannot look it up (a scheme it does not know, e.g.
-        ``s3://`` without its plugin; a path that is not valid Unicode).
-    """
-    try:
-        exists = tf.io.gfile.exists(path)
-        return exists, exists and tf.io.gfile.isdir(path)
-    except (tf.errors.OpError, UnicodeError, ValueError) as e:
-        raise UserError(
-            "data: %s: cannot read %s (%s)" % (key, _shown(path), _one_line(e))
-        ) from None
-
-
-def _vocabulary_lines(path, shown):
-    """The lines of a vocabulary file as OpenNMT-tf reads them, with their number.
-
-    ``opennmt.data.Vocab.load`` iterates a ``tf.io.gfile.GFile``: lines end at ``"\\n"``
-    only (not at ``"\\u2028"`` or a lone ``"\\r"``), every ``"\\r"`` is dropped (TensorFlow's
-    line reader skips them), a last line without ``"\\n"`` counts if it is not empty, and
-    the whole line is the token (spaces and tabs included: no frequency column). The file
-    is read in chunks of whole lines.
-
-    Yields:
-      ``(line number, token, raw line)``: the raw line without its ``"\\n"``.
-
-    Raises:
-      UserError: ``FILE:LINE: not UTF-8 ...``.
-      tf.errors.OpError: if the file cannot be read.
-    """
-    number = 0
-    pieces = []  # Of the line that the chunks read so far end in.
-    with tf.io.gfile.GFile(path, "rb") as f:
-        while True:
-            chunk = f.read(_VOCABULARY_CHUNK)
-            end = chunk.rfind(b"\n") + 1
-            if chunk and not end:
-                pieces.append(chunk)
-                continue
-            pieces.append(chunk[:end])
-            data = b"".join(pieces)
-            pieces = [chunk[end:]]
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise not_utf8_error(shown, data, number + 1, e) from None
-            lines = text.split("\n")
-            last = lines.pop()  # After the last "\n": the end of the file or "".
-            if last.replace("\r", ""):
-                lines.append(last)
-            for line in lines:
-                number += 1
-                yield number, line.replace("\r", "") if "\r" in line else line, line
-            if not chunk:
-                return
-
-
-def _check_vocabulary(key, path):
-    """Checks the contents of a vocabulary file (see :func:`_vocabulary_lines`), in one
-    pass: OpenNMT-tf would fail on them with an error that does not name the file, or
-    build a lookup table that disagrees with its own count of the tokens.
-
-    Raises:
-      UserError: ``FILE:LINE: not UTF-8 ...``, ``FILE:LINE: empty line ...``,
-        ``FILE:LINE: token 'a' repeats line N``, ``data: KEY: empty vocabulary file:
-        PATH`` or ``data: KEY: cannot read PATH (...)``.
-    """
-    shown = _shown(path)
-    first_lines = {}
-    number = 0
-    try:
-        for number, token, line in _vocabulary_lines(path, shown):
-            # The lookup table drops one "\r" before "\n" and refuses an empty key.
-            if not line or line == "\r":
-                raise UserError(
-                    "%s:%d: empty line (a vocabulary has one token per line)" % (shown, number)
-                )
-            first = first_lines.setdefault(token, number)
-            if first != number:
-                # OpenNMT-tf skips it with a warning, but its lookup table reads as many
-                # lines as there are distinct tokens: it fails, or drops the last tokens.
-                raise UserError(
-                    "%s:%d: token %s repeats line %d" % (shown, number, _excerpt(token), first)
-                )
-    except tf.errors.OpError as e:
-        raise UserError("data: %s: cannot read %s (%s)" % (key, shown, _one_line(e))) from None
-    if not number:
-        raise UserError("data: %s: empty vocabulary file: %s" % (key, shown))
-
-
-def _check_tokenization(key, value):
-    """Checks a ``*_tokenization`` entry as ``opennmt.tokenizers.make_tokenizer`` reads
-    it: empty (no tokenization), a file, or an inline JSON object.
-
-    Raises:
-      UserError: on a directory, a value that is neither a file nor a JSON object, or a
-        path ``tf.io.gfile`` cannot look up.
-    """
-    if not value:
-        return
-    exists, is_dir = _file_status(key, value)
-    if is_dir:
-        raise UserError("data: %s: a directory, not a tokenization file: %s" % (key, _shown(value)))
-    if exists:
-        return
-    try:
-        config = json.loads(value)
-    except ValueError:
-        raise UserError("data: %s: file not found: %s" % (key, _shown(value))) from None
-    except RecursionError:
-        raise UserError(
-            "data: %s: neither a file nor an inline JSON configuration (nested too deeply): %s"
-            % (key, _excerpt(value))
-        ) from None
-    if not isinstance(config, dict):
-        raise UserError(
-            "data: %s: neither a file nor an inline JSON object (got a %s): %s"
-            % (key, type(config).__name__, _excerpt(value))
-        )
-
-
-def check_data_files(data):
-    """Checks the vocabulary and tokenization files of a ``data`` configuration.
-
-    OpenNMT-tf would fail on them deep in model initialization, with a traceback that
-    names the path but not the configuration key, or an error that names neither (an
-    empty vocabulary, one that is not UTF-8 or repeats a token). Every ``*_vocabulary``
-    file is read once, as OpenNMT-tf reads it (see :func:`_vocabulary_lines`).
-
-    Raises:
-      UserError: ``data: KEY: file not found: PATH``, a key that is not a string, a
-        path ``tf.io.gfile`` cannot look up, a tokenization that is neither a file nor
-        an inline JSON object, or a vocabulary's contents (see
-        :func:`_check_vocabulary`). A path that a line break or another unprintable
-        character would cut is quoted (``%r``).
-    """
-    for key in data:
-        if not isinstance(key, str):
-            raise UserError("data: %r: a key that is not a string (%s)" % (key, type(key).__name__))
-    for key, value in sorted(data.items()):
-        if not isinstance(value, str):
-            continue
-        if key.endswith("_vocabulary"):
-            exists, is_dir = _file_status(key, value)
-            if not exists:
-                raise UserError("data: %s: file not found: %s" % (key, _shown(value)))
-            if is_dir:
-                raise UserError(
-                    "data: %s: a directory, not a vocabulary file: %s" % (key, _shown(value))
-                )
-            _check_vocabulary(key, value)
-        elif key.endswith("_tokenization"):
-            _check_tokenization(key, value)
-
-
-def _data_error(data, error):
-    """A :class:`UserError` naming the ``data`` key whose file :obj:`error` is about, or
-    ``None`` if its message names none of them."""
-    message = _one_line(error)
-    for key, value in sorted(data.items(), key=lambda item: str(item[0])):
-        for path in _strings(value):
-            if len(path) > 1 and path in message:
-                return UserError("data: %s: %s" % (key, message))
-    return None
-
-
-def _files(value):
-    """The file paths of a data file entry (nested lists), without ``domain:NAME``."""
-    return [path for path in _strings(value) if constant_label_name(path) is None]
-
-
-class _StoppedCounter:
-    """A model as ``opennmt.inference.predict_dataset`` uses it, that counts the
-    translations whose best hypothesis stopped at the decoding length limit.
-
-    ``predict_dataset`` writes each prediction with ``model.print_prediction``; other
-    attributes go to the model. A hypothesis as long as ``maximum_decoding_length`` has
-    no end token within the limit (``length`` excludes the end token): it stopped there.
-    """
-
-    def __init__(self, model, limit):
-        self._model = model
-        self.limit = limit
-        self.translated = 0
-        self.stopped = 0
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-    def print_prediction(self, prediction, params=None, stream=None):
-        length = prediction.get("length") if isinstance(prediction, dict) else None
-        if length is not None:
-            self.translated += 1
-            if np.reshape(length, [-1])[0] >= self.limit:
-                self.stopped += 1
-        return self._model.print_prediction(prediction, params=params, stream=stream)
-
-    def report(self):
-        """Logs one warning line if any translation stopped at the limit."""
-        if self.stopped:
-            tf.get_logger().warning(
-                "%d of %d translations stopped at maximum_decoding_length (%d): they may be "
-                "cut short (raise params: maximum_decoding_length)",
-                self.stopped,
-                self.translated,
-                self.limit,
-            )
-
-
-def _warn_long_sources(model, features_file):
-    """Logs one warning line counting the source lines longer than the model's
-    ``params: maximum_source_length``, which inference truncates (the graph's own
-    per-batch warning is switched off: this one counts them and names the first)."""
-    inputter = model.features_inputter
-    if not hasattr(inputter, "truncate_source"):
-        return
-    inputter.warn_truncation_in_graph = False
-    sources, _ = inputter.split_files(features_file)
-    sources = sources if isinstance(sources, (list, tuple)) else [sources]
-    word = inputter.word_inputter
-    limit = inputter.maximum_source_length
-    for source in sources:
-        dataset = word.make_dataset(source, training=False)
-        dataset = dataset.map(lambda line: word.make_features(element=line)["length"])
-        lengths = np.concatenate([[0]] + [batch.numpy() for batch in dataset.batch(1024)])[1:]
-        long_lines = np.flatnonzero(lengths > limit)
-        if long_lines.size:
-            tf.get_logger().warning(
-                "%d of %d source lines of %s are longer than params: maximum_source_length "
-                "(%d tokens) and are truncated (first: %s:%d, %d tokens)",
-                long_lines.size,
-                lengths.size,
-                source,
-                limit,
-                source,
-                long_lines[0] + 1,
-                lengths[long_lines[0]],
-            )
 
 
 def _model_value_count(checkpoint_path):
@@ -370,7 +92,7 @@ class Runner(compat.RunnerAdapter):
         self._regions = None
         self._checked_model = None
         self._validated = set()
-        check_data_files(self.config["data"])
+        data_files.check_data_files(self.config["data"])
         self._expand_corpora()
         self._match_trained_domains()
 
@@ -464,8 +186,8 @@ class Runner(compat.RunnerAdapter):
         model = self.checked_new_model(config)
         model.create_variables()
         checkpoints.check_model_checkpoint(model, path)
-        checkpoint = checkpoint_util.Checkpoint.from_config(config, model)
-        checkpoint.restore(checkpoint_path=path, weights_only=True)
+        # What OpenNMT-tf's weights-only restoration does, without its check a second time.
+        tf.train.Checkpoint(model=model).restore(path).expect_partial()
         return model, path, config
 
     def checked_new_model(self, config):
@@ -480,11 +202,11 @@ class Runner(compat.RunnerAdapter):
         except UserError:
             raise
         except (tf.errors.OpError, OSError, ValueError) as e:
-            error = _data_error(config["data"], e)
+            error = data_files.data_error(config["data"], e)
             if error is None:
                 # An error that names no file (an empty vocabulary, a repeated token...):
                 # the files may have changed since the constructor checked them.
-                check_data_files(config["data"])
+                data_files.check_data_files(config["data"])
                 raise
             raise error from e
 
@@ -527,7 +249,7 @@ class Runner(compat.RunnerAdapter):
         started writing summaries)."""
         model = self._checked_model
         for key, value in (("features", features_file), ("labels", labels_file)):
-            for path in _files(value):
+            for path in data_files.file_paths(value):
                 if not tf.io.gfile.exists(path):
                     raise UserError("data: %s_%s_file: file not found: %s" % (split, key, path))
         if training and hasattr(model.examples_inputter, "check_training_files"):
@@ -1004,7 +726,7 @@ class Runner(compat.RunnerAdapter):
             directory = os.path.dirname(os.path.abspath(predictions_file))
             if not os.path.isdir(directory):
                 raise UserError("%s: directory %s not found" % (predictions_file, directory))
-            for path in _strings(features_file):
+            for path in data_files.strings(features_file):
                 if os.path.exists(path) and os.path.exists(predictions_file):
                     if os.path.samefile(path, predictions_file):
                         raise UserError(
@@ -1012,7 +734,7 @@ class Runner(compat.RunnerAdapter):
                             "overwritten" % predictions_file
                         )
         model, _, config = self._restored(checkpoint_path)
-        _warn_long_sources(model, features_file)
+        inference_checks.warn_long_sources(model, features_file)
         infer_config = config["infer"]
         dataset = model.examples_inputter.make_inference_dataset(
             features_file,
@@ -1022,7 +744,7 @@ class Runner(compat.RunnerAdapter):
             prefetch_buffer_size=infer_config.get("prefetch_buffer_size"),
         )
         limit = config["params"].get("maximum_decoding_length", DEFAULT_MAXIMUM_DECODING_LENGTH)
-        counter = _StoppedCounter(model, limit)
+        counter = inference_checks.StoppedCounter(model, limit)
         if predictions_file:
             with atomic_output(predictions_file) as partial:
                 inference.predict_dataset(

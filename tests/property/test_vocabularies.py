@@ -1,7 +1,7 @@
 """Vocabulary and tokenization entries of the ``data`` section, and vocabulary contents.
 
 The Runner checks the entries, and the contents of every vocabulary file, when it reads
-the configuration (:func:`ldr_opennmt.training.runner.check_data_files`), and turns
+the configuration (:func:`ldr_opennmt.training.data_files.check_data_files`), and turns
 OpenNMT-tf's errors on a file into one line naming the key when it builds the model
 (:meth:`~ldr_opennmt.training.runner.Runner.checked_new_model`).
 """
@@ -16,7 +16,8 @@ import opennmt
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ldr_opennmt.training.runner import Runner, check_data_files
+from ldr_opennmt.training.data_files import check_data_files
+from ldr_opennmt.training.runner import Runner
 from tests.property.common import path_tokens, read, tricky_text, yaml_values
 
 KEYS = [
