@@ -24,7 +24,7 @@ Key.__doc__ = """One configuration key of the package.
 
 Attributes:
   section: The section that reads it (``data``, ``train``, ``params``, ``infer``,
-    ``finetune``).
+    ``finetune``), or :data:`TOP_LEVEL`.
   name: The key.
   type: ``"bool"``, ``"int"``, ``"float"``, ``"str"``, ``"list"`` or ``"mapping"``;
     several types are separated by ``" or "``.
@@ -34,7 +34,12 @@ Attributes:
   help: One line for the reference.
 """
 
+#: The section name of the keys read at the top level of a run configuration.
+TOP_LEVEL = "(top level)"
+
 KEYS = (
+    Key(TOP_LEVEL, "user_modules", "list or str", None, None,
+        "Python files or module names that register model families (loaded first)"),
     Key("data", "domains", "list", None, "the order of train_corpora",
         "declared domain names; a label's id is its index (letters, digits, -, _, .)"),
     Key("data", "train_corpora", "mapping or list", None, None,
@@ -109,7 +114,7 @@ def check_value(key, value):
     Raises:
       UserError: ``SECTION: KEY must be ..., got VALUE``.
     """
-    where = "%s: %s" % (key.section, key.name)
+    where = key.name if key.section == TOP_LEVEL else "%s: %s" % (key.section, key.name)
     if not _type_ok(value, key.type):
         article = "an" if key.type[0] in "aeiou" else "a"
         raise UserError("%s must be %s %s, got %r" % (where, article, key.type, value))
@@ -163,7 +168,10 @@ def check_section(section, values):
                 % (
                     section,
                     name,
-                    " or ".join("%s: %s" % (key.section, name) for key in candidates),
+                    " or ".join(
+                        name if key.section == TOP_LEVEL else "%s: %s" % (key.section, name)
+                        for key in candidates
+                    ),
                 )
             )
         elif section in OWN_SECTIONS:
@@ -187,6 +195,9 @@ def check_config(config, where="the configuration"):
         raise UserError("%s: a configuration is a mapping of sections" % where)
     for section in SECTIONS:
         check_section(section, config.get(section))
+    for key in keys(TOP_LEVEL):
+        if config.get(key.name) is not None:
+            check_value(key, config[key.name])
 
 
 def markdown_reference():

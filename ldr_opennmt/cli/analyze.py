@@ -4,7 +4,7 @@
         [--min-count 30] [--k 10] [--top 10] [--checkpoint_path PATH]
 
     ldr-analyze parameters [--vocab-size 50000 --d-model 512 --num-domains 5 --d-inner 280
-        --adapter-dim 2048 ...]
+        --adapter-dim 2048 ... --user_module my_method.py]
 
     ldr-analyze proportions --config data.yml mixing.yml --features_file test.en \\
         [--labels_file test.domain] [--target_file test.fr] [--sentence 0] \\
@@ -13,9 +13,9 @@
 The first writes ``polysemy.csv`` (every unit), ``polysemy.md`` (the most polysemous and
 most monosemous units with their neighbours per domain, the shape of Table 7 of
 the LDR paper) and ``polysemy.png`` (distribution of the intersection sizes). The
-second prints the parameters of the Factorized Transformer designs (DF, SF, PA) and the
-baselines (residual adapters, TTM, ML, AdvL) against the vanilla Transformer (the #P column
-of the Factorized paper's Table 2).
+second prints the parameters of every registered family that declares a formula (the
+Factorized designs, residual adapters, TTM, ML, AdvL, and those of ``--user_module``)
+against the vanilla Transformer (the #P column of the Factorized paper's Table 2).
 The third reads a domain-mixing model's word-level domain proportions
 (:mod:`ldr_opennmt.analysis.proportions`) and writes ``sentence_<N>.png`` (Figure 7 of
 the mixing paper), ``histograms.png`` (Figure 9) and ``proportions.md`` (per layer: mean
@@ -28,7 +28,7 @@ import os
 import sys
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import errors
+from ldr_opennmt import errors, registry
 from ldr_opennmt.analysis import parameters, polysemy, proportions
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import factorized
@@ -132,6 +132,8 @@ def polysemy_main(args):
 
 def parameters_main(args):
     """Prints the parameters of every system against the vanilla Transformer."""
+    for spec in args.user_module:
+        registry.load_user_module(spec)
     sizes = {name: getattr(args, name) for name in factorized.PAPER_SIZES}
     print("\n".join(parameters.parameter_table(adapter_dim=args.adapter_dim, **sizes)))
     print(
@@ -189,6 +191,12 @@ def _main(argv):
     for name, default in factorized.PAPER_SIZES.items():  # The paper's, 5 domains.
         sub.add_argument("--%s" % name.replace("_", "-"), type=int, default=default)
     sub.add_argument("--adapter-dim", type=int, default=2048, help="residual adapters' inner size")
+    sub.add_argument(
+        "--user_module",
+        nargs="+",
+        default=[],
+        help="Python files (or module names) registering families of their own: their rows too",
+    )
     sub = subparsers.add_parser(
         "proportions", help="word-level domain proportions of a domain-mixing model"
     )

@@ -14,6 +14,9 @@ and, given the true labels, report per-domain precision and recall::
         --labels_file test.medical.domain test.religious.domain \\
         --output_dir pred/ [--model_config mt.yml]
 
+``ldr-main --list-families [--user_module FILE ...]`` prints the registered model
+families (:mod:`ldr_opennmt.registry`) with their capabilities, a user module's too.
+
 It writes ``pred/test.medical.pred`` (one domain name per line; the input file
 name without its last extension, plus ``.pred``), ``pred/classification.md`` and
 ``pred/classification.json``. With ``--model_config``, the translation model's
@@ -29,7 +32,7 @@ import tensorflow as tf
 
 from ldr_opennmt import compat, config_loader
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import errors, gpu
+from ldr_opennmt import errors, gpu, registry
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 from ldr_opennmt.training import corpora as corpora_lib
@@ -37,6 +40,7 @@ from ldr_opennmt.training.runner import Runner
 from ldr_opennmt.utils import read_lines, write_lines_atomic
 
 PREDICT_DOMAINS = "predict_domains"
+LIST_FAMILIES = "--list-families"
 
 
 def _run_type(argv):
@@ -53,12 +57,34 @@ def main(argv=None):
 
 
 def _main(argv):
+    if LIST_FAMILIES in argv or LIST_FAMILIES.replace("-", "_") in argv:
+        return list_families_main(argv)
     # GPUs asked for (--num_gpus, --mixed_precision, or a GPU that nvidia-smi sees) but none
     # registered by TensorFlow: one line naming the CUDA libraries, not days on the CPU.
     gpu.check_command_line(argv, prog="ldr-main")
     if _run_type(argv) == PREDICT_DOMAINS:
         return predict_domains_main(argv)
     return compat.run_onmt_main(argv, Runner)
+
+
+def list_families_main(argv):
+    """``ldr-main --list-families``: the family registry as a Markdown table."""
+    parser = argparse.ArgumentParser(
+        prog="ldr-main %s" % LIST_FAMILIES,
+        description="Print the registered model families and their capabilities.",
+    )
+    parser.add_argument(LIST_FAMILIES, "--list_families", action="store_true", required=True)
+    parser.add_argument(
+        "--user_module",
+        nargs="+",
+        default=[],
+        help="Python files (or module names) that register families of their own",
+    )
+    args = parser.parse_args(argv)
+    for spec in args.user_module:
+        registry.load_user_module(spec)
+    print("\n".join(registry.describe()))
+    return 0
 
 
 def _prediction_path(output_dir, features_file):

@@ -2,16 +2,24 @@
 mixing, residual adapters, multitask (ML) and adversarial (AdvL) domain
 classifiers, target token mixing (TTM).
 
-Model definition files in ``model_defs/`` are one call to these functions.
+Model definition files in ``model_defs/`` are one call to these functions. The table at
+the end of this module registers each of them as a family (:mod:`ldr_opennmt.registry`):
+the one list of the package's families that everything else reads.
 Defaults follow the LDR paper (Pham et al., 2019, section 3.2): Transformer
 6+6 layers, 512 units, 8 heads, FFN 2048; RNN with 512-cell embeddings and
 1024 hidden cells; LDR regions of 8 cells per domain fused by a 512 dense layer;
 DC with 2 domain cells.
 """
 
+import dataclasses
+import functools
+
 import opennmt
 
+from ldr_opennmt import registry
 from ldr_opennmt.layers import DomainControlEmbedder, LDREmbedder
+from ldr_opennmt.layers import adapters as adapters_layers
+from ldr_opennmt.layers import factorized as factorized_layers
 from ldr_opennmt.models import procedure
 from ldr_opennmt.models.adapters import ResidualAdapterTransformer
 from ldr_opennmt.models.factorized import FactorizedTransformer
@@ -183,3 +191,230 @@ def residual_adapter_transformer(**kwargs):
     Factorized paper's comparison) are
     :class:`~ldr_opennmt.models.adapters.ResidualAdapterTransformer`'s arguments."""
     return ResidualAdapterTransformer(**kwargs)
+
+
+# The papers, as the tables cite them.
+LDR_PAPER = "Pham et al., 2019 (IWSLT): generic and specialized word embeddings (LDR)"
+FACTORIZED_PAPER = "Deng et al., 2020 (Findings of EMNLP): Factorized Transformer"
+MIXING_PAPER = "Jiang et al., 2020 (ACL): word-level adaptive layer-wise domain mixing"
+DC_PAPER = "Kobus et al., 2017 (RANLP): domain control"
+BRITZ_PAPER = "Britz et al., 2017 (WMT): effective domain mixing"
+ADAPTERS_PAPER = "Bapna and Firat, 2019 (EMNLP): simple, scalable adaptation"
+TRANSFORMER_PAPER = "Vaswani et al., 2017: Transformer, trained on all domains"
+RNN_PAPER = "Luong et al., 2015: attentional RNN, trained on all domains"
+
+
+def _vanilla_count(**sizes):
+    return factorized_layers.parameter_count("vanilla", **sizes)
+
+
+def _factorized_count(design):
+    return lambda **sizes: factorized_layers.parameter_count(design, **sizes)
+
+
+def _adapters_count(adapter_dim=2048, **sizes):
+    layers = sizes["encoder_layers"] + sizes["decoder_layers"]
+    return _vanilla_count(**sizes) + adapters_layers.parameter_count(
+        sizes["d_model"], adapter_dim, layers, sizes["num_domains"]
+    )
+
+
+def _ttm_count(**sizes):
+    # One target-vocabulary row per domain token.
+    return _vanilla_count(**sizes) + sizes["num_domains"] * sizes["d_model"]
+
+
+def _classifier_count(**sizes):
+    # The classifier head (d x d hidden layer, d x domains logits), unused at inference.
+    d_model = sizes["d_model"]
+    return _vanilla_count(**sizes) + d_model * d_model + d_model * sizes["num_domains"]
+
+
+def _sizes(count):
+    """A parameter formula that ignores the size arguments of other families."""
+    return lambda adapter_dim=2048, **sizes: count(**sizes)
+
+
+#: The package's families, in the order of the tables. Registered once, here.
+FAMILIES = (
+    registry.Family(
+        name="mixed_transformer",
+        builder=mixed_transformer,
+        title="Mixed",
+        paper=TRANSFORMER_PAPER,
+        summary="A plain Transformer trained on all domains; the labels are ignored.",
+        benchmark={"mixed": {}},
+        model_def="model_defs/mixed_transformer.py",
+        small_def="model_defs/small/mixed_transformer_tied.py",
+    ),
+    registry.Family(
+        name="dc_transformer",
+        builder=dc_transformer,
+        title="DC",
+        paper=DC_PAPER,
+        summary="A domain embedding concatenated with every source word embedding.",
+        benchmark={"dc": {}},
+        model_def="model_defs/dc_transformer.py",
+        small_def="model_defs/small/dc_transformer.py",
+    ),
+    registry.Family(
+        name="ldr_transformer",
+        builder=ldr_transformer,
+        title="LDR",
+        paper=LDR_PAPER,
+        summary="Source word embeddings with a generic region and one small region per "
+        "domain, fused by a dense layer; trained by Procedure 1.",
+        tiny={"domain_region_size": 2},
+        benchmark={
+            "ldr_joint": {"domain_training": "joint"},
+            "ldr_procedure1": {"domain_training": "procedure1"},
+            "ens_ldr": {"ensemble": True},
+        },
+        model_def="model_defs/ldr_transformer.py",
+        small_def="model_defs/small/ldr_transformer.py",
+    ),
+    registry.Family(
+        name="factorized_pa",
+        builder=functools.partial(factorized_transformer, "pa"),
+        title="Factorized PA",
+        paper=FACTORIZED_PAPER,
+        summary="Per-domain blocks added in parallel to the embeddings, attention and FFN; "
+        "stage 2 trains them from the unfolded Mixed model.",
+        stage1="mixed_transformer",
+        finetune="unfold",
+        parameter_count=_sizes(_factorized_count("pa")),
+        benchmark={"fact_pa": {}, "ens_fact_pa": {"ensemble": True}},
+        model_def="model_defs/factorized_pa.py",
+        small_def="model_defs/small/factorized_pa.py",
+    ),
+    registry.Family(
+        name="factorized_sf",
+        builder=functools.partial(factorized_transformer, "sf"),
+        title="Factorized SF",
+        paper=FACTORIZED_PAPER,
+        summary="Shared and per-domain heads side by side (multi-query attention), trained "
+        "in two stages: general, then domains.",
+        parameter_count=_sizes(_factorized_count("sf")),
+        benchmark={"fact_sf": {}},
+        model_def="model_defs/factorized_sf.py",
+        small_def="model_defs/small/factorized_sf.py",
+    ),
+    registry.Family(
+        name="factorized_df",
+        builder=functools.partial(factorized_transformer, "df"),
+        title="Factorized DF",
+        paper=FACTORIZED_PAPER,
+        summary="Per-domain factors of inner size d_inner in every projection, trained in "
+        "two stages: general, then domains.",
+        tiny={"d_inner": 8},
+        parameter_count=_sizes(_factorized_count("df")),
+        # d_inner in the paper's proportion to the model size (280 for 512 units).
+        benchmark={
+            "fact_df": lambda size: {"d_inner": max(1, round(size["num_units"] * 280 / 512))}
+        },
+        model_def="model_defs/factorized_df.py",
+        small_def="model_defs/small/factorized_df.py",
+    ),
+    registry.Family(
+        name="mixing_transformer",
+        builder=mixing_transformer,
+        title="Domain mixing",
+        paper=MIXING_PAPER,
+        summary="Per-domain attention and FFN weights mixed per word by learned domain "
+        "proportions; labels for training only.",
+        benchmark={
+            "mix_k2": {"num_domains": 2},
+            "mix_k3": {"num_domains": 3},
+            "mix_k6": {"num_domains": 6},
+        },
+        model_def="model_defs/mixing_transformer.py",
+        small_def="model_defs/small/mixing_transformer.py",
+    ),
+    registry.Family(
+        name="residual_adapters",
+        builder=residual_adapter_transformer,
+        title="Residual adapters",
+        paper=ADAPTERS_PAPER,
+        summary="A per-domain bottleneck block after every layer of a frozen Mixed model.",
+        tiny={"adapter_dim": 8},
+        stage1="mixed_transformer",
+        finetune="base",
+        parameter_count=_adapters_count,
+        # Adapters 4x the model size (2048 for 512 units); trained alone, the base frozen.
+        benchmark={
+            "adapters": lambda size: {
+                "adapter_dim": 4 * size["num_units"],
+                "domain_training": "domains",
+            }
+        },
+        model_def="model_defs/residual_adapters.py",
+        small_def="model_defs/small/residual_adapters.py",
+    ),
+    registry.Family(
+        name="ttm_transformer",
+        builder=ttm_transformer,
+        title="TTM",
+        paper=BRITZ_PAPER,
+        summary="Target token mixing: each target starts with its domain token.",
+        parameter_count=_sizes(_ttm_count),
+        benchmark={"ttm": {}},
+        model_def="model_defs/ttm_transformer.py",
+        small_def="model_defs/small/ttm_transformer.py",
+    ),
+    registry.Family(
+        name="ml_transformer",
+        builder=ml_transformer,
+        title="ML",
+        paper=BRITZ_PAPER,
+        summary="Multitask learning: a domain classifier on the encoder output.",
+        parameter_count=_sizes(_classifier_count),
+        benchmark={"ml": {}},
+        model_def="model_defs/ml_transformer.py",
+        small_def="model_defs/small/ml_transformer.py",
+    ),
+    registry.Family(
+        name="advl_transformer",
+        builder=advl_transformer,
+        title="AdvL",
+        paper=BRITZ_PAPER,
+        summary="Adversarial learning: the domain classifier behind a gradient reversal.",
+        parameter_count=_sizes(_classifier_count),
+        benchmark={"advl": {}},
+        model_def="model_defs/advl_transformer.py",
+        small_def="model_defs/small/advl_transformer.py",
+    ),
+    registry.Family(
+        name="ldr_rnn",
+        builder=ldr_rnn,
+        title="LDR (RNN)",
+        paper=LDR_PAPER,
+        summary="LDR source embeddings in an attentional RNN (the paper's first system).",
+        architecture="rnn",
+        tiny={"domain_region_size": 2},
+        model_def="model_defs/ldr_rnn.py",
+        small_def="model_defs/small/ldr_rnn.py",
+    ),
+    registry.Family(
+        name="dc_rnn",
+        builder=dc_rnn,
+        title="DC (RNN)",
+        paper=DC_PAPER,
+        summary="Domain control in an attentional RNN.",
+        architecture="rnn",
+        model_def="model_defs/dc_rnn.py",
+        small_def="model_defs/small/dc_rnn.py",
+    ),
+    registry.Family(
+        name="mixed_rnn",
+        builder=mixed_rnn,
+        title="Mixed (RNN)",
+        paper=RNN_PAPER,
+        summary="A plain attentional RNN trained on all domains.",
+        architecture="rnn",
+        model_def="model_defs/mixed_rnn.py",
+        small_def="model_defs/small/mixed_rnn.py",
+    ),
+)
+
+for _family in FAMILIES:
+    registry.register(dataclasses.replace(_family, module=__name__))

@@ -67,6 +67,10 @@ class MixingTransformer(MultiDomainTransformer):
         "the mixing Transformer trains jointly (L = L_gen + L_mix, every domain's weights get "
         "a gradient from every word)"
     )
+    ctranslate2_refusal = (
+        "its per-domain weights are mixed by input-dependent domain proportions: no plain "
+        "Transformer equals it for one domain (export a SavedModel instead)"
+    )
 
     def __init__(
         self,

@@ -34,7 +34,7 @@ import os
 import sys
 import time
 
-from ldr_opennmt import errors
+from ldr_opennmt import errors, registry
 from ldr_opennmt.analysis import parameters
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.models import ttm
@@ -44,30 +44,32 @@ from ldr_opennmt.utils import read_lines, write_lines_atomic
 from . import common
 from .common import ROOT
 
+#: The systems this experiment compares (its choice of registered families; their titles,
+#: model definitions and label modes are the registry's), by the directory they train in.
+FAMILIES = {
+    "mixed": "mixed_transformer",
+    "adapters": "residual_adapters",
+    "ttm": "ttm_transformer",
+    "ml": "ml_transformer",
+    "advl": "advl_transformer",
+}
 SYSTEMS = ("adapters", "ttm", "ml", "advl")
 MODEL_DIRS = {"small": "model_defs/small", "paper": "model_defs"}
-MODEL_FILES = {
-    "mixed": "mixed_transformer.py",
-    "adapters": "residual_adapters.py",
-    "ttm": "ttm_transformer.py",
-    "ml": "ml_transformer.py",
-    "advl": "advl_transformer.py",
-}
-NAMES = {
-    "mixed": "Mixed",
-    "adapters": "Residual adapters",
-    "ttm": "TTM",
-    "ml": "ML",
-    "advl": "AdvL",
-}
-#: The label modes each system is evaluated with (``None``: no label).
-MODES = {
-    "mixed": None,
-    "adapters": ("oracle", "generic", "wrong"),
-    "ttm": ("oracle", "generic", "wrong"),
-    "ml": None,
-    "advl": None,
-}
+#: The label modes of a family whose translation reads the label (the others take none).
+LABEL_MODES = ("oracle", "generic", "wrong")
+
+
+def title(system):
+    """The table row of a system: its family's title."""
+    return registry.get(FAMILIES[system]).title
+
+
+def label_modes(system):
+    """The label modes a system is evaluated with (``None``: it reads no label)."""
+    needed = registry.capabilities(FAMILIES[system]).labels == registry.LABEL_NEEDED
+    return LABEL_MODES if needed else None
+
+
 UNITS = {"small": 64, "paper": 512}
 #: The sizes of the parameter table at each size (``ldr-analyze parameters``'s keys).
 SIZES = {
@@ -101,8 +103,13 @@ BUDGETS = {
 
 
 def model_def(size, system):
-    """The model definition file of one system at one size."""
-    return os.path.join(MODEL_DIRS[size], MODEL_FILES[system])
+    """The model definition file of one system at one size (the registry's; Mixed untied,
+    as the residual adapters' base: the registry's small Mixed ties its target embeddings,
+    being Factorized PA's stage 1)."""
+    if system == "mixed":
+        return os.path.join(MODEL_DIRS[size], "mixed_transformer.py")
+    family = registry.get(FAMILIES[system])
+    return family.small_def if size == "small" else family.model_def
 
 
 def ttm_vocabulary(data_config, path):
@@ -128,7 +135,8 @@ def system_configs(systems, budget, runs_dir, configs_dir, data_config, model_di
 
     configs["mixed"] = _from_scratch("mixed")
     for system in systems:
-        if system == "adapters":
+        family = registry.get(FAMILIES[system])
+        if family.finetune == "base":  # On the frozen Mixed model (residual adapters).
             steps = budget["adapter_steps"]
             mixed = configs["mixed"]
             # Per-domain batches (the data configuration's): each domain's adapters on
@@ -142,7 +150,7 @@ def system_configs(systems, budget, runs_dir, configs_dir, data_config, model_di
                     "save_checkpoints_steps": steps,
                 },
             }
-        elif system == "ttm":
+        elif family.name == "ttm_transformer":
             vocabulary = ttm_vocabulary(
                 data_config, os.path.join(configs_dir, "ttm_target_vocabulary.txt")
             )
@@ -178,9 +186,10 @@ def main(argv=None):
     for index, system in enumerate(order):
         config = configs[system]
         path = common.write_config(config, os.path.join(steps.configs_dir, "%s.yml" % system))
-        final = budget["steps"] + (budget["adapter_steps"] if system == "adapters" else 0)
+        based = registry.get(FAMILIES[system]).finetune == "base"
+        final = budget["steps"] + (budget["adapter_steps"] if based else 0)
         steps.train(
-            NAMES[system],
+            title(system),
             system,
             model_def(args.size, system),
             [args.config, path],
@@ -188,7 +197,7 @@ def main(argv=None):
             final,
             "train (%d/%d)" % (index + 1, len(order)),
         )
-        evaluated.append(evaluate.System(NAMES[system], [args.config, path], MODES[system]))
+        evaluated.append(evaluate.System(title(system), [args.config, path], label_modes(system)))
 
     common.log("[baselines] evaluate (%d test sentences per domain)" % budget["eval_sentences"])
     t0 = time.time()

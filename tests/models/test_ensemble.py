@@ -14,10 +14,10 @@ SENTENCES = ["the big cell", "a host is here now", "spirit"]
 VIEW_FAMILIES = [
     ("ldr_transformer_target",),
     ("dc_transformer",),
-    ("factorized_pa_transformer",),
-    ("factorized_sf_transformer",),
-    ("factorized_df_transformer",),
-    ("residual_adapter_transformer",),
+    ("factorized_pa",),
+    ("factorized_sf",),
+    ("factorized_df",),
+    ("residual_adapters",),
     ("ldr_rnn",),
 ]
 # Each of these labels puts all its weight on one view.
@@ -80,7 +80,7 @@ class EnsembleDecodingTest(tf.test.TestCase):
         self.assertAllClose(mixed["log_probs"][0, 0], np.log(np.max(probs)), atol=1e-5)
 
     def test_mixture_differs_from_its_views(self):
-        model, _ = helpers.build_model(self, "factorized_pa_transformer", params={"beam_width": 2})
+        model, _ = helpers.build_model(self, "factorized_pa", params={"beam_width": 2})
         mixed = _infer(model, SENTENCES, ["medical:0.5 religious:0.5"] * 3)["log_probs"]
         for view in ("medical", "religious"):
             self.assertNotAllClose(mixed, _infer(model, SENTENCES, [view] * 3)["log_probs"])

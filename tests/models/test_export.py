@@ -112,7 +112,7 @@ class ExportTest(tf.test.TestCase):
                 _call(tokens, length)
 
     def test_saved_model_translates_ensembles_of_domain_views(self):
-        model, _ = helpers.build_model(self, "factorized_pa_transformer", params={"beam_width": 2})
+        model, _ = helpers.build_model(self, "factorized_pa", params={"beam_width": 2})
         labels = ["ens-uniform", "medical:1", "religious:0.25 generic:0.75"]
         expected = model.infer(helpers.source_features(model, SENTENCES, labels))
         export_dir = os.path.join(self.get_temp_dir(), "export")

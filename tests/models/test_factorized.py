@@ -235,7 +235,7 @@ class ProjectionPathTest(tf.test.TestCase):
         return [op.type for op in function.get_concrete_function().graph.get_operations()]
 
     def test_training_partitions_inference_selects(self):
-        model, paths = helpers.build_model(self, "factorized_df_transformer")
+        model, paths = helpers.build_model(self, "factorized_df")
         features, labels = helpers.training_batch(model, paths)
         training = self._op_types(model, features, labels, True)
         inference = self._op_types(model, features, labels, False)

@@ -29,8 +29,8 @@ class ProcedureTest(tf.test.TestCase):
             ("ldr_transformer",),
             ("ldr_transformer_target",),
             ("ldr_rnn",),
-            ("factorized_pa_transformer",),
-            ("factorized_sf_transformer",),
+            ("factorized_pa",),
+            ("factorized_sf",),
         ]
     )
     def test_procedure1_routes_gradients(self, family):

@@ -18,9 +18,9 @@ class MultiDomainModelTest(tf.test.TestCase):
             ("mixed_transformer",),
             ("ldr_rnn",),
             ("dc_rnn",),
-            ("factorized_pa_transformer",),
-            ("factorized_sf_transformer",),
-            ("factorized_df_transformer",),
+            ("factorized_pa",),
+            ("factorized_sf",),
+            ("factorized_df",),
         ]
     )
     def test_beam_search_batch_equals_alone(self, family):
@@ -38,9 +38,9 @@ class MultiDomainModelTest(tf.test.TestCase):
             ("ldr_transformer",),
             ("ldr_transformer_target",),
             ("dc_rnn",),
-            ("factorized_pa_transformer",),
-            ("factorized_sf_transformer",),
-            ("factorized_df_transformer",),
+            ("factorized_pa",),
+            ("factorized_sf",),
+            ("factorized_df",),
         ]
     )
     def test_domain_changes_the_output(self, family):

@@ -33,9 +33,9 @@ SEEDS = {
     "ldr_transformer_target": 3,
     "dc_transformer": 2,
     "mixed_transformer": 7,
-    "factorized_pa_transformer": 7,
-    "factorized_sf_transformer": 4,
-    "factorized_df_transformer": 1,
+    "factorized_pa": 7,
+    "factorized_sf": 4,
+    "factorized_df": 1,
 }
 FAMILIES = [(family,) for family in SEEDS]
 CONVERTER_HINT = "ldr-export ctranslate2"
@@ -147,7 +147,7 @@ class FoldingTest(tf.test.TestCase):
 
     @parameterized.expand(
         [
-            ("residual_adapter_transformer", "residual adapters are not linear"),
+            ("residual_adapters", "residual adapters are not linear"),
             ("ttm_transformer", "TTM forces the domain token"),
             ("ml_transformer", "the ML/AdvL exports are SavedModels only"),
             ("advl_transformer", "the ML/AdvL exports are SavedModels only"),

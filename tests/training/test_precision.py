@@ -21,7 +21,7 @@ from ldr_opennmt.layers import domain_scope
 from tests import helpers
 
 PARAMS = {"optimizer": "Adam", "learning_rate": 0.01}
-TRANSFORMERS = [f for f in helpers.FAMILIES if f.endswith(("transformer", "transformer_target"))]
+TRANSFORMERS = helpers.TRANSFORMERS
 RNNS = [f for f in helpers.FAMILIES if f not in TRANSFORMERS]
 CASES = [(family, "mixed_precision") for family in helpers.FAMILIES]
 CASES += [(family, "xla") for family in TRANSFORMERS]

@@ -78,8 +78,11 @@ class BaselinesExperimentTest(tf.test.TestCase):
             read_lines(ttm_vocab),
             read_lines(vocab) + ["<domain:medical>", "<domain:it>"],
         )
-        self.assertEqual(baselines.MODES["ttm"], ("oracle", "generic", "wrong"))
-        self.assertIsNone(baselines.MODES["ml"])
+        self.assertEqual(baselines.label_modes("ttm"), ("oracle", "generic", "wrong"))
+        self.assertEqual(baselines.label_modes("adapters"), ("oracle", "generic", "wrong"))
+        self.assertIsNone(baselines.label_modes("ml"))
+        self.assertIsNone(baselines.label_modes("mixed"))
+        self.assertEqual(baselines.title("adapters"), "Residual adapters")
 
 
 def scope_model(size, system):

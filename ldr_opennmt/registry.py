@@ -1,0 +1,467 @@
+"""The family registry: every multi-domain method is declared here once, by name.
+
+A *family* is a way of building a multi-domain model (LDR, Factorized PA, domain
+mixing, ...). The package registers its own families in
+:mod:`ldr_opennmt.models.catalog`; a researcher registers a new one the same way, from a
+file of their own, without editing the package:
+
+.. code-block:: python
+
+    from ldr_opennmt import registry
+    from ldr_opennmt.models import MultiDomainTransformer, transformer_arguments
+
+    @registry.register_family(
+        "bias_transformer",
+        title="Domain output bias",
+        paper="(this experiment)",
+        summary="A Transformer whose output layer adds one bias vector per domain.",
+    )
+    def bias_transformer(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048,
+                         dropout=0.1):
+        return MultiDomainTransformer(...)
+
+    def model():  # what onmt-main --model calls
+        return bias_transformer()
+
+Everything that lists families reads this registry: the catalog, ``ldr-main
+--list-families``, ``ldr-analyze parameters``, ``run/benchmarks.py``, the demo and the
+tables, the tests' family list and the documentation. Capabilities the model class
+already states (label policy, training modes, the need for a base model, CTranslate2
+folding, ensembles of views) are read from a tiny instance (:func:`capabilities`),
+never written a second time here.
+
+A user module (a Python file, or an importable module name) is loaded by
+:func:`load_user_module`: by ``onmt-main --model FILE`` itself (the model definition is
+the module), by the top-level configuration key ``user_modules`` (``ldr-main``,
+``ldr-eval``) and by the ``--user_module`` option of the commands that list families.
+
+This module imports no TensorFlow: the benchmark's CTranslate2 processes read it.
+"""
+
+import collections
+import dataclasses
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+from typing import Any, Callable, Mapping, Optional, Tuple
+
+from ldr_opennmt.errors import UserError
+
+#: Sizes of the tiny models the tests, ``--list-families`` and the quick runs build.
+TINY_TRANSFORMER = dict(num_layers=1, num_units=16, num_heads=2, ffn_inner_dim=32, dropout=0.0)
+TINY_RNN = dict(embedding_size=16, hidden_size=16, dropout=0.0)
+TINY_SIZES = {"transformer": TINY_TRANSFORMER, "rnn": TINY_RNN}
+
+#: The configuration key (top level) naming user modules to load.
+USER_MODULES_KEY = "user_modules"
+
+#: The reserved entries of a benchmark row: ``domain_training``, the training mode
+#: measured; ``num_domains``, the number of declared domains (default the benchmark's);
+#: ``ensemble``: the row translates ensembles of every domain view (inference only).
+BENCHMARK_OPTIONS = ("domain_training", "num_domains", "ensemble")
+
+#: How a family treats domain labels at inference (:func:`capabilities`).
+LABEL_NEEDED = "needed"
+LABEL_IGNORED = "ignored"
+LABEL_NONE = "none (labels for training only)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One multi-domain method, as registered.
+
+    Attributes:
+      name: The registry key (also the stem of its model definition, e.g.
+        ``model_defs/ldr_transformer.py``).
+      builder: A callable returning a new, unbuilt model; its keyword arguments are the
+        model sizes (``num_layers``, ``num_units``, ... for a Transformer).
+      title: The name in tables (``"Factorized PA"``).
+      paper: The paper the family implements (authors, year, venue), or where it comes
+        from.
+      summary: One sentence: the idea.
+      architecture: ``"transformer"`` or ``"rnn"``: which size arguments the builder takes.
+      tiny: Extra keyword arguments of the tiny model (e.g. ``domain_region_size=2``).
+      stage1: For a family trained in two stages from another family's checkpoint, the
+        name of that family (``mixed_transformer``), else ``None``.
+      finetune: The ``finetune:`` mode that starts it from :attr:`stage1` (``"unfold"``
+        or ``"base"``), or ``None``.
+      parameter_count: ``f(**sizes) -> int`` in the Factorized paper's convention
+        (:mod:`ldr_opennmt.analysis.parameters`), or ``None`` (no row in the table).
+      benchmark: The benchmark's rows of this family (``run/benchmarks.py``): ``{row
+        name: builder keyword arguments}``, the arguments being a dict or a callable of
+        the benchmark's model size returning one (``{}``: one row named after the family;
+        ``None``: not benchmarked). The entries of :data:`BENCHMARK_OPTIONS` in a row are
+        options of the measurement, not builder arguments.
+      model_def: The model definition file at the paper's size, relative to the
+        repository (or ``None``).
+      small_def: The one at the demo's size (``model_defs/small/``), or ``None``.
+      module: Where it was registered (filled in by :func:`register_family`).
+    """
+
+    name: str
+    builder: Callable[..., Any]
+    title: str
+    paper: str
+    summary: str
+    architecture: str = "transformer"
+    tiny: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    stage1: Optional[str] = None
+    finetune: Optional[str] = None
+    parameter_count: Optional[Callable[..., int]] = None
+    benchmark: Optional[Mapping[str, Mapping[str, Any]]] = None
+    model_def: Optional[str] = None
+    small_def: Optional[str] = None
+    module: str = ""
+
+    def build(self, **sizes):
+        """A new model of this family (the builder's defaults, overridden by ``sizes``)."""
+        return self.builder(**sizes)
+
+    def build_tiny(self, **overrides):
+        """A tiny model of this family (the tests' size: one layer of 16 units)."""
+        return self.builder(**dict(TINY_SIZES[self.architecture], **self.tiny, **overrides))
+
+    def benchmark_rows(self, size=None):
+        """The benchmark's rows of this family at one model size.
+
+        Args:
+          size: The benchmark's model size (``num_layers``, ``num_units``, ...), passed to
+            row arguments given as a callable.
+
+        Returns:
+          ``[(row name, builder arguments, options)]``; the options are the reserved
+          entries of the row (:data:`BENCHMARK_OPTIONS`), the builder arguments the rest.
+        """
+        if self.benchmark is None:
+            return []
+        rows = self.benchmark or {self.name: {}}
+        result = []
+        for row, arguments in rows.items():
+            arguments = dict(arguments(dict(size or {})) if callable(arguments) else arguments)
+            options = {k: arguments.pop(k) for k in BENCHMARK_OPTIONS if k in arguments}
+            result.append((row, arguments, options))
+        return result
+
+
+_FAMILIES = collections.OrderedDict()
+_ARCHITECTURES = tuple(TINY_SIZES)
+_FINETUNE_MODES = ("unfold", "base")
+
+
+def _check(family):
+    where = family.module or "<unknown module>"
+    if not family.name or not family.name.replace("_", "").isalnum():
+        raise UserError(
+            "%s: family name %r: use letters, digits and underscores" % (where, family.name)
+        )
+    if not callable(family.builder):
+        raise UserError("%s: family %s: the builder is not callable" % (where, family.name))
+    if family.architecture not in _ARCHITECTURES:
+        raise UserError(
+            "%s: family %s: architecture must be one of %s, got %r"
+            % (where, family.name, ", ".join(_ARCHITECTURES), family.architecture)
+        )
+    if (family.stage1 is None) != (family.finetune is None):
+        raise UserError(
+            "%s: family %s: stage1 and finetune go together (the stage-1 family and the "
+            "finetune mode that starts from it)" % (where, family.name)
+        )
+    if family.finetune is not None and family.finetune not in _FINETUNE_MODES:
+        raise UserError(
+            "%s: family %s: finetune must be one of %s, got %r"
+            % (where, family.name, ", ".join(_FINETUNE_MODES), family.finetune)
+        )
+    for field in ("title", "paper", "summary"):
+        if not isinstance(getattr(family, field), str) or not getattr(family, field).strip():
+            raise UserError("%s: family %s: %s is required" % (where, family.name, field))
+
+
+def register(family):
+    """Registers :obj:`family` (a :class:`Family`).
+
+    Registering the same name again from the same module replaces the entry (a model
+    definition is imported again by ``onmt-main`` as its copied ``model_description.py``,
+    and a test may reload a module); from another module it is an error.
+
+    Raises:
+      UserError: on an invalid declaration or a name another module registered.
+    """
+    _check(family)
+    previous = _FAMILIES.get(family.name)
+    if previous is not None and not _same_origin(previous, family):
+        raise UserError(
+            "family %s is registered twice: by %s and by %s (choose another name)"
+            % (family.name, previous.module, family.module)
+        )
+    _FAMILIES[family.name] = family
+    return family
+
+
+def _same_origin(previous, family):
+    if previous.module == family.module:
+        return True
+    # onmt-main imports the model definition under another name (its copy in the model
+    # directory, model_description.py): the same builder code is the same family.
+    code = lambda f: getattr(getattr(f.builder, "__code__", None), "co_code", None)  # noqa
+    return code(previous) is not None and code(previous) == code(family)
+
+
+def register_family(name, **declaration):
+    """Decorator form of :func:`register` for a builder function.
+
+    Args:
+      name: The family name.
+      **declaration: The other fields of :class:`Family` (``title``, ``paper``,
+        ``summary`` are required).
+
+    Returns:
+      The decorator; the decorated builder is returned unchanged.
+    """
+
+    caller = sys._getframe(1).f_globals.get("__name__", "")
+
+    def _decorate(builder):
+        module = declaration.pop("module", None) or _origin(builder, caller)
+        register(Family(name=name, builder=builder, module=module, **declaration))
+        return builder
+
+    return _decorate
+
+
+def _origin(builder, caller):
+    """Where a family is registered: a user module's file as the user named it, else the
+    registering module's name (the builder's when unknown)."""
+    module = caller or getattr(builder, "__module__", None) or ""
+    return _module_files.get(module, module)
+
+
+def get(name):
+    """The family :obj:`name`.
+
+    Raises:
+      UserError: naming the registered families, when there is none by that name.
+    """
+    _load_builtin()
+    family = _FAMILIES.get(name)
+    if family is None:
+        raise UserError(
+            "unknown model family %r (registered: %s; a family of your own is registered by "
+            "its module: --user_module FILE or the configuration key %s)"
+            % (name, ", ".join(_FAMILIES), USER_MODULES_KEY)
+        )
+    return family
+
+
+def names():
+    """The registered family names, in registration order (the package's first)."""
+    _load_builtin()
+    return list(_FAMILIES)
+
+
+def families():
+    """The registered :class:`Family` entries, in registration order."""
+    _load_builtin()
+    return list(_FAMILIES.values())
+
+
+def _load_builtin():
+    # The package's families register when their catalog is imported (TensorFlow).
+    if "ldr_opennmt.models.catalog" not in sys.modules:
+        importlib.import_module("ldr_opennmt.models.catalog")
+
+
+_module_files = {}
+
+
+def load_user_module(spec, base_dir=None):
+    """Imports a user module that registers families, once.
+
+    Args:
+      spec: A path to a Python file (``experiments/my_method.py``) or an importable module
+        name (``my_package.my_method``).
+      base_dir: The directory a relative file path is relative to (a configuration file's
+        directory); default the current directory.
+
+    Returns:
+      The names of the families the module registered (possibly none: a module may add
+      layers only).
+
+    Raises:
+      UserError: naming the module, when it cannot be found or fails to import.
+    """
+    _load_builtin()
+    before = set(_FAMILIES)
+    if spec.endswith(".py") or os.sep in spec or "/" in spec:
+        path = spec if os.path.isabs(spec) or base_dir is None else os.path.join(base_dir, spec)
+        path = os.path.abspath(path)
+        if not os.path.isfile(path):
+            raise UserError("user module %s: file not found" % spec)
+        digest = hashlib.sha256(path.encode("utf-8")).hexdigest()[:12]
+        name = "ldr_opennmt_user_%s_%s" % (
+            "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3]),
+            digest,
+        )
+        if name not in sys.modules:
+            _module_files[name] = spec
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            try:
+                module_spec.loader.exec_module(module)
+            except UserError:
+                del sys.modules[name]
+                raise
+            except Exception as e:  # Any failure of user code: one line naming the file.
+                del sys.modules[name]
+                raise UserError("user module %s: %s: %s" % (spec, type(e).__name__, e)) from e
+    else:
+        try:
+            importlib.import_module(spec)
+        except ImportError as e:
+            raise UserError("user module %s: %s" % (spec, e)) from e
+    return [name for name in _FAMILIES if name not in before]
+
+
+def load_configured_modules(config, base_dir=None):
+    """Loads the modules of the top-level key ``user_modules`` of a run configuration.
+
+    Returns:
+      The names of the families they registered.
+    """
+    specs = (config or {}).get(USER_MODULES_KEY) or []
+    if isinstance(specs, str):
+        specs = [specs]
+    registered = []
+    for spec in specs:
+        registered += load_user_module(str(spec), base_dir=base_dir)
+    return registered
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a family can do, read from a tiny instance of its model class.
+
+    Attributes:
+      labels: :data:`LABEL_NEEDED` (its translation reads the label; ``generic`` selects
+        no domain parameters), :data:`LABEL_IGNORED` or :data:`LABEL_NONE`.
+      domain_training: The ``params: domain_training`` modes it supports.
+      default_domain_training: The mode when none is configured.
+      requires_base: Trained on a frozen base model (``finetune: base``).
+      ctranslate2: ``None`` when it folds into one CTranslate2 model per domain, else why
+        the export refuses it.
+      ensembles: ``None`` when it translates ensembles of domain views, else why not.
+      domain_parameters: Whether it has domain-specific parameters.
+    """
+
+    labels: str
+    domain_training: Tuple[str, ...]
+    default_domain_training: str
+    requires_base: bool
+    ctranslate2: Optional[str]
+    ensembles: Optional[str]
+    domain_parameters: bool
+
+    @property
+    def stages(self):
+        """The training stages, in words."""
+        return "one" if not self.requires_base else "two (a frozen base, then its blocks)"
+
+
+_CAPABILITIES = {}
+
+
+def capabilities(name):
+    """The :class:`Capabilities` of the family :obj:`name` (cached; builds a tiny model)."""
+    family = get(name)
+    if family.name not in _CAPABILITIES or _CAPABILITIES[family.name][0] is not family:
+        model = _initialized_tiny(family)
+        optional = getattr(getattr(model, "features_inputter", None), "optional_labels", False)
+        required = getattr(getattr(model, "features_inputter", None), "domains_required", True)
+        has_domain = bool(model.domain_layers()) or model.reads_labels_without_domain_layers
+        if optional:
+            labels = LABEL_NONE
+        elif not required or not has_domain:
+            labels = LABEL_IGNORED
+        else:
+            labels = LABEL_NEEDED
+        _CAPABILITIES[family.name] = (
+            family,
+            Capabilities(
+                labels=labels,
+                domain_training=tuple(model.domain_training_modes),
+                default_domain_training=model.default_domain_training,
+                requires_base=bool(getattr(model, "requires_base", False)),
+                ctranslate2=_ct2_refusal(model),
+                ensembles=model.ensemble_refusal_reason(),
+                domain_parameters=bool(model.domain_layers()),
+            ),
+        )
+    return _CAPABILITIES[family.name][1]
+
+
+def _initialized_tiny(family):
+    """A tiny model of :obj:`family`, initialized (not built) on two domains and a
+    three-word vocabulary: some families create their domain layers in ``initialize``,
+    once the vocabulary is known. A family whose ``initialize`` needs more (TTM: its
+    domain tokens in the vocabulary) is read uninitialized."""
+    model = family.build_tiny()
+    with tempfile.TemporaryDirectory() as directory:
+        vocabulary = os.path.join(directory, "vocab.txt")
+        with open(vocabulary, "w", encoding="utf-8") as f:
+            f.write("<blank>\n<s>\n</s>\na\nb\n")
+        data = {
+            "domains": ["d0", "d1"],
+            "source_vocabulary": vocabulary,
+            "target_vocabulary": vocabulary,
+        }
+        try:
+            model.initialize(data, params={})
+        except Exception:  # noqa: BLE001 - the uninitialized model is read instead.
+            model = family.build_tiny()
+    return model
+
+
+def _ct2_refusal(model):
+    if getattr(model, "ctranslate2_refusal", None):
+        return model.ctranslate2_refusal
+    if "Transformer" not in [cls.__name__ for cls in type(model).__mro__]:
+        return "CTranslate2 3.x converts OpenNMT-tf Transformers only (export a SavedModel)"
+    return None
+
+
+def _ct2_cell(caps):
+    if caps.ctranslate2 is not None:
+        return "no"
+    return "one model per domain" if caps.domain_parameters else "one plain model"
+
+
+def describe(names_=None):
+    """Markdown lines: one row per family (``ldr-main --list-families``)."""
+    lines = [
+        "| family | title | labels at inference | training modes | stages | CTranslate2 "
+        "| ensembles | paper | registered by |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in names_ or names():
+        family = get(name)
+        caps = capabilities(name)
+        start = "%s, then %s" % (family.stage1, family.finetune) if family.stage1 else "one"
+        lines.append(
+            "| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+            % (
+                name,
+                family.title,
+                caps.labels,
+                ", ".join(caps.domain_training),
+                start,
+                _ct2_cell(caps),
+                "yes" if caps.ensembles is None else "no",
+                family.paper,
+                family.module,
+            )
+        )
+    return lines

@@ -1,0 +1,180 @@
+"""The worked example of a method added from outside the package (examples/domain_bias).
+
+In process: the family registers from its file, its layer reads the domain in training
+and in beam search. End to end (marked ``e2e``): stock ``onmt-main`` trains it with
+Procedure 1, ``onmt-main export`` writes the SavedModel, ``ldr-translate`` translates with
+a label, and the CTranslate2 export is refused in one line.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from ldr_opennmt import registry
+from ldr_opennmt.analysis import parameters
+from ldr_opennmt.layers import domain_scope
+from ldr_opennmt.training.runner import Runner
+from tests import corpus, helpers
+from tests.test_onmt_main import ROOT, _checkpoints, _onmt_main, _write_config
+
+EXAMPLE = os.path.join(ROOT, "examples", "domain_bias", "domain_bias.py")
+FAMILY = "domain_bias_transformer"
+BIN = os.path.dirname(sys.executable)
+
+
+def _load():
+    return registry.load_user_module(EXAMPLE)
+
+
+def _run(command, *args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
+    return subprocess.run(
+        [os.path.join(BIN, command), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=900,
+    )
+
+
+class DomainBiasFamilyTest(tf.test.TestCase):
+    def test_registers_from_its_file(self):
+        _load()
+        family = registry.get(FAMILY)
+        self.assertEqual(family.title, "Domain output bias")
+        self.assertIn("domain_bias.py", family.module)
+        # Loading the file again is a no-op, not a second registration.
+        self.assertEqual(_load(), [])
+        caps = registry.capabilities(FAMILY)
+        self.assertEqual(caps.labels, registry.LABEL_NEEDED)
+        self.assertIn("procedure1", caps.domain_training)
+        self.assertIn("output bias", caps.ctranslate2)
+        self.assertIsNone(caps.ensembles)
+
+    def test_parameter_row(self):
+        _load()
+        self.assertIn(FAMILY, parameters.systems())
+        vanilla = parameters.parameter_count("vanilla")
+        # The paper's sizes: 5 domains, a 50,000-word target vocabulary.
+        self.assertEqual(parameters.parameter_count(FAMILY) - vanilla, 5 * 50000)
+        self.assertTrue(any("Domain output bias" in line for line in parameters.parameter_table()))
+
+    def test_the_label_selects_the_bias_in_beam_search(self):
+        _load()
+        model, paths = helpers.build_model(self, FAMILY, params={"beam_width": 2})
+        layer = model.decoder.output_layer
+        self.assertEqual(sorted(model.domain_weights()), list(range(len(corpus.DOMAINS))))
+        # Domain 1 (religious): its bias strongly prefers one target word; only its
+        # sentences say it.
+        vocabulary = corpus.read_lines(paths["tgt_vocab"])
+        favourite = vocabulary[-1]
+        bias = np.zeros([layer.units], np.float32)
+        bias[len(vocabulary) - 1] = 100.0  # Its id: its line (the unknown word comes after).
+        layer.domain_biases[1].assign(bias)
+        features = helpers.source_features(
+            model, ["a b c", "a b c", "a b c"], ["medical", "religious", "generic"]
+        )
+        predictions = model.infer(features)
+        said = []
+        for i in range(3):
+            length = int(predictions["length"][i, 0])
+            words = [t.decode() for t in predictions["tokens"][i, 0, :length].numpy()]
+            said.append(favourite in words)
+        self.assertEqual(said, [False, True, False])
+
+    def test_the_layer_needs_a_domain_scope(self):
+        _load()
+        model, _ = helpers.build_model(self, FAMILY)
+        units = registry.TINY_TRANSFORMER["num_units"]
+        with self.assertRaisesRegex(RuntimeError, "outside a domain scope"):
+            model.decoder.output_layer(tf.zeros([1, units]))
+        with domain_scope(tf.constant([1])):
+            self.assertEqual(model.decoder.output_layer(tf.zeros([1, units])).shape[0], 1)
+
+    def test_trains_jointly_with_the_multi_domain_runner(self):
+        # ldr-main's Runner (per-domain corpora, domain sampling) in joint mode: the shared
+        # weights and every domain's bias are updated together.
+        _load()
+        config = helpers.corpora_config(
+            self.get_temp_dir(), os.path.join(self.get_temp_dir(), "joint"), domain_training="joint"
+        )
+        Runner(registry.get(FAMILY).build_tiny, config, seed=1).train()
+        values = helpers.checkpoint_values(config["model_dir"])
+        biases = [v for name, v in values.items() if "output_bias" in name]
+        self.assertLen(biases, len(corpus.DOMAINS))
+        self.assertTrue(any(np.abs(v).max() > 0 for v in biases))
+
+
+@pytest.mark.e2e
+class DomainBiasEndToEndTest(helpers.SharedDirTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.paths = corpus.write_corpus(os.path.join(cls.dir, "data"), count=40)
+        cls.model_dir = os.path.join(cls.dir, "bias")
+        cls.config = _write_config(
+            os.path.join(cls.dir, "bias.yml"),
+            cls.model_dir,
+            corpus.data_config(cls.paths),
+            max_step=30,
+            domain_training="procedure1",
+        )
+        cls.train = _onmt_main("--model", EXAMPLE, "--config", cls.config, "train")
+        cls.export_dir = os.path.join(cls.dir, "export")
+        cls.export = _onmt_main("--config", cls.config, "export", "--output_dir", cls.export_dir)
+
+    def test_lists_the_family(self):
+        result = _run("ldr-main", "--list-families", "--user_module", EXAMPLE)
+        self.assertEqual(result.returncode, 0, msg=result.stderr[-2000:])
+        self.assertIn("| %s | Domain output bias |" % FAMILY, result.stdout)
+        self.assertIn("| ldr_transformer | LDR |", result.stdout)
+
+    def test_trains_with_procedure1_under_stock_onmt_main(self):
+        self.assertEqual(self.train.returncode, 0, msg=self.train.stderr[-3000:])
+        self.assertIn("ckpt-30.index", os.listdir(self.model_dir))
+        names = [name for name, _ in tf.train.list_variables(self.model_dir)]
+        biases = [name for name in names if "domain_" in name and "output_bias" in name]
+        values = [n for n in biases if "OPTIMIZER_SLOT" not in n]
+        self.assertLen(values, len(corpus.DOMAINS), msg=biases)
+        # Procedure 1's domain pass moved the biases away from their zero start.
+        reader = tf.train.load_checkpoint(self.model_dir)
+        values = [reader.get_tensor(n) for n in values]
+        self.assertTrue(all(np.abs(v).max() > 0 for v in values))
+
+    def test_exports_and_translates_with_a_label(self):
+        self.assertEqual(self.export.returncode, 0, msg=self.export.stderr[-3000:])
+        outputs = {}
+        for label in ("medical", "generic"):
+            output = os.path.join(self.dir, "out.%s" % label)
+            result = _run(
+                "ldr-translate",
+                "--export",
+                self.export_dir,
+                "--domain",
+                label,
+                "--tokenized",
+                "--input",
+                self.paths["test_src"],
+                "--output",
+                output,
+            )
+            self.assertEqual(result.returncode, 0, msg=result.stderr[-2000:])
+            outputs[label] = corpus.read_lines(output)
+        self.assertLen(outputs["medical"], len(corpus.read_lines(self.paths["test_src"])))
+
+    def test_ctranslate2_is_refused_in_one_line(self):
+        out = os.path.join(self.dir, "ct2")
+        result = _run("ldr-export", "ctranslate2", "--config", self.config, "--output_dir", out)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("output bias", result.stderr)
+        self.assertFalse(os.path.exists(out))
+        self.assertTrue(_checkpoints(self.model_dir))
+
+
+if __name__ == "__main__":
+    tf.test.main()

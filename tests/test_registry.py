@@ -1,0 +1,139 @@
+"""The family registry: declarations, user modules, and capabilities that hold."""
+
+import os
+import runpy
+
+import tensorflow as tf
+from parameterized import parameterized
+
+from ldr_opennmt import registry
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.serving import folding
+from tests import helpers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_FAMILIES = [(f.name,) for f in registry.families() if f.module.startswith("ldr_opennmt")]
+
+
+def _family(name="test_family", **fields):
+    declaration = dict(
+        name=name,
+        builder=lambda **sizes: None,
+        title="Test",
+        paper="nobody, 2026",
+        summary="A test.",
+        module="tests.test_registry",
+    )
+    declaration.update(fields)
+    return registry.Family(**declaration)
+
+
+class RegistryTest(tf.test.TestCase):
+    def test_the_package_families(self):
+        names = registry.names()
+        for name in (
+            "mixed_transformer",
+            "ldr_transformer",
+            "dc_transformer",
+            "factorized_pa",
+            "factorized_sf",
+            "factorized_df",
+            "mixing_transformer",
+            "residual_adapters",
+            "ttm_transformer",
+            "ml_transformer",
+            "advl_transformer",
+            "ldr_rnn",
+            "dc_rnn",
+            "mixed_rnn",
+        ):
+            self.assertIn(name, names)
+        self.assertEqual(registry.get("factorized_pa").stage1, "mixed_transformer")
+        self.assertEqual(registry.get("residual_adapters").finetune, "base")
+
+    @parameterized.expand(
+        [
+            ({"name": "bad name"}, "use letters, digits and underscores"),
+            ({"title": ""}, "title is required"),
+            ({"stage1": "mixed_transformer"}, "stage1 and finetune go together"),
+            ({"stage1": "mixed_transformer", "finetune": "merge"}, "finetune must be one of"),
+            ({"architecture": "cnn"}, "architecture must be one of"),
+            ({"builder": 3}, "the builder is not callable"),
+        ]
+    )
+    def test_invalid_declarations(self, fields, message):
+        with self.assertRaisesRegex(UserError, message):
+            registry.register(_family(**fields))
+        self.assertNotIn("test_family", registry.names())
+
+    def test_a_name_taken_by_another_module(self):
+        with self.assertRaisesRegex(
+            UserError, "family ldr_transformer is registered twice: by ldr_opennmt.models.catalog"
+        ):
+            registry.register(_family(name="ldr_transformer"))
+
+    def test_unknown_family(self):
+        with self.assertRaisesRegex(UserError, "unknown model family 'lora' .*ldr_transformer"):
+            registry.get("lora")
+
+    def test_user_module_errors_name_the_file(self):
+        with self.assertRaisesRegex(UserError, "user module nowhere.py: file not found"):
+            registry.load_user_module("nowhere.py")
+        path = os.path.join(self.get_temp_dir(), "broken.py")
+        with open(path, "w") as f:
+            f.write("def model(:\n")
+        with self.assertRaisesRegex(UserError, "user module .*broken.py: SyntaxError"):
+            registry.load_user_module(path)
+        with self.assertRaisesRegex(UserError, "user module no_such_module_xyz"):
+            registry.load_user_module("no_such_module_xyz")
+
+    def test_configured_modules(self):
+        path = os.path.join(self.get_temp_dir(), "configured.py")
+        with open(path, "w") as f:
+            f.write(
+                "from ldr_opennmt import registry, models\n"
+                "registry.register_family('configured_family', title='C', paper='p',"
+                " summary='s')(models.mixed_transformer)\n"
+            )
+        registered = registry.load_configured_modules({"user_modules": [path]})
+        self.assertEqual(registered, ["configured_family"])
+        self.assertEqual(registry.get("configured_family").module, path)
+        # Loaded once: a second configuration naming it registers nothing new.
+        self.assertEqual(registry.load_configured_modules({"user_modules": path}), [])
+
+    def test_describe_lists_every_family(self):
+        lines = registry.describe()
+        self.assertLen(lines, 2 + len(registry.names()))
+        self.assertTrue(any(line.startswith("| factorized_pa | Factorized PA |") for line in lines))
+
+
+class FamilyDeclarationTest(tf.test.TestCase):
+    """What a family's registration and its class say must hold for the real model."""
+
+    @parameterized.expand(PACKAGE_FAMILIES)
+    def test_model_definitions_build_the_family(self, name):
+        family = registry.get(name)
+        expected = type(family.build_tiny())
+        for path in (family.model_def, family.small_def):
+            self.assertTrue(os.path.isfile(os.path.join(ROOT, path)), path)
+            model = runpy.run_path(os.path.join(ROOT, path))["model"]()
+            self.assertIsInstance(model, expected, path)
+
+    @parameterized.expand(PACKAGE_FAMILIES)
+    def test_capabilities_hold(self, name):
+        caps = registry.capabilities(name)
+        model, _ = helpers.build_model(self, name)
+        # CTranslate2: a family said to fold passes the fold's checks; one refused fails.
+        if caps.ctranslate2 is None:
+            folding.check_foldable(model)
+        else:
+            with self.assertRaises(UserError):
+                folding.check_foldable(model)
+        self.assertEqual(caps.ensembles, model.ensemble_refusal_reason())
+        self.assertEqual(caps.domain_parameters, bool(model.domain_layers()))
+        # A label is read exactly when the family says it is needed.
+        self.assertEqual(caps.labels != registry.LABEL_NEEDED, bool(model.ignored_labels_reason()))
+
+
+if __name__ == "__main__":
+    tf.test.main()
