@@ -43,7 +43,6 @@ import dataclasses
 import hashlib
 import importlib
 import importlib.util
-import inspect
 import os
 import sys
 import tempfile
