@@ -12,8 +12,8 @@ import collections
 import csv
 
 import numpy as np
-
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.reports import markdown_table, pyplot
 from ldr_opennmt.utils import atomic_output, save_figure
 
 Unit = collections.namedtuple("Unit", ("token", "counts", "neighbours", "intersection"))
@@ -88,25 +88,17 @@ def extremes(units, top=10):
     return polysemous, monosemous
 
 
-def markdown_table(units, shown=5):
+def neighbour_table(units, shown=5):
     """A Table 7-shaped Markdown table: unit, intersection, neighbours per domain."""
     if not units:
         return ""
     domains = list(units[0].neighbours)
-    lines = [
-        "| unit | shared | %s |" % " | ".join(domains),
-        "|---|---:|%s|" % "|".join("---" for _ in domains),
+    rows = [
+        [unit.token, "%d" % unit.intersection]
+        + [" ".join(unit.neighbours[d][:shown]) for d in domains]
+        for unit in units
     ]
-    for unit in units:
-        lines.append(
-            "| %s | %d | %s |"
-            % (
-                unit.token,
-                unit.intersection,
-                " | ".join(" ".join(unit.neighbours[d][:shown]) for d in domains),
-            )
-        )
-    return "\n".join(lines)
+    return markdown_table(["unit", "shared"] + domains, rows, align="lr" + "l" * len(domains))
 
 
 def write_csv(units, path):
@@ -129,11 +121,7 @@ def write_csv(units, path):
 
 def plot_intersections(units, k, path):
     """Histogram of the intersection sizes (0..k)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     sizes = [unit.intersection for unit in units]
     figure, axis = plt.subplots(figsize=(6, 3.5))
     axis.hist(sizes, bins=np.arange(-0.5, k + 1.5, 1), edgecolor="black")

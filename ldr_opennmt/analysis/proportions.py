@@ -28,15 +28,15 @@ import re
 
 import numpy as np
 import tensorflow as tf
-from opennmt import constants
-
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import constant_label, constant_label_name
 from ldr_opennmt.layers.mixing import SOURCE, TARGET
 from ldr_opennmt.models.mixing import MixingTransformer
+from ldr_opennmt.reports import markdown_table, pyplot
 from ldr_opennmt.training.runner import Runner
 from ldr_opennmt.utils import save_figure, write_lines_atomic
+from opennmt import constants
 
 #: The proportions of one mixed layer: its record ``label`` and ``side``, and
 #: ``sentences``, one float32 array ``[positions, k]`` per sentence (no padding).
@@ -213,7 +213,7 @@ def statistics(result):
     return summary
 
 
-def markdown_table(summary, domains, with_accuracy):
+def layer_table(summary, domains, with_accuracy):
     """The per-layer table: positions, mean proportion per domain, argmax accuracy.
 
     Args:
@@ -222,19 +222,17 @@ def markdown_table(summary, domains, with_accuracy):
       with_accuracy: Add the accuracy columns (domain labels were given).
     """
     header = ["layer", "side", "positions"] + ["mean D(%s)" % d for d in domains]
-    align = ["---", "---", "---:"] + ["---:"] * len(domains)
     if with_accuracy:
         header += ["argmax = domain", "labelled positions"]
-        align += ["---:", "---:"]
-    lines = ["| %s |" % " | ".join(header), "|%s|" % "|".join(align)]
+    rows = []
     for layer in summary:
         cells = [layer.label, layer.side, "%d" % layer.words]
         cells += ["n/a" if np.isnan(m) else "%.3f" % m for m in layer.mean]
         if with_accuracy:
             accuracy = "%.3f" % (layer.correct / layer.labelled) if layer.labelled else "n/a"
             cells += [accuracy, "%d" % layer.labelled]
-        lines.append("| %s |" % " | ".join(cells))
-    return "\n".join(lines)
+        rows.append(cells)
+    return markdown_table(header, rows, align="ll" + "r" * (len(header) - 2))
 
 
 def markdown_report(result, title, sentence, files=None):
@@ -267,7 +265,7 @@ def markdown_report(result, title, sentence, files=None):
             "out; 1/%d is chance)." % (labelled, len(result.domains)),
             "",
         ]
-    lines += markdown_table(summary, result.domains, result.labelled).splitlines()
+    lines += layer_table(summary, result.domains, result.labelled).splitlines()
     lines += [
         "",
         "Sentence %d (Figure 7): ![sentence %d](%s)"
@@ -391,15 +389,6 @@ def _group(label):
     return stack, int(match.group("index"))
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_sentence(result, index, path):
     """Figure 7: the proportions of one sentence's positions at every layer.
 
@@ -423,7 +412,7 @@ def plot_sentence(result, index, path):
         raise UserError(
             "--sentence %d is out of range: %d sentence(s) were analyzed" % (index, count)
         )
-    plt = _pyplot()
+    plt = pyplot()
     k = len(result.domains)
     shown = [0] if k == 2 else list(range(k))
     panels = []
@@ -498,7 +487,7 @@ def plot_histograms(result, path, bins=20):
       path: The PNG file to write.
       bins: Bins over ``[0, 1]``.
     """
-    plt = _pyplot()
+    plt = pyplot()
     k = len(result.domains)
     groups = []
     placed = []

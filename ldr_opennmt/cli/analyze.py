@@ -115,11 +115,11 @@ def polysemy_main(args):
         "",
         "## Most polysemous (fewest neighbours shared by all domains)",
         "",
-        polysemy.markdown_table(polysemous),
+        polysemy.neighbour_table(polysemous),
         "",
         "## Most monosemous",
         "",
-        polysemy.markdown_table(monosemous),
+        polysemy.neighbour_table(monosemous),
         "",
         "![intersection sizes](polysemy.png)",
     ]

@@ -285,7 +285,7 @@ def _contrastive_main(argv):
     if results is None:
         print("scores kept in %s" % args.out)
         return 0
-    print(contrastive.markdown_table(results))
+    print(contrastive.format_tables(results))
     return 0
 
 

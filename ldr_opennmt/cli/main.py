@@ -30,9 +30,9 @@ import sys
 
 import tensorflow as tf
 
-from ldr_opennmt import compat, config_loader
+from ldr_opennmt import config_loader
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import errors, gpu, registry
+from ldr_opennmt import errors, gpu, onmt_main, registry
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 from ldr_opennmt.training import corpora as corpora_lib
@@ -45,7 +45,7 @@ LIST_FAMILIES = "--list-families"
 
 def _run_type(argv):
     for arg in argv:
-        if arg in compat.ONMT_RUN_TYPES or arg == PREDICT_DOMAINS:
+        if arg in onmt_main.ONMT_RUN_TYPES or arg == PREDICT_DOMAINS:
             return arg
     return None
 
@@ -64,7 +64,7 @@ def _main(argv):
     gpu.check_command_line(argv, prog="ldr-main")
     if _run_type(argv) == PREDICT_DOMAINS:
         return predict_domains_main(argv)
-    return compat.run_onmt_main(argv, Runner)
+    return onmt_main.run_onmt_main(argv, Runner)
 
 
 def list_families_main(argv):
@@ -147,7 +147,7 @@ def predict_domains_main(argv):
                 "output directory" % (args.output_dir, output, inputs[key])
             )
         written[key] = features_file
-    compat.initialize_logging(args.log_level)
+    onmt_main.initialize_logging(args.log_level)
     runner = Runner.from_files(
         args.config,
         model_dir=args.model_dir,
@@ -196,7 +196,7 @@ def predict_domains_main(argv):
         print("%s -> %s" % (features_file, path), file=sys.stderr)
     if references:
         scores = classification.precision_recall(references, predictions, domains)
-        table = classification.markdown_table(scores)
+        table = classification.format_table(scores)
         write_lines_atomic(
             os.path.join(args.output_dir, "classification.json"), [json.dumps(scores, indent=2)]
         )

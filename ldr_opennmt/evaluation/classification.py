@@ -1,6 +1,7 @@
-"""Per-domain precision and recall of a domain classifier (LDR_pred)."""
+"""Per-domain precision and recall of a domain classifier (LDR_pred), and their table."""
 
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.reports import markdown_table
 
 
 def precision_recall(references, predictions, domains):
@@ -54,29 +55,25 @@ def precision_recall(references, predictions, domains):
     }
 
 
-def markdown_table(scores):
+def format_table(scores):
     """A Markdown table of :func:`precision_recall` results (percentages)."""
 
     def _pct(value):
         return "-" if value is None else "%.1f" % (100 * value)
 
-    lines = [
-        "| domain | precision | recall | F1 | sentences | predicted |",
-        "|---|---:|---:|---:|---:|---:|",
+    rows = [
+        [
+            domain,
+            _pct(values["precision"]),
+            _pct(values["recall"]),
+            _pct(values["f1"]),
+            "%d" % values["support"],
+            "%d" % values["predicted"],
+        ]
+        for domain, values in scores["domains"].items()
     ]
-    for domain, values in scores["domains"].items():
-        lines.append(
-            "| %s | %s | %s | %s | %d | %d |"
-            % (
-                domain,
-                _pct(values["precision"]),
-                _pct(values["recall"]),
-                _pct(values["f1"]),
-                values["support"],
-                values["predicted"],
-            )
-        )
-    lines.append(
-        "| all (accuracy) | | %s | | %d | |" % (_pct(scores["accuracy"]), scores["sentences"])
+    rows.append(
+        ["all (accuracy)", "", _pct(scores["accuracy"]), "", "%d" % scores["sentences"], ""]
     )
-    return "\n".join(lines)
+    header = ["domain", "precision", "recall", "F1", "sentences", "predicted"]
+    return markdown_table(header, rows)

@@ -31,15 +31,20 @@ translations it already has. A translation is reused only while its system's sta
 and content), decoding options and vocabularies, the same source sentences and, per label
 mode, the same labels. Only files under a stamp are ever removed or replaced: a file at a
 system's translation path without its stamp is refused (:func:`check_outputs`). System
-names become file names (:func:`system_file_name`): a name that looks like a path is refused
-where a :class:`System` is made, and so are two systems of one name or of one file name.
+names become file names (:func:`~ldr_opennmt.evaluation.systems.system_file_name`): a name
+that looks like a path is refused where a :class:`~ldr_opennmt.evaluation.systems.System` is
+made, and so are two systems of one name or of one file name.
+
+The systems are :mod:`ldr_opennmt.evaluation.systems`'s, the ensembles' weights
+:mod:`ldr_opennmt.evaluation.open_domain`'s and the report (``table.md``, ``bleu.png``)
+:mod:`ldr_opennmt.evaluation.report`'s.
 """
 
 import collections
+import functools
 import hashlib
 import json
 import os
-import re
 import tempfile
 
 import tensorflow as tf
@@ -50,51 +55,20 @@ from ldr_opennmt import ensembles
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.domains import GENERIC
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.evaluation import scoring
+from ldr_opennmt.evaluation import open_domain, report, scoring
 
-# The report of an evaluation: here too, where its callers (commands, experiments) take it.
+# The report of an evaluation and the systems: here too, where their callers (commands,
+# experiments) take them.
 from ldr_opennmt.evaluation.report import average, examples, format_tables  # noqa: F401
-from ldr_opennmt.names import check_path_name, check_unique
-from ldr_opennmt.training.runner import Runner
-from ldr_opennmt.utils import atomic_output, read_lines, write_lines, write_lines_atomic
-
-ENSEMBLE_MODES = ("ens-uniform", "ens-soft", "ens-learned")
-MODES = ("oracle", "generic", "wrong", "pred") + ENSEMBLE_MODES
-
-#: OpenNMT-tf ``params`` that only training reads: left out of the translation stamp, so
-#: that a changed learning rate alone does not redo translations. Every other parameter
-#: (beam width, length and coverage penalties, maximum and minimum decoding length,
-#: sampling, replacement of unknown words, ``num_hypotheses``, and any parameter a model
-#: defines) is stamped: an unknown parameter costs at worst a needless translation, never
-#: a stale one.
-TRAINING_ONLY_PARAMS = frozenset(
-    [
-        "average_loss_in_time",
-        "clip_gradients",
-        "contrastive_learning",
-        "decay_params",
-        "decay_step_duration",
-        "decay_type",
-        "domain_training",
-        "freeze_layers",
-        "gradients_accum",
-        "guided_alignment_type",
-        "guided_alignment_weight",
-        "label_smoothing",
-        "learning_rate",
-        "mask_loss_outliers",
-        "max_margin_eta",
-        "minimum_learning_rate",
-        "optimizer",
-        "optimizer_params",
-        "regularization",
-        "scheduled_sampling_k",
-        "scheduled_sampling_read_probability",
-        "scheduled_sampling_type",
-        "start_decay_steps",
-        "weight_decay",
-    ]
+from ldr_opennmt.evaluation.systems import System  # noqa: F401
+from ldr_opennmt.evaluation.systems import (
+    ENSEMBLE_MODES,
+    MODES,
+    check_system_domains,
+    check_system_names,
+    digest_file,
 )
+from ldr_opennmt.utils import atomic_output, read_lines, write_lines, write_lines_atomic
 
 
 def check_line_count(path, count, source_path, source_count, what):
@@ -241,204 +215,6 @@ def _digest_lines(lines):
     return digest.hexdigest()
 
 
-def _digest_file(path):
-    digest = hashlib.sha256()
-    with tf.io.gfile.GFile(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-#: Each run of these characters in a system name becomes ``_`` in its file names.
-_NOT_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def system_file_name(name, where="System"):
-    """The name of a system's files (``NAME.oracle.fr``, ``NAME.stamp``).
-
-    A system name is a table row: it may have spaces and punctuation (``Factorized PA``,
-    ``Transformer (no legal)``); in its file names each run of characters other than
-    letters, digits, ``-``, ``_`` and ``.`` becomes ``_`` (``Factorized_PA.oracle.fr``), and
-    the result is checked by :func:`ldr_opennmt.names.check_path_name`. A name that looks
-    like a path (a ``/`` or ``\\``, a leading ``.``), is blank, or has a line break or
-    another control character is refused.
-
-    Args:
-      name: The system name.
-      where: Where it comes from, for the message (``--system``).
-
-    Raises:
-      UserError: ``WHERE: invalid system name '../x' (it becomes a file name: ...)``.
-    """
-    if (
-        not isinstance(name, str)
-        or not name.strip()
-        or name.startswith(".")
-        or "/" in name
-        or "\\" in name
-        or not name.isprintable()
-    ):
-        check_path_name(name, "system name", where)  # Raises, with the rule for file names.
-        raise UserError("%s: invalid system name %r" % (where, name))
-    return check_path_name(_NOT_IN_FILE_NAMES.sub("_", name), "system name", where)
-
-
-def check_system_names(systems, where):
-    """Refuses two systems of one name, or whose files would have one name.
-
-    Raises:
-      UserError: ``WHERE: system name 'LDR' is given twice``, or ``WHERE: system names 'A B'
-        and 'A_B' would share their files (A_B.*): rename one``.
-    """
-    check_unique([system.name for system in systems], "system name", where)
-    seen = {}
-    for system in systems:
-        other = seen.setdefault(system.file_name, system.name)
-        if other != system.name:
-            raise UserError(
-                "%s: system names %r and %r would share their files (%s.*): rename one"
-                % (where, other, system.name, system.file_name)
-            )
-
-
-class System:
-    """A trained system given by its OpenNMT-tf run configuration(s)."""
-
-    def __init__(self, name, config_paths, modes=None, where="System"):
-        """Initializes the system.
-
-        Args:
-          name: The row name; it also names the system's output files, see
-            :func:`system_file_name` (:attr:`file_name`).
-          config_paths: Its run configuration files (with ``model_dir``).
-          modes: Label modes to evaluate it with, overriding those of
-            :func:`evaluate` (e.g. ``["oracle"]`` for a fine-tuned baseline).
-          where: Where the name comes from, for the error message (e.g. ``--system``).
-
-        Raises:
-          UserError: on an invalid name (``--system: invalid system name '../x' (...)``), an
-            unknown label mode or an unreadable configuration.
-        """
-        self.file_name = system_file_name(name, where)
-        self.name = name
-        self.config_paths = list(config_paths)
-        if modes is not None:
-            unknown = [m for m in modes if m not in MODES]
-            if unknown or not modes:
-                raise UserError(
-                    "system %s: unknown label modes %s (known: %s)"
-                    % (name, unknown or modes, ", ".join(MODES))
-                )
-        self.modes = tuple(modes) if modes is not None else None
-        try:
-            self.config = Runner.read_config(self.config_paths)
-        except UserError as e:
-            raise UserError("system %s: %s" % (name, e)) from e
-        self.model_dir = self.config["model_dir"]
-        self._runner = None
-        self._finalized_config = None
-
-    @property
-    def runner(self):
-        """The multi-domain Runner of the system (reads per-domain corpora and
-        fine-tuning configurations); built on first use."""
-        if self._runner is None:
-            try:
-                self._runner = Runner.from_files(self.config_paths, auto_config=True)
-            except UserError as e:
-                raise UserError("system %s: %s" % (self.name, e)) from e
-        return self._runner
-
-    @property
-    def model(self):
-        return self.runner.model
-
-    @property
-    def reads_labels(self):
-        """Whether the model's inputs include a label file (read or ignored)."""
-        return hasattr(self.model.features_inputter, "domain_inputter")
-
-    @property
-    def uses_domains(self):
-        """Whether the labels change the translation: Mixed models ignore them, domain
-        mixing models read them for training only (``optional_labels``)."""
-        domain_inputter = getattr(self.model.features_inputter, "domain_inputter", None)
-        return (
-            domain_inputter is not None
-            and domain_inputter.required
-            and not domain_inputter.optional_labels
-        )
-
-    @property
-    def domains(self):
-        """The domains the system declares (``None`` for a model that ignores them)."""
-        return (self.finalized_config().get("data") or {}).get("domains")
-
-    @property
-    def ensemble_refusal(self):
-        """Why the system translates no ensemble of domain views, or ``None``."""
-        if not self.uses_domains:
-            return "%s does not use domain labels" % type(self.model).__name__
-        return self.model.ensemble_refusal_reason()
-
-    def reload(self):
-        """Forgets the runner and configuration (e.g. after ``ensemble.json`` was written)."""
-        self._runner = None
-        self._finalized_config = None
-
-    def checkpoint(self):
-        """The checkpoint translations are made with (the latest one)."""
-        try:
-            return self.runner.latest_checkpoint()
-        except UserError as e:
-            raise UserError("system %s: %s" % (self.name, e)) from e
-
-    def finalized_config(self):
-        """The configuration :meth:`translate` runs with (user files, automatic
-        configuration and OpenNMT-tf's defaults); computed once."""
-        if self._finalized_config is None:
-            self._finalized_config = self.runner.finalized_config()
-        return self._finalized_config
-
-    def decoding_options(self):
-        """What the translations depend on besides the weights and the input sentences.
-
-        The :meth:`finalized_config`'s ``params`` but :data:`TRAINING_ONLY_PARAMS`, and its
-        whole ``infer`` section (batch size, batch type and length bucketing change the
-        padding, hence possibly the beam search's ties; ``n_best`` and ``with_scores``
-        change the output lines), as plain JSON values.
-        """
-        config = self.finalized_config()
-        params = config.get("params") or {}
-        options = {
-            "params": {k: v for k, v in params.items() if k not in TRAINING_ONLY_PARAMS},
-            "infer": config.get("infer") or {},
-            # ens-learned translations depend on the fitted weights, ens-uniform ones on
-            # the views (a domain added into a reserved region adds one).
-            "ensemble_weights": (config.get("data") or {}).get(ensembles.CONFIG_KEY),
-            "domains": (config.get("data") or {}).get("domains"),
-        }
-        return json.loads(json.dumps(options, sort_keys=True, default=repr))
-
-    def vocabularies(self):
-        """The SHA-256 of each vocabulary file of the data configuration (a vocabulary
-        reordered at the same size still loads the checkpoint, but translates otherwise)."""
-        data = self.finalized_config().get("data") or {}
-        return {
-            key: _digest_file(value)
-            for key, value in sorted(data.items())
-            if key.endswith("_vocabulary") and isinstance(value, str) and tf.io.gfile.exists(value)
-        }
-
-    def translate(self, source_file, label_file, output):
-        """Translates with the latest checkpoint into :obj:`output` (atomically: the
-        predictions are written under an exclusive temporary name, renamed when complete)."""
-        features = [source_file, label_file] if self.reads_labels else source_file
-        checkpoint = self.checkpoint()
-        with atomic_output(output) as tmp:
-            self.runner.infer(features, predictions_file=tmp, checkpoint_path=checkpoint)
-
-
 def translation_stamp(system, sources):
     """What a system's translations of :obj:`sources` depend on, but the labels.
 
@@ -452,7 +228,7 @@ def translation_stamp(system, sources):
     checkpoint = system.checkpoint()
     return {
         "checkpoint": checkpoint,
-        "checkpoint_index_sha256": _digest_file(checkpoint + ".index"),
+        "checkpoint_index_sha256": digest_file(checkpoint + ".index"),
         "decoding": system.decoding_options(),
         "vocabularies": system.vocabularies(),
         "sentences": len(sources),
@@ -543,8 +319,6 @@ def _prepare_ensembles(systems, system_modes, corpus_dir, info, counts, out_dir,
     Returns:
       ``{domain: ens-soft labels}`` or ``None`` if no system uses ens-soft.
     """
-    from ldr_opennmt.evaluation import open_domain  # Cycle: open_domain builds Systems.
-
     soft = None
     src, tgt = info["source_lang"], info["target_lang"]
     for system in systems:
@@ -615,21 +389,9 @@ def evaluate(
         raise UserError("max_sentences must be at least 1, got %d" % max_sentences)
     info = corpus_lib.load_info(corpus_dir)
     domains = info["domains"]
-    tgt = info["target_lang"]
-    src = info["source_lang"]
+    src, tgt = info["source_lang"], info["target_lang"]
     detok = corpus_lib.load_tokenizer(corpus_dir, tgt)
-
-    # Two systems of one name would share their files and row.
-    check_system_names(systems, "systems")
-    for system in systems:
-        declared = system.config.get("data", {}).get("domains")
-        for domain in declared or []:
-            if domain not in domains:
-                raise UserError(
-                    "system %s declares domain %r but the corpus %s has no files for it "
-                    "(its domains: %s)" % (system.name, domain, corpus_dir, ", ".join(domains))
-                )
-    check_outputs(systems, out_dir, tgt)
+    _check_systems(systems, corpus_dir, domains, out_dir, tgt)
     system_modes = collections.OrderedDict(
         (system.name, _system_modes(system, modes)) for system in systems
     )
@@ -642,130 +404,293 @@ def evaluate(
         pred_dir=pred_dir,
         pred=any("pred" in chosen for chosen in system_modes.values()),
     )
-    sources, references, counts = test_set.sources, test_set.references, test_set.counts
-    soft = _prepare_ensembles(systems, system_modes, corpus_dir, info, counts, out_dir, classifier)
+    soft = _prepare_ensembles(
+        systems, system_modes, corpus_dir, info, test_set.counts, out_dir, classifier
+    )
+    labels = functools.partial(
+        _label_lines, domains=domains, test_set=test_set, pred_dir=pred_dir, soft=soft
+    )
+    stamps = _stamps(systems, system_modes, test_set.sources, labels)
+    os.makedirs(out_dir, exist_ok=True)
+    outputs = _translate(systems, system_modes, stamps, test_set.sources, labels, out_dir, info)
+    if cache_only:
+        return None
+    rows, hypotheses = _score(outputs, test_set, domains, detok)
+    baseline, significance = _significance(
+        rows, hypotheses, test_set.references, domains, baseline, bootstrap_samples
+    )
+    results = _results(systems, domains, test_set, outputs, rows, baseline, significance)
+    _write_results(results, out_dir)
+    return results
 
-    def _labels(mode, system):
-        declared = system.domains or domains
-        labels = []
-        for domain in domains:
-            labels.extend(
-                labels_for(
-                    mode, domain, declared, counts[domain], pred_dir, test_set.predicted, soft
-                )
+
+def _check_systems(systems, corpus_dir, domains, out_dir, tgt):
+    """Refuses, before anything is read or written, two systems of one name (they would
+    share their files and row), a system that declares a domain the corpus lacks, and a
+    translation file the evaluation did not write (:func:`check_outputs`).
+
+    Raises:
+      UserError: naming the system, domain or file.
+    """
+    check_system_names(systems, "systems")
+    check_system_domains(systems, domains, corpus_dir)
+    check_outputs(systems, out_dir, tgt)
+
+
+def _label_lines(mode, system, domains, test_set, pred_dir, soft):
+    """The label line of each test sentence (every domain, in order) for :obj:`system` in
+    :obj:`mode` (:func:`labels_for` with the domains it declares).
+
+    Args:
+      mode: The label mode.
+      system: The :class:`~ldr_opennmt.evaluation.systems.System`.
+      domains: The corpus' domains, in order.
+      test_set: The :class:`EvaluationData`.
+      pred_dir: The directory of predicted label files (mode ``pred``).
+      soft: ``{domain: ens-soft labels}`` (mode ``ens-soft``).
+    """
+    declared = system.domains or domains
+    labels = []
+    for domain in domains:
+        labels.extend(
+            labels_for(
+                mode,
+                domain,
+                declared,
+                test_set.counts[domain],
+                pred_dir,
+                test_set.predicted,
+                soft,
             )
-        return labels
+        )
+    return labels
 
-    # Everything a translation depends on, per system, before anything is written.
-    stamps = [
+
+def _stamps(systems, system_modes, sources, labels):
+    """Everything each system's translations depend on, before anything is written.
+
+    Args:
+      systems: The systems.
+      system_modes: ``{system name: label modes}``.
+      sources: The source lines.
+      labels: ``labels(mode, system)``: the label lines (:func:`_label_lines`).
+
+    Returns:
+      A list of ``(translation_stamp, {mode: SHA-256 of its labels})``, one per system.
+    """
+    return [
         (
             translation_stamp(system, sources),
-            {mode: _digest_lines(_labels(mode, system)) for mode in system_modes[system.name]},
+            {mode: _digest_lines(labels(mode, system)) for mode in system_modes[system.name]},
         )
         for system in systems
     ]
-    os.makedirs(out_dir, exist_ok=True)
 
+
+def _translate(systems, system_modes, stamps, sources, labels, out_dir, info):
+    """Translates, per system, what its stamp does not cover yet (:func:`_translate_system`).
+
+    Args:
+      systems: The systems.
+      system_modes: ``{system name: label modes}``.
+      stamps: Their stamps (:func:`_stamps`).
+      sources: The source lines.
+      labels: ``labels(mode, system)``: the label lines (:func:`_label_lines`).
+      out_dir: The output directory.
+      info: The corpus' ``info.json``.
+
+    Returns:
+      An ordered dict ``{(system name, mode): (row name, translation file)}``.
+    """
     outputs = collections.OrderedDict()
     for system, (stamp, label_digests) in zip(
         tqdm(systems, desc="translating", unit="system", disable=None), stamps
     ):
         chosen = system_modes[system.name]
-        paths = {mode: _translation_path(out_dir, system.file_name, mode, tgt) for mode in MODES}
+        paths = {
+            mode: _translation_path(out_dir, system.file_name, mode, info["target_lang"])
+            for mode in MODES
+        }
         for mode in chosen:
             # Models that ignore domains are translated once and named alone.
             row = system.name if len(chosen) == 1 else "%s (%s)" % (system.name, mode)
             outputs[(system.name, mode)] = (row, paths[mode])
-        # A translation is reused only if the stamp says it was made by the same checkpoint
-        # with the same decoding options on the same sentences and labels; otherwise it is
-        # removed (a stale file never looks valid) and redone. Only files of a system with a
-        # stamp are removed: without one, check_outputs found none there.
-        stamp_path = _stamp_path(out_dir, system.file_name)
-        owned = os.path.lexists(stamp_path)
-        previous = _read_stamp(stamp_path)
-        valid = previous["modes"] if previous.get("inputs") == stamp else {}
-        kept = {
-            mode: digest
-            for mode, digest in valid.items()
-            if mode in MODES
-            and os.path.exists(paths[mode])
-            and (mode not in chosen or digest == label_digests[mode])
-        }
-        for mode in MODES:
-            if owned and mode not in kept and os.path.lexists(paths[mode]):
-                os.remove(paths[mode])
-        missing = [m for m in chosen if m not in kept]
-        if not missing:
-            continue
-        if kept != previous.get("modes") or previous.get("inputs") != stamp:
-            # The stale entries go first: a mode redone with other labels and killed after
-            # its file is written must not match the old entry in a later run.
-            _write_stamp(stamp_path, stamp, kept)
-        # One inference run per system (one model load and trace): the test set is
-        # repeated once per label mode. Its input and output files live in an exclusive
-        # temporary directory, removed even if the translation fails.
-        with tempfile.TemporaryDirectory(
-            prefix=".%s.translate." % system.file_name, dir=out_dir
-        ) as tmp:
-            run_source = os.path.join(tmp, "input.%s" % src)
-            run_labels = os.path.join(tmp, "input.labels")
-            run_output = os.path.join(tmp, "output.%s" % tgt)
-            write_lines(run_source, sources * len(missing))
-            write_lines(run_labels, [label for mode in missing for label in _labels(mode, system)])
-            system.translate(run_source, run_labels, run_output)
-            translations = read_lines(run_output)
-        if len(translations) != len(sources) * len(missing):
-            raise UserError(
-                "system %s: %d translations for %d input sentences (infer: n_best must be 1)"
-                % (system.name, len(translations), len(sources) * len(missing))
-            )
-        for i, mode in enumerate(missing):
-            write_lines_atomic(paths[mode], translations[i * len(sources) : (i + 1) * len(sources)])
-            kept[mode] = label_digests[mode]
-        # Written after the translations: one killed in between is redone, never trusted.
-        _write_stamp(stamp_path, stamp, kept)
-    if cache_only:
-        return None
+        _translate_system(
+            system, chosen, paths, stamp, label_digests, sources, labels, out_dir, info
+        )
+    return outputs
 
+
+def _kept_translations(system, chosen, paths, stamp, label_digests, out_dir):
+    """The translations of a system that its stamp still covers; removes the others.
+
+    A translation is reused only if the stamp says it was made by the same checkpoint with
+    the same decoding options on the same sentences and labels; otherwise it is removed (a
+    stale file never looks valid) and redone. Only files of a system with a stamp are
+    removed: without one, :func:`check_outputs` found none there.
+
+    Returns:
+      ``(kept, previous)``: ``{mode: labels SHA-256}`` of the translations kept, and the
+      stamp read (:func:`_read_stamp`).
+    """
+    stamp_path = _stamp_path(out_dir, system.file_name)
+    owned = os.path.lexists(stamp_path)
+    previous = _read_stamp(stamp_path)
+    valid = previous["modes"] if previous.get("inputs") == stamp else {}
+    kept = {
+        mode: digest
+        for mode, digest in valid.items()
+        if mode in MODES
+        and os.path.exists(paths[mode])
+        and (mode not in chosen or digest == label_digests[mode])
+    }
+    for mode in MODES:
+        if owned and mode not in kept and os.path.lexists(paths[mode]):
+            os.remove(paths[mode])
+    return kept, previous
+
+
+def _translate_system(system, chosen, paths, stamp, label_digests, sources, labels, out_dir, info):
+    """Translates the modes of one system that its stamp does not cover, in one inference
+    run, and writes each mode's translations (``NAME.MODE.TGT``) and the stamp.
+
+    Args:
+      system: The system.
+      chosen: Its label modes.
+      paths: ``{mode: translation file}``.
+      stamp: Its :func:`translation_stamp`.
+      label_digests: ``{mode: SHA-256 of its labels}``.
+      sources: The source lines.
+      labels: ``labels(mode, system)``: the label lines (:func:`_label_lines`).
+      out_dir: The output directory.
+      info: The corpus' ``info.json``.
+
+    Raises:
+      UserError: if the model gives another number of translations than of sources.
+    """
+    stamp_path = _stamp_path(out_dir, system.file_name)
+    kept, previous = _kept_translations(system, chosen, paths, stamp, label_digests, out_dir)
+    missing = [m for m in chosen if m not in kept]
+    if not missing:
+        return
+    if kept != previous.get("modes") or previous.get("inputs") != stamp:
+        # The stale entries go first: a mode redone with other labels and killed after
+        # its file is written must not match the old entry in a later run.
+        _write_stamp(stamp_path, stamp, kept)
+    # One inference run per system (one model load and trace): the test set is
+    # repeated once per label mode. Its input and output files live in an exclusive
+    # temporary directory, removed even if the translation fails.
+    with tempfile.TemporaryDirectory(
+        prefix=".%s.translate." % system.file_name, dir=out_dir
+    ) as tmp:
+        run_source = os.path.join(tmp, "input.%s" % info["source_lang"])
+        run_labels = os.path.join(tmp, "input.labels")
+        run_output = os.path.join(tmp, "output.%s" % info["target_lang"])
+        write_lines(run_source, sources * len(missing))
+        write_lines(run_labels, [label for mode in missing for label in labels(mode, system)])
+        system.translate(run_source, run_labels, run_output)
+        translations = read_lines(run_output)
+    if len(translations) != len(sources) * len(missing):
+        raise UserError(
+            "system %s: %d translations for %d input sentences (infer: n_best must be 1)"
+            % (system.name, len(translations), len(sources) * len(missing))
+        )
+    for i, mode in enumerate(missing):
+        write_lines_atomic(paths[mode], translations[i * len(sources) : (i + 1) * len(sources)])
+        kept[mode] = label_digests[mode]
+    # Written after the translations: one killed in between is redone, never trusted.
+    _write_stamp(stamp_path, stamp, kept)
+
+
+def _score(outputs, test_set, domains, detok):
+    """Scores each row's detokenized translations per domain (:func:`scoring.score`).
+
+    Args:
+      outputs: ``{key: (row name, translation file)}`` (:func:`_translate`).
+      test_set: The :class:`EvaluationData`.
+      domains: The domains, in the order of the test set.
+      detok: The target tokenizer.
+
+    Returns:
+      ``(rows, hypotheses)``: a list of ``(row name, {domain: scores})``, and the
+      detokenized translations ``{(row name, domain): lines}``.
+
+    Raises:
+      UserError: if a translation file does not have a line per source sentence.
+    """
     rows = []
     hypotheses = {}
     for row, output in outputs.values():
         lines = read_lines(output)
-        scoring.check_aligned(lines, sources, output)
+        scoring.check_aligned(lines, test_set.sources, output)
         start = 0
         scores = {}
         for domain in domains:
-            hyps = [
-                detok.detokenize(line.split()) for line in lines[start : start + counts[domain]]
-            ]
-            start += counts[domain]
+            count = test_set.counts[domain]
+            hyps = [detok.detokenize(line.split()) for line in lines[start : start + count]]
+            start += count
             hypotheses[(row, domain)] = hyps
-            scores[domain] = scoring.score(hyps, references[domain])
+            scores[domain] = scoring.score(hyps, test_set.references[domain])
         rows.append((row, scores))
+    return rows, hypotheses
 
+
+def _significance(rows, hypotheses, references, domains, baseline, bootstrap_samples):
+    """Paired bootstrap tests of each row against the baseline, per domain.
+
+    Args:
+      rows: The scored rows (:func:`_score`).
+      hypotheses: ``{(row name, domain): lines}``.
+      references: ``{domain: references}``.
+      domains: The domains.
+      baseline: The baseline system's name, or ``None`` (no test); a system that uses
+        domains stands for its ``oracle`` row.
+      bootstrap_samples: Paired bootstrap resamples.
+
+    Returns:
+      ``(baseline row, {row name: {domain: p-value}})``.
+
+    Raises:
+      UserError: if the baseline is not one of the rows.
+    """
     significance = {}
-    if baseline is not None:
-        row_names = [row for row, _ in rows]
-        if baseline not in row_names and "%s (oracle)" % baseline in row_names:
-            baseline = "%s (oracle)" % baseline  # A baseline that uses domains.
-        if baseline not in row_names:
-            raise UserError(
-                "baseline %r is not one of the systems (%s)" % (baseline, ", ".join(row_names))
-            )
-        for domain in domains:
-            others = {row: hypotheses[(row, domain)] for row, _ in rows if row != baseline}
-            p_values = scoring.paired_bootstrap(
-                hypotheses[(baseline, domain)],
-                others,
-                references[domain],
-                n_samples=bootstrap_samples,
-            )
-            for row, p_value in p_values.items():
-                significance.setdefault(row, {})[domain] = p_value
+    if baseline is None:
+        return baseline, significance
+    row_names = [row for row, _ in rows]
+    if baseline not in row_names and "%s (oracle)" % baseline in row_names:
+        baseline = "%s (oracle)" % baseline  # A baseline that uses domains.
+    if baseline not in row_names:
+        raise UserError(
+            "baseline %r is not one of the systems (%s)" % (baseline, ", ".join(row_names))
+        )
+    for domain in domains:
+        others = {row: hypotheses[(row, domain)] for row, _ in rows if row != baseline}
+        p_values = scoring.paired_bootstrap(
+            hypotheses[(baseline, domain)],
+            others,
+            references[domain],
+            n_samples=bootstrap_samples,
+        )
+        for row, p_value in p_values.items():
+            significance.setdefault(row, {})[domain] = p_value
+    return baseline, significance
 
-    results = {
+
+def _results(systems, domains, test_set, outputs, rows, baseline, significance):
+    """The results dict of :func:`evaluate` (written to ``scores.json``).
+
+    Args:
+      systems: The systems.
+      domains: The domains.
+      test_set: The :class:`EvaluationData`.
+      outputs: ``{key: (row name, translation file)}`` (:func:`_translate`).
+      rows: The scored rows (:func:`_score`).
+      baseline: The baseline row, or ``None``.
+      significance: ``{row name: {domain: p-value}}`` (:func:`_significance`).
+    """
+    return {
         "domains": domains,
-        "sentences": counts,
+        "sentences": test_set.counts,
         "rows": rows,
         "significance": significance,
         "baseline": baseline,
@@ -779,9 +704,19 @@ def evaluate(
         # The tokenized translations of each row, in the order of the domains.
         "outputs": collections.OrderedDict((row, output) for row, output in outputs.values()),
     }
+
+
+def _write_results(results, out_dir):
+    """Writes ``scores.json``, ``table.md`` (:func:`format_tables`) and ``bleu.png``
+    (:func:`ldr_opennmt.evaluation.report.score_chart`), each atomically."""
     with atomic_output(os.path.join(out_dir, "scores.json")) as tmp:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(results, f, indent=2)
     write_lines_atomic(os.path.join(out_dir, "table.md"), [format_tables(results)])
-    scoring.bar_chart(rows, domains, "bleu", os.path.join(out_dir, "bleu.png"), "BLEU per domain")
-    return results
+    report.score_chart(
+        results["rows"],
+        results["domains"],
+        "bleu",
+        os.path.join(out_dir, "bleu.png"),
+        "BLEU per domain",
+    )

@@ -20,6 +20,7 @@ import yaml
 
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.evaluation.systems import System
 from ldr_opennmt.models.classifier import POSTERIOR_OPTION
 from ldr_opennmt.utils import atomic_output, read_lines, write_lines, write_lines_atomic
 
@@ -46,8 +47,6 @@ def check_classifier(classifier, system):
 
 def _with_options(system, options, directory):
     """The system's runner with extra configuration :obj:`options` (a temporary file)."""
-    from ldr_opennmt.evaluation.evaluate import System  # Cycle: evaluate imports us.
-
     path = os.path.join(directory, "options.yml")
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump(options, f)
@@ -58,7 +57,7 @@ def soft_labels(classifier, source_file, output, work_dir):
     """Writes the ens-soft label of each sentence of :obj:`source_file` to :obj:`output`.
 
     Args:
-      classifier: The domain classifier's :class:`~ldr_opennmt.evaluation.evaluate.System`.
+      classifier: The domain classifier's :class:`~ldr_opennmt.evaluation.systems.System`.
       source_file: Tokenized source sentences.
       output: The label file to write (atomically).
       work_dir: A directory for temporary files.
@@ -145,7 +144,7 @@ def fit_learned_weights(system, corpus_dir, src, tgt, per_domain=200, work_dir=N
     """Fits the ens-learned weights of :obj:`system` and stores them in its model directory.
 
     Args:
-      system: A :class:`~ldr_opennmt.evaluation.evaluate.System` with domain views.
+      system: A :class:`~ldr_opennmt.evaluation.systems.System` with domain views.
       corpus_dir: A corpus built by ``ldr-data`` (its ``dev.{domain}`` files).
       src: The source language.
       tgt: The target language.

@@ -1,12 +1,73 @@
 """The report of a per-domain evaluation (:func:`ldr_opennmt.evaluation.evaluate.evaluate`'s
-results): BLEU / chrF tables per domain with averages, and example translations next to
-their source and reference, as Markdown."""
+results): BLEU / chrF tables per domain with averages and significance marks
+(:func:`format_tables`, :func:`score_table`), their chart (:func:`score_chart`), and example
+translations next to their source and reference (:func:`examples`), as Markdown."""
 
+import math
 import os
 
 from ldr_opennmt.data import corpus as corpus_lib
-from ldr_opennmt.evaluation import scoring
+from ldr_opennmt.reports import Panel, bar_chart, markdown_table
 from ldr_opennmt.utils import read_lines
+
+
+def score_table(rows, domains, metric, significance=None, alpha=0.05, baseline=None):
+    """A Table-2-shaped Markdown table: systems x domains + average.
+
+    Args:
+      rows: A list of ``(row_name, {domain: {"bleu": x, "chrf": y}})``.
+      domains: The domain order.
+      metric: ``"bleu"`` or ``"chrf"``.
+      significance: Optional ``{row_name: {domain: p_value}}``; significant
+        BLEU differences (p < alpha) against the baseline are marked with ``*``.
+      alpha: The significance level.
+      baseline: The baseline row name (a row equal to it is never marked).
+    """
+    baseline_scores = dict(rows).get(baseline, {})
+    table = []
+    for name, scores in rows:
+        cells = []
+        values = []
+        for domain in domains:
+            value = scores.get(domain, {}).get(metric)
+            if value is None:
+                cells.append("-")
+                continue
+            values.append(value)
+            mark = ""
+            p_value = (significance or {}).get(name, {}).get(domain)
+            reference = baseline_scores.get(domain, {}).get("bleu")
+            if (
+                metric == "bleu"
+                and p_value is not None
+                and p_value < alpha
+                and scores[domain]["bleu"] != reference
+            ):
+                mark = "*"
+            cells.append("%.1f%s" % (value, mark))
+        average = sum(values) / len(values) if len(values) == len(domains) else math.nan
+        table.append([name] + cells + ["-" if math.isnan(average) else "%.1f" % average])
+    return markdown_table(["system"] + list(domains) + ["avg"], table)
+
+
+def score_chart(rows, domains, metric, path, title):
+    """Writes a grouped bar chart of one metric (a group per domain, a bar per row) as PNG,
+    atomically.
+
+    Args:
+      rows: A list of ``(row_name, {domain: {"bleu": x, "chrf": y}})``.
+      domains: The domain order.
+      metric: ``"bleu"`` or ``"chrf"``.
+      path: The PNG file to write.
+      title: The chart's title.
+    """
+    series = [
+        (name, [scores.get(domain, {}).get(metric, 0.0) for domain in domains])
+        for name, scores in rows
+    ]
+    ylabel = metric.upper() if metric == "bleu" else "chrF"
+    figsize = (2 + 1.6 * len(domains) + 0.3 * len(rows), 4.5)
+    bar_chart(path, domains, [Panel(title, ylabel, series, None)], figsize)
 
 
 def examples(corpus_dir, results, per_domain=2, rows=None, min_words=4, max_words=25):
@@ -18,7 +79,7 @@ def examples(corpus_dir, results, per_domain=2, rows=None, min_words=4, max_word
 
     Args:
       corpus_dir: The corpus the results were computed on.
-      results: The results of :func:`evaluate`.
+      results: The results of :func:`ldr_opennmt.evaluation.evaluate.evaluate`.
       per_domain: Examples per domain.
       rows: The rows to show (default: all, in the results' order).
       min_words: The shortest source shown.
@@ -40,17 +101,16 @@ def examples(corpus_dir, results, per_domain=2, rows=None, min_words=4, max_word
         references = read_lines(os.path.join(corpus_dir, "raw", "test.%s.%s" % (domain, tgt)))
         chosen = [i for i in range(count) if min_words <= len(sources[i].split()) <= max_words]
         for number, i in enumerate(chosen[:per_domain], start=1):
+            table = [["*reference*", _cell(references[i])]]
+            for row in rows:
+                hypothesis = detok.detokenize(outputs[row][start + i].split())
+                table.append([row, _cell(hypothesis)])
             lines += [
                 "**%s %d** (test line %d): %s" % (domain, number, i + 1, sources[i]),
                 "",
-                "| system | translation |",
-                "|---|---|",
-                "| *reference* | %s |" % _cell(references[i]),
+                markdown_table(["system", "translation"], table, align="ll"),
+                "",
             ]
-            for row in rows:
-                hypothesis = detok.detokenize(outputs[row][start + i].split())
-                lines.append("| %s | %s |" % (row, _cell(hypothesis)))
-            lines.append("")
         start += count
     return "\n".join(lines).rstrip() + "\n"
 
@@ -71,7 +131,7 @@ def format_tables(results):
     for metric, title in (("bleu", "BLEU"), ("chrf", "chrF")):
         parts.append("### %s\n" % title)
         parts.append(
-            scoring.markdown_table(
+            score_table(
                 rows, domains, metric, results["significance"], baseline=results.get("baseline")
             )
         )

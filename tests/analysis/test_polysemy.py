@@ -7,7 +7,6 @@ import os
 import numpy as np
 import tensorflow as tf
 import yaml
-
 from ldr_opennmt import models
 from ldr_opennmt.analysis import polysemy
 from ldr_opennmt.cli import analyze as cli
@@ -51,7 +50,7 @@ class PolysemyTest(tf.test.TestCase):
         self.assertEqual(polysemous[0].intersection, 0)
         self.assertEqual(monosemous[0].intersection, 1)
         self.assertIn(
-            "| bank | 0 | money | river |", polysemy.markdown_table(polysemous + [units["bank"]])
+            "| bank | 0 | money | river |", polysemy.neighbour_table(polysemous + [units["bank"]])
         )
 
     def test_threshold_leaving_no_unit(self):

@@ -6,7 +6,6 @@ import numpy as np
 import opennmt
 import tensorflow as tf
 import yaml
-
 from ldr_opennmt import models
 from ldr_opennmt.analysis import proportions
 from ldr_opennmt.cli import analyze as cli
@@ -54,14 +53,14 @@ class ProportionFunctionsTest(tf.test.TestCase):
         self.assertAllClose(layer.mean, [2.6 / 6, 3.4 / 6])
         self.assertEqual(proportions.argmax_accuracy(sentences, [-1, -1, -1]), (0, 0))
 
-    def test_markdown_table(self):
+    def test_layer_table(self):
         result = _hand_made()
         summary = proportions.statistics(result)
         summary.append(
             proportions.LayerStatistics("decoder/layer_0", TARGET, 0, np.full([2], np.nan), 0, 0)
         )
         self.assertEqual(
-            proportions.markdown_table(summary, result.domains, with_accuracy=True).splitlines(),
+            proportions.layer_table(summary, result.domains, with_accuracy=True).splitlines(),
             [
                 "| layer | side | positions | mean D(medical) | mean D(religious) "
                 "| argmax = domain | labelled positions |",
@@ -71,7 +70,7 @@ class ProportionFunctionsTest(tf.test.TestCase):
             ],
         )
         self.assertEqual(
-            proportions.markdown_table(summary[:1], result.domains, with_accuracy=False),
+            proportions.layer_table(summary[:1], result.domains, with_accuracy=False),
             "| layer | side | positions | mean D(medical) | mean D(religious) |\n"
             "|---|---|---:|---:|---:|\n"
             "| encoder/layer_0 | source | 6 | 0.433 | 0.567 |",

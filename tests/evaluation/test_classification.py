@@ -1,5 +1,4 @@
 import tensorflow as tf
-
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 
@@ -15,9 +14,10 @@ class ClassificationTest(tf.test.TestCase):
         self.assertEqual((it["precision"], it["recall"], it["f1"]), (None, 0.0, None))
         self.assertEqual((med["support"], rel["predicted"]), (3, 3))
         self.assertAllClose(scores["accuracy"], 3 / 6)
-        table = classification.markdown_table(scores)
+        table = classification.format_table(scores)
         self.assertIn("| med | 66.7 | 66.7 | 66.7 | 3 | 3 |", table)
         self.assertIn("| it | - | 0.0 | - | 1 | 0 |", table)
+        self.assertIn("| all (accuracy) | | 50.0 | | 6 | |", table)
 
     def test_length_mismatch(self):
         with self.assertRaisesRegex(UserError, "2 predicted labels for 3 reference"):

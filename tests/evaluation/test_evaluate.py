@@ -264,25 +264,6 @@ class EvaluateTest(helpers.SharedDirTestCase):
         )
 
 
-class SystemTest(tf.test.TestCase):
-    def test_label_modes_only_for_models_that_translate_with_labels(self):
-        paths = tiny.write_corpus(os.path.join(self.get_temp_dir(), "data"), count=10)
-        expected = {"ldr_transformer": True, "mixed_transformer": False}
-        expected["mixing_transformer"] = False  # Labels for training only.
-        for name, uses_domains in expected.items():
-            model_dir = os.path.join(self.get_temp_dir(), name)
-            os.makedirs(model_dir)
-            with open(os.path.join(ROOT, "model_defs", "small", name + ".py")) as f:
-                definition = f.read()
-            with open(os.path.join(model_dir, "model_description.py"), "w") as f:
-                f.write(definition)
-            config = os.path.join(self.get_temp_dir(), name + ".yml")
-            with open(config, "w") as f:
-                yaml.safe_dump({"model_dir": model_dir, "data": tiny.data_config(paths)}, f)
-            system = evaluate.System(name, [config])
-            self.assertEqual(system.uses_domains, uses_domains, name)
-
-
 def _write_lines(path, lines):
     with open(path, "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))
