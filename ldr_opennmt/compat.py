@@ -1,10 +1,11 @@
-"""Every coupling to OpenNMT-tf beyond its public API, in one module.
+"""Adapters on OpenNMT-tf's classes, and the ledger of every upstream name the package uses.
 
 ldr-opennmt is pinned to OpenNMT-tf :data:`PINNED_OPENNMT`. Where the public API
 offers no hook, the package relies on the upstream names listed in
-:data:`UPSTREAM_NAMES`; all of those uses are in this module and nowhere else,
-so whoever upgrades OpenNMT-tf reads one file. ``tests/test_compat.py`` checks the
-version and every listed name, and fails naming what broke.
+:data:`UPSTREAM_NAMES`; they are used in this module, in :mod:`ldr_opennmt.onmt_main`
+(taking over ``onmt-main``) and in :mod:`ldr_opennmt.guards`, and all of them are
+listed here, so whoever upgrades OpenNMT-tf reads one list. ``tests/test_compat.py``
+checks the version and every listed name, and fails naming what broke.
 
 On import, a different OpenNMT-tf version logs one warning with the names that
 are missing (see :func:`check_upstream`); the package still imports, because a
@@ -30,22 +31,8 @@ What is here, and why no public equivalent exists:
   ``_resource_apply_sparse``; the optimizer object is built by OpenNMT-tf's
   ``make_optimizer`` from the configuration, so the mixin is added to the class
   of that object (a new object would lose the configured learning-rate schedule).
-* :func:`add_mixin`, for the stock Transformer layers too: domain mixing
-  (:mod:`ldr_opennmt.layers.mixing`) runs the stock ``SelfAttentionEncoderLayer.call``
-  / ``SelfAttentionDecoderLayer.call`` inside a scope that gives the layer's domain
-  proportions to its projections, without copying those layers.
-* :func:`run_onmt_main`: ``onmt-main``'s ``main()`` builds ``opennmt.bin.main.Runner``
-  from ``sys.argv``; ``ldr-main`` runs it with its own Runner class. ``main()`` also
-  creates ``model_dir`` and copies the model definition there (through the module
-  global ``opennmt.bin.main.config_util``) before it builds its Runner: the copy is
-  deferred until the Runner has checked the configuration, so that a configuration
-  error writes nothing. ``main()`` also sets TensorFlow's thread counts, which TensorFlow
-  refuses once started: the default (0) then keeps what is in force, so that ``ldr-main``
-  runs in process too (tests).
-* :func:`initialize_logging`: ``onmt-main``'s log format (``_initialize_logging``).
-* :func:`training_steps`: ``Trainer._steps``, the training step without the
-  checkpointing and summary loop (``run/benchmarks.py`` times it), with the
-  ``TrainingStats`` that ``Trainer.__call__`` would create.
+  (Behaviours added to stock layers use no private name: they are
+  :func:`ldr_opennmt.layers.behaviours.install_behaviour`'s job.)
 * :func:`decode_target`: the teacher-forced decoder pass of
   ``SequenceToSequence.call`` (``_decode_target``), for analyses of the decoder layers.
 * :func:`set_state_reorder_flags` and :func:`decoding_predictions`: the ensembles of
@@ -61,24 +48,21 @@ What is here, and why no public equivalent exists:
   for a trainer that broadcasts before the first step and by position
   (:mod:`ldr_opennmt.training.horovod`); ``Runner.train`` builds it through the module
   global ``opennmt.runner.training_util``, swapped for the duration of the call only.
-* :mod:`ldr_opennmt.guards` (the one other module that uses names of this ledger, each
-  listed here): ``opennmt.Runner.train`` wrapped to take the training lock of its
+* :mod:`ldr_opennmt.guards` (names of this ledger, each listed here):
+  ``opennmt.Runner.train`` wrapped to take the training lock of its
   ``model_dir``, and ``opennmt.utils.checkpoint.Checkpoint.restore`` wrapped to refuse a
   checkpoint of another model, as stock ``onmt-main`` has no hook around either.
-* :func:`install_error_hook`: stock ``onmt-main`` has no error handling to extend,
-  so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
+* :mod:`ldr_opennmt.onmt_main` (taking over ``onmt-main``: ``ldr-main``'s run of its
+  ``main()`` with the package's Runner, the deferred copy of the model definition,
+  the log format and the one-line error hook): the names of ``opennmt.bin.main`` it
+  uses are listed here.
 """
 
-import argparse
 import contextlib
-import logging
-import os
-import sys
 import types
 
 import opennmt
 import tensorflow as tf
-from opennmt import config as config_util
 from opennmt import evaluation
 from opennmt import runner as runner_module
 from opennmt import training as training_module
@@ -86,8 +70,6 @@ from opennmt.bin import main as onmt_main
 from opennmt.models import sequence_to_sequence as s2s_module
 from opennmt.utils import checkpoint as checkpoint_module
 from opennmt.utils import misc
-
-from ldr_opennmt import config_loader, errors, locks
 
 PINNED_OPENNMT = "2.32.0"
 
@@ -108,10 +90,14 @@ UPSTREAM_NAMES = (
     (s2s_module, "_add_noise", "decoding_predictions"),
     (tf.keras.optimizers.legacy.Optimizer, "_resource_apply_dense", "ConditionalUpdateMixin"),
     (tf.keras.optimizers.legacy.Optimizer, "_resource_apply_sparse", "ConditionalUpdateMixin"),
-    (onmt_main, "Runner", "run_onmt_main"),
-    (onmt_main, "main", "run_onmt_main"),
-    (onmt_main, "config_util", "run_onmt_main (model description written after the checks)"),
-    (onmt_main, "_initialize_logging", "initialize_logging"),
+    (onmt_main, "Runner", "onmt_main.run_onmt_main"),
+    (onmt_main, "main", "onmt_main.run_onmt_main"),
+    (
+        onmt_main,
+        "config_util",
+        "onmt_main.run_onmt_main (model description written after the checks)",
+    ),
+    (onmt_main, "_initialize_logging", "onmt_main.initialize_logging"),
     (training_module.Trainer, "_steps", "training_steps"),
     (runner_module, "training_util", "horovod_trainer_class"),
     (training_module.HorovodTrainer, "_broadcast_variables", "HorovodTrainerAdapter"),
@@ -490,229 +476,29 @@ class ConditionalUpdateMixin:
         )
 
 
-_MIXIN_CLASSES = {}
-
-
-def add_mixin(instance, mixin):
-    """Adds :obj:`mixin` first to the class of an existing object, in place.
-
-    For objects that OpenNMT-tf constructs itself (the optimizer from the
-    configuration, the layers of a stock encoder or decoder): the instance keeps its
-    state, sublayers, configuration and checkpoint layout; the mixin's methods run
-    before the stock ones (``super()`` reaches them). One class per (class, mixin).
-
-    Returns:
-      The same object.
-    """
-    if isinstance(instance, mixin):
-        return instance
-    key = (instance.__class__, mixin)
-    if key not in _MIXIN_CLASSES:
-        name = "%s%s" % (mixin.__name__.lstrip("_"), key[0].__name__)
-        _MIXIN_CLASSES[key] = type(name, (mixin, key[0]), {})
-    instance.__class__ = _MIXIN_CLASSES[key]
-    return instance
+#: One class per (optimizer class, mixin).
+_OPTIMIZER_CLASSES = {}
 
 
 def add_optimizer_mixin(optimizer, mixin):
-    """Adds :obj:`mixin` to the class of an existing optimizer, in place.
+    """Adds :obj:`mixin` first to the class of an existing optimizer, in place.
 
-    The instance keeps its configuration, learning-rate schedule, slots and
-    checkpoint layout.
+    The optimizer is built by OpenNMT-tf's ``make_optimizer`` from the configuration:
+    the instance keeps its configuration, learning-rate schedule, slots and checkpoint
+    layout; the mixin's methods run before the stock ones (``super()`` reaches them).
+    Adding a mixin the optimizer already has changes nothing.
 
     Returns:
       The same optimizer.
     """
-    return add_mixin(optimizer, mixin)
-
-
-#: ``onmt-main``'s run types (its sub-commands).
-ONMT_RUN_TYPES = (
-    "train",
-    "eval",
-    "infer",
-    "export",
-    "score",
-    "average_checkpoints",
-    "update_vocab",
-)
-
-
-def load_run_config(config_paths, config=None):
-    """``opennmt.config.load_config`` through the package's bounded YAML loader
-    (:mod:`ldr_opennmt.config_loader`): one-line errors for a missing, empty, oversized
-    or invalid file and for alias bombs.
-
-    Raises:
-      UserError: naming the file.
-    """
-    return config_loader.load_run_config(config_paths, config=config)
-
-
-def split_run_type(argv):
-    """(global arguments, run type, run arguments), split as ``onmt-main`` splits them
-    (at the first argument that is a run type)."""
-    for i, arg in enumerate(argv):
-        if arg in ONMT_RUN_TYPES:
-            return argv[:i], arg, argv[i + 1 :]
-    return argv, None, []
-
-
-def command_line_model_dir(global_argv):
-    """The model directory ``onmt-main`` will use, or ``None`` if the arguments do not
-    say (``onmt-main`` then reports the problem itself)."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--config", nargs="+")
-    parser.add_argument("--model_dir")
-    parser.add_argument("--run_dir", default="")
-    try:
-        args, _ = parser.parse_known_args(global_argv)
-    except SystemExit:
-        return None
-    if not args.config:
-        return None
-    model_dir = args.model_dir or load_run_config(args.config).get("model_dir")
-    if not model_dir:
-        raise errors.UserError(
-            "%s: no model_dir in the configuration or on the command line" % " ".join(args.config)
-        )
-    return os.path.join(args.run_dir, model_dir) if args.run_dir else model_dir
-
-
-class _DeferredModelDescription:
-    """``opennmt.config`` as ``onmt-main``'s ``main()`` sees it, with the copy of the model
-    definition to ``model_dir`` (``load_model(..., serialize_model=True)``) held back
-    until :meth:`write` (once the Runner has checked the configuration)."""
-
-    def __init__(self):
-        self._pending = []
-
-    def __getattr__(self, name):
-        return getattr(config_util, name)
-
-    def load_config(self, config_paths, config=None):
-        return load_run_config(config_paths, config=config)
-
-    def load_model(self, model_dir, model_file=None, model_name=None, serialize_model=True,
-                   as_builder=False):  # fmt: skip
-        if model_file and not os.path.isfile(model_file):
-            raise errors.UserError("--model: %s: no such model definition file" % model_file)
-        if not model_file and not model_name:
-            description = os.path.join(model_dir, config_util.MODEL_DESCRIPTION_FILENAME)
-            if not tf.io.gfile.exists(description):
-                raise errors.UserError(
-                    "%s: no %s: give the model definition with --model"
-                    % (model_dir, config_util.MODEL_DESCRIPTION_FILENAME)
-                )
-        model = config_util.load_model(
-            model_dir,
-            model_file=model_file,
-            model_name=model_name,
-            serialize_model=False,
-            as_builder=as_builder,
-        )
-        if serialize_model and (model_file or model_name):
-            self._pending.append((model_dir, model_file, model_name))
-        return model
-
-    def write(self):
-        """Writes the held-back model descriptions (as ``load_model`` would have)."""
-        while self._pending:
-            model_dir, model_file, model_name = self._pending.pop(0)
-            # As a builder: instantiating the model here would build one more Keras model
-            # on worker 0 only, shifting its layer names (Horovod pairs tensors by name).
-            config_util.load_model(
-                model_dir,
-                model_file=model_file,
-                model_name=model_name,
-                serialize_model=True,
-                as_builder=True,
-            )
-
-
-@contextlib.contextmanager
-def _default_threads_after_start():
-    """Lets ``onmt-main``'s ``main()`` run in a process where TensorFlow has started.
-
-    ``main()`` always sets TensorFlow's thread counts (0 by default: TensorFlow picks),
-    which TensorFlow refuses with a ``RuntimeError`` once its runtime has started, even
-    for the default. Within this context, setting the default then keeps what is in
-    force, so ``ldr-main``'s ``main(argv)`` also runs in process (tests, notebooks); an
-    explicit count still fails.
-    """
-    api = tf.config.threading
-    names = ("set_intra_op_parallelism_threads", "set_inter_op_parallelism_threads")
-    saved = {name: getattr(api, name) for name in names}
-
-    def _tolerant(setter):
-        def _set(num_threads):
-            try:
-                setter(num_threads)
-            except RuntimeError:
-                if num_threads:
-                    raise
-
-        return _set
-
-    for name in names:
-        setattr(api, name, _tolerant(saved[name]))
-    try:
-        yield
-    finally:
-        for name in names:
-            setattr(api, name, saved[name])
-
-
-def run_onmt_main(argv, runner_class):
-    """Runs ``onmt-main``'s ``main()`` on :obj:`argv` with :obj:`runner_class`.
-
-    Every flag and sub-command of ``onmt-main`` works unchanged. Nothing is written
-    before the configuration is checked: the Runner is built (its constructor checks
-    the configuration) and its ``validate(run_type, with_eval=...)``, if it has one,
-    runs before the model definition is copied to ``model_dir``; a ``model_dir`` that
-    this call created is removed again if the run fails and leaves it empty.
-    """
-    argv = list(argv)
-    global_argv, run_type, run_argv = split_run_type(argv)
-    model_dir = command_line_model_dir(global_argv)
-    created = model_dir is not None and not os.path.exists(model_dir)
-    description = _DeferredModelDescription()
-    held = []
-
-    def _runner(model, config, **kwargs):
-        runner = runner_class(model, config, **kwargs)
-        validate = getattr(runner, "validate", None)
-        if validate is not None:
-            validate(run_type, with_eval="--with_eval" in run_argv)
-        if run_type == "train" and "--horovod" not in global_argv:
-            # Before the model definition is copied: a second training on this model_dir
-            # must not replace the first one's model_description.py. (With Horovod, worker
-            # 0 alone locks, in Runner.train.)
-            held.append(locks.acquire(runner.model_dir))
-        description.write()
-        return runner
-
-    saved = onmt_main.Runner, onmt_main.config_util, sys.argv
-    onmt_main.Runner, onmt_main.config_util = _runner, description
-    sys.argv = [sys.argv[0]] + argv
-    try:
-        with _default_threads_after_start():
-            return onmt_main.main()
-    except BaseException:
-        while held:
-            locks.release(held.pop(), failed=True)
-        if created and os.path.isdir(model_dir) and not os.listdir(model_dir):
-            os.rmdir(model_dir)
-        raise
-    finally:
-        onmt_main.Runner, onmt_main.config_util, sys.argv = saved
-        while held:
-            locks.release(held.pop())
-
-
-def initialize_logging(level_name):
-    """Sets up logging as ``onmt-main`` does (level name, e.g. ``"INFO"``)."""
-    onmt_main._initialize_logging(getattr(logging, level_name))
+    if isinstance(optimizer, mixin):
+        return optimizer
+    key = (optimizer.__class__, mixin)
+    if key not in _OPTIMIZER_CLASSES:
+        name = "%s%s" % (mixin.__name__.lstrip("_"), key[0].__name__)
+        _OPTIMIZER_CLASSES[key] = type(name, (mixin, key[0]), {})
+    optimizer.__class__ = _OPTIMIZER_CLASSES[key]
+    return optimizer
 
 
 def decode_target(model, labels, memory, state, memory_length, training=None):
@@ -728,25 +514,3 @@ def training_steps(trainer, dataset, accum_steps=1):
     # Trainer.__call__ creates the statistics that _steps updates.
     trainer._training_stats = training_module.TrainingStats(trainer._model, trainer._optimizer)
     return trainer._steps(dataset, accum_steps=accum_steps)
-
-
-def install_error_hook():
-    """Prints an uncaught :class:`~ldr_opennmt.errors.UserError` as one line, exit 2.
-
-    Other exceptions keep the default traceback. Installed when the package is
-    imported, which ``onmt-main --model`` does through the model definition: stock
-    ``onmt-main`` catches nothing, so this is the only way its users get the same
-    one-line errors as ``ldr-main``.
-    """
-    previous = sys.excepthook
-    if getattr(previous, "_ldr_opennmt", False):
-        return
-
-    def _hook(exc_type, exc, traceback):
-        if isinstance(exc, errors.UserError):
-            errors.report(errors.PACKAGE_PROG, exc)
-            raise SystemExit(errors.EXIT_STATUS)
-        previous(exc_type, exc, traceback)
-
-    _hook._ldr_opennmt = True
-    sys.excepthook = _hook

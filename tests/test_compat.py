@@ -1,6 +1,8 @@
 """The coupling to OpenNMT-tf: fails loudly, naming the upstream name, when it changes."""
 
+import ast
 import logging
+import os
 import sys
 
 import numpy as np
@@ -10,6 +12,7 @@ from opennmt import runner as runner_module
 from opennmt.bin import main as onmt_main
 
 from ldr_opennmt import compat
+from ldr_opennmt import onmt_main as ldr_onmt_main
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
@@ -21,6 +24,23 @@ class CompatTest(tf.test.TestCase):
 
     def test_every_upstream_name_exists(self):
         self.assertEqual(compat.missing_upstream_names(), [])
+
+    def test_the_ledger_covers_the_onmt_main_module(self):
+        # Every name of opennmt.bin.main that ldr_opennmt.onmt_main reads or patches is
+        # listed in compat's ledger (one list for whoever upgrades OpenNMT-tf).
+        with open(ldr_onmt_main.__file__, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        used = {
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "stock_main"
+        }
+        listed = {name for owner, name, _ in compat.UPSTREAM_NAMES if owner is onmt_main}
+        self.assertEqual(used, {"Runner", "config_util", "main", "_initialize_logging"})
+        self.assertLessEqual(used, listed)
+        self.assertEqual(os.path.basename(ldr_onmt_main.__file__), "onmt_main.py")
 
     def test_instance_attributes(self):
         model, paths = helpers.build_model(self)
@@ -68,7 +88,7 @@ class CompatTest(tf.test.TestCase):
         argv = list(sys.argv)
         setter = tf.config.threading.set_intra_op_parallelism_threads
         with self.assertRaises(SystemExit):
-            compat.run_onmt_main(["--help"], Runner)
+            ldr_onmt_main.run_onmt_main(["--help"], Runner)
         self.assertIs(onmt_main.Runner, opennmt.Runner)
         self.assertIs(onmt_main.config_util, opennmt.config)
         self.assertIs(tf.config.threading.set_intra_op_parallelism_threads, setter)

@@ -10,8 +10,18 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 #: Bottom to top. A module may import its own package and the layers below it.
 LAYERS = (
     ("errors",),
-    ("utils", "names", "config_loader", "config_keys", "locks", "checkpoints", "gpu"),
-    ("domains", "compat"),
+    (
+        "utils",
+        "names",
+        "config_loader",
+        "config_keys",
+        "locks",
+        "checkpoints",
+        "gpu",
+        "registry",
+        "stamps",
+    ),
+    ("domains", "compat", "onmt_main", "reports"),
     ("layers", "assets", "data", "ensembles", "guards"),
     ("inputters",),
     ("models",),

@@ -4,12 +4,14 @@ import os
 import runpy
 
 import tensorflow as tf
+import yaml
 from parameterized import parameterized
 
 from ldr_opennmt import registry
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import folding
-from tests import helpers
+from ldr_opennmt.training.runner import Runner
+from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE_FAMILIES = [(f.name,) for f in registry.families() if f.module.startswith("ldr_opennmt")]
@@ -100,6 +102,35 @@ class RegistryTest(tf.test.TestCase):
         self.assertEqual(registry.get("configured_family").module, path)
         # Loaded once: a second configuration naming it registers nothing new.
         self.assertEqual(registry.load_configured_modules({"user_modules": path}), [])
+
+    def test_a_run_configuration_names_the_module(self):
+        # The configuration key route: the model definition only names the family, and
+        # the user module registering it is loaded with the configuration, before the
+        # model is built (ldr-main, ldr-eval and every command reading a configuration).
+        directory = self.get_temp_dir()
+        paths = corpus.write_corpus(os.path.join(directory, "data"), count=4)
+        config_path = os.path.join(directory, "run.yml")
+        with open(config_path, "w") as f:
+            yaml.safe_dump(
+                {
+                    "user_modules": [os.path.join(ROOT, "examples/domain_bias/domain_bias.py")],
+                    "model_dir": os.path.join(directory, "model"),
+                    "data": corpus.data_config(paths),
+                },
+                f,
+            )
+        model_file = os.path.join(directory, "model.py")
+        with open(model_file, "w") as f:
+            f.write(
+                "from ldr_opennmt import registry\n\n\ndef model():\n"
+                "    return registry.get('domain_bias_transformer').build_tiny()\n"
+            )
+        runner = Runner.from_files([config_path], model_file=model_file)
+        self.assertEqual(type(runner.model).__name__, "DomainBiasTransformer")
+        with open(config_path, "a") as f:
+            f.write("user_modules: 3\n")
+        with self.assertRaisesRegex(UserError, "user_modules must be a list or str, got 3"):
+            Runner.from_files([config_path], model_file=model_file)
 
     def test_describe_lists_every_family(self):
         lines = registry.describe()

@@ -15,7 +15,7 @@ from the latest checkpoint or ``--checkpoint_path``.
 import argparse
 import sys
 
-from ldr_opennmt import compat, errors
+from ldr_opennmt import errors, onmt_main
 from ldr_opennmt.serving import ct2_export
 from ldr_opennmt.training.runner import Runner
 
@@ -75,7 +75,7 @@ def ctranslate2_main(args):
 def main(argv=None):
     """The ``ldr-export`` entry point."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    compat.initialize_logging(args.log_level)
+    onmt_main.initialize_logging(args.log_level)
     return errors.run_main("ldr-export", ctranslate2_main, args)
 
 

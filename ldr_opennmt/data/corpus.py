@@ -12,11 +12,11 @@ Layout written under ``out/``::
 
 A build is complete only when ``DONE`` exists; it is written last, so an
 interrupted build is rebuilt (or resumed from the cached downloads) next time.
-``DONE`` is the build's stamp: it records the build's inputs (the corpus list, the
-options, the sha256 of every input zip or wheel, or of the pairs given) and the files
-written. A corpus whose stamp differs from the inputs of a new build is rebuilt, and
-the files of the former build that the new one does not write (a dropped domain's) are
-removed.
+``DONE`` is the build's stamp file (:mod:`ldr_opennmt.stamps`): it records the build's
+inputs (the corpus list, the options, the sha256 of every input zip or wheel, or of the
+pairs given) and the files written. A corpus whose stamp differs from the inputs of a new
+build is rebuilt, saying what differs, and the files of the former build that the new one
+does not write (a dropped domain's) are removed.
 
 Nothing is written outside ``out`` nor through a symbolic link: ``out`` itself, when a
 link, is resolved once (with a message); a directory inside it that is a link is
@@ -40,6 +40,7 @@ import pyonmttok
 import yaml
 from tqdm import tqdm
 
+from ldr_opennmt import stamps
 from ldr_opennmt.data import filters, sources
 from ldr_opennmt.errors import UserError, not_utf8_error
 from ldr_opennmt.names import check_path_name
@@ -66,8 +67,6 @@ VOCAB_SIZE = 16000
 #: ldr-data's, so that a later build may write there again.
 OWNER_FILE = ".ldr-data"
 DONE_FILE = "DONE"
-#: The format of the stamp ``DONE`` holds.
-STAMP_FORMAT = 1
 
 
 def _stderr(message):
@@ -213,33 +212,16 @@ def _create_root(root):
 
 
 def read_stamp(out):
-    """The stamp of the build in :obj:`out`: ``None`` if it holds no complete build,
-    ``{}`` for a build of an older ldr-data (``DONE`` records no inputs)."""
-    try:
-        with open(os.path.join(out, DONE_FILE), "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return {}
-    try:
-        stamp = json.loads(data.decode("utf-8"))
-    except ValueError:
-        return {}
-    return stamp if isinstance(stamp, dict) else {}
-
-
-def _canonical(value):
-    """:obj:`value` as it reads back from JSON (tuples become lists), for comparisons."""
-    return json.loads(json.dumps(value))
+    """The stamp file of the build in :obj:`out` (``inputs``, ``files``): ``None`` if it
+    holds no complete build, ``{}`` for a build of an older ldr-data (``DONE`` records no
+    inputs)."""
+    return stamps.read(os.path.join(out, DONE_FILE))
 
 
 def _stamp_inputs(base, dev_size, test_size, bpe_merges, vocab_size, source_lang, target_lang):
-    """The inputs a build is stamped with: :obj:`base` (what the corpus is made of), the
-    corpus version and the options."""
-    inputs = dict(base)
-    inputs["version"] = CORPUS_VERSION
-    inputs["options"] = {
+    """The stamp of a build: :obj:`base` (what the corpus is made of), the corpus version
+    and the options."""
+    options = {
         "dev_size": dev_size,
         "test_size": test_size,
         "bpe_merges": bpe_merges,
@@ -247,40 +229,36 @@ def _stamp_inputs(base, dev_size, test_size, bpe_merges, vocab_size, source_lang
         "source_lang": source_lang,
         "target_lang": target_lang,
     }
-    return _canonical(inputs)
+    return stamps.make_stamp(**dict(base, version=CORPUS_VERSION, options=options))
 
 
 def _up_to_date(root, inputs, log):
     """The ``corpus.json`` of the build in :obj:`root` if its stamp records
     :obj:`inputs`; ``None`` (with a message saying why) if it must be (re)built."""
-    stamp = read_stamp(root)
-    if stamp is None:
-        return None
-    previous = stamp.get("inputs")
-    if previous == inputs and os.path.isfile(os.path.join(root, "corpus.json")):
+    done = os.path.join(root, DONE_FILE)
+    decision = stamps.reusable([os.path.join(root, "corpus.json")], done, inputs)
+    if decision:
         log("[data] %s is already built (from the same inputs)" % root)
         return load_info(root)
-    if not isinstance(previous, dict):
+    if decision.record is None:
+        return None  # Never completed: built without a word.
+    if not isinstance(decision.record.get(stamps.INPUTS), dict):
         log(
             "[data] %s was built by an older ldr-data (no record of its inputs): rebuilding;"
             " models trained on it may not match the new vocabularies" % root
         )
-    else:
-        changed = sorted(
-            key for key in set(previous) | set(inputs) if previous.get(key) != inputs.get(key)
-        )
+    elif decision.stale:
         log(
-            "[data] %s was built from other inputs (%s differ): rebuilding; models trained on"
-            " it do not match the new corpus" % (root, ", ".join(changed) or "files")
+            "[data] %s was built from other inputs (%s): rebuilding; models trained on"
+            " it do not match the new corpus" % (root, decision.reason)
         )
+    else:
+        log("[data] %s is incomplete (%s): rebuilding" % (root, decision.reason))
     return None
 
 
 def _pairs_sha256(pairs):
-    digest = hashlib.sha256()
-    for source, target in pairs:
-        digest.update(("%s\t%s\n" % (source, target)).encode("utf-8"))
-    return digest.hexdigest()
+    return stamps.lines_digest("%s\t%s" % (source, target) for source, target in pairs)
 
 
 class _Output:
@@ -513,8 +491,8 @@ def build(
     )
     _remove_stale(root, previous, output.written, log)
     # The stamp, last: the build is complete only once it is there.
-    stamp = {"format": STAMP_FORMAT, "inputs": inputs, "files": sorted(output.written)}
-    write_text_atomic(os.path.join(root, DONE_FILE), json.dumps(stamp, indent=2) + "\n", root=root)
+    stamp = stamps.dumps(inputs, files=sorted(output.written))
+    write_text_atomic(os.path.join(root, DONE_FILE), stamp, root=root)
     return info
 
 
@@ -572,6 +550,22 @@ DEFAULT_DOMAINS = collections.OrderedDict(
 )
 
 
+def _default_base():
+    return {
+        "corpus": "default",
+        "domains": list(DEFAULT_DOMAINS),
+        # The wheels are pinned by sha256 and checked at every fetch: their pins are
+        # the content of the inputs.
+        "wheels": {package: list(pin) for package, pin in sorted(sources.WHEELS.items())},
+    }
+
+
+def default_stamp(dev_size=500, test_size=500, bpe_merges=8000):
+    """The stamp of the default corpus built with these options (what ``DONE`` records
+    once :func:`build_default` has built it)."""
+    return _stamp_inputs(_default_base(), dev_size, test_size, bpe_merges, VOCAB_SIZE, "en", "fr")
+
+
 def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, log=_stderr):
     """Builds the default English->French corpus (medical, religious, software).
 
@@ -580,15 +574,7 @@ def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, 
     """
     check_sizes(dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges)
     root = _output_root(out, log)
-    base = {
-        "corpus": "default",
-        "domains": list(DEFAULT_DOMAINS),
-        # The wheels are pinned by sha256 and checked at every fetch: their pins are
-        # the content of the inputs.
-        "wheels": {package: list(pin) for package, pin in sorted(sources.WHEELS.items())},
-    }
-    options = (dev_size, test_size, bpe_merges, VOCAB_SIZE, "en", "fr")
-    info = _up_to_date(root, _stamp_inputs(base, *options), log)
+    info = _up_to_date(root, default_stamp(dev_size, test_size, bpe_merges), log)
     if info is not None:
         return info
     domain_pairs = collections.OrderedDict()
@@ -604,7 +590,7 @@ def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, 
         test_size=test_size,
         bpe_merges=bpe_merges,
         log=log,
-        inputs=base,
+        inputs=_default_base(),
     )
 
 

@@ -12,8 +12,9 @@ adapter: the layer's output is passed on unchanged, so generic translates exactl
 the base model.
 
 :func:`install` puts a :class:`ResidualAdapter` in every layer of a stock OpenNMT-tf
-``SelfAttentionEncoder``/``SelfAttentionDecoder`` (an ``adapter`` sublayer, and a mixin
-whose ``call`` applies it to the stock layer's output): the stock variables keep their
+``SelfAttentionEncoder``/``SelfAttentionDecoder`` (an ``adapter`` sublayer, and a behaviour,
+:class:`AdaptedEncoderLayer` or :class:`AdaptedDecoderLayer`, whose ``call`` applies it to
+the stock layer's output; see :mod:`ldr_opennmt.layers.behaviours`): the stock variables keep their
 checkpoint paths, so a trained Transformer (the Mixed baseline) restores into the model
 and its adapters are the only new variables.
 
@@ -29,11 +30,17 @@ model's ``domains`` training mode the shared (base) parameters are frozen and ea
 domain's adapters learn from that domain's sentences only (an adapter of a domain absent
 from a step gets an exact zero gradient, and the optimizer skips its update).
 
-**Efficiency.** Both projections go through
-:func:`~ldr_opennmt.layers.factorized.domain_matmul` (the positions partitioned by domain
-in training, one kernel for a one-domain batch in inference, every copy under XLA), with
-an all-zero "general copy" for ``generic``. Only the layer norm's scale and offset are
-gathered per sentence (vectors, not matrices).
+**Per-domain storage and efficiency.** The adapter is a
+:class:`~ldr_opennmt.layers.per_domain.DomainCopies` layer whose general copies are
+constants (``generic_value``: 0 for the projections, 1 and 0 for the layer norm's scale
+and offset), so ``generic`` is exactly the identity and no variable is added beside the
+regions. Both projections go through
+:meth:`~ldr_opennmt.layers.per_domain.DomainCopies.project` (the positions partitioned
+by domain in training, one kernel for a one-domain batch in inference, every copy under
+XLA: :func:`~ldr_opennmt.layers.per_domain.domain_matmul`). Only the layer norm's scale
+and offset are gathered per sentence
+(:meth:`~ldr_opennmt.layers.per_domain.DomainCopies.per_sentence`: vectors, not
+matrices).
 
 A residual adapter is not linear: it cannot be folded into a plain Transformer, so the
 CTranslate2 export refuses it (:meth:`ResidualAdapter.fold`); the SavedModel serves it.
@@ -42,10 +49,9 @@ CTranslate2 export refuses it (:meth:`ResidualAdapter.fold`); the SavedModel ser
 import opennmt
 import tensorflow as tf
 
-from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.layers.context import DomainSpecificLayer, current_domain
-from ldr_opennmt.layers.factorized import domain_matmul
+from ldr_opennmt.layers.behaviours import Behaviour, check_installable, install_behaviour
+from ldr_opennmt.layers.per_domain import DomainCopies
 
 #: The epsilon of OpenNMT-tf's ``LayerNorm`` (Keras' ``LayerNormalization`` default).
 LAYER_NORM_EPSILON = 1e-3
@@ -62,8 +68,13 @@ def validate_inner_dim(inner_dim):
     return inner_dim
 
 
-class ResidualAdapter(tf.keras.layers.Layer, DomainSpecificLayer):
+class ResidualAdapter(tf.keras.layers.Layer, DomainCopies):
     """One residual adapter per domain region, applied to each sentence's own.
+
+    Weights, per region ``k``: ``domain_<k>_gamma``, ``domain_<k>_beta`` (the layer
+    norm), ``domain_<k>_down_kernel``, ``domain_<k>_down_bias``, ``domain_<k>_up_kernel``
+    and ``domain_<k>_up_bias``; each region is initialized on its own. ``generic``
+    selects constant general copies that make the adapter the identity.
 
     Args:
       inner_dim: The bottleneck size.
@@ -75,84 +86,32 @@ class ResidualAdapter(tf.keras.layers.Layer, DomainSpecificLayer):
     def __init__(self, inner_dim, num_regions=None, **kwargs):
         super().__init__(**kwargs)
         self.inner_dim = validate_inner_dim(inner_dim)
-        self.num_regions = num_regions
-        #: Set for XLA: see :func:`~ldr_opennmt.layers.factorized.domain_matmul`.
-        self.branch_free = False
-
-    def set_num_regions(self, num_regions):
-        """Sets the number of domain regions (before the layer is built).
-
-        Raises:
-          UserError: if the layer is built with another count.
-        """
-        if self.built and num_regions != self.num_regions:
-            raise UserError(
-                "%s is built with %d domain regions: cannot set %d"
-                % (self.name, self.num_regions, num_regions)
-            )
-        self.num_regions = num_regions
+        self.init_copies(num_regions)
 
     def build(self, input_shape):
-        if self.num_regions is None:
-            raise UserError(
-                "%s: the number of domain regions is not set: initialize the model (or call "
-                "set_num_regions) before building it" % self.name
-            )
         depth = input_shape[-1]
         zeros, ones = tf.keras.initializers.Zeros(), tf.keras.initializers.Ones()
-        # Untracked: add_domain_weight tracks the variables (one checkpoint path each).
-        object.__setattr__(self, "_weights_by_name", {})
         specs = (
-            ("gamma", [depth], ones),
-            ("beta", [depth], zeros),
-            ("down_kernel", [depth, self.inner_dim], "glorot_uniform"),
-            ("down_bias", [self.inner_dim], zeros),
-            ("up_kernel", [self.inner_dim, depth], zeros),
-            ("up_bias", [depth], zeros),
+            ("gamma", [depth], ones, 1),
+            ("beta", [depth], zeros, 0),
+            ("down_kernel", [depth, self.inner_dim], "glorot_uniform", 0),
+            ("down_bias", [self.inner_dim], zeros, 0),
+            ("up_kernel", [self.inner_dim, depth], zeros, 0),
+            ("up_bias", [depth], zeros, 0),
         )
-        for name, shape, initializer in specs:
-            self._weights_by_name[name] = [
-                self.add_domain_weight(
-                    region, name, shape, initializer=tf.keras.initializers.get(initializer)
-                )
-                for region in range(self.num_regions)
-            ]
+        for name, shape, initializer, generic_value in specs:
+            self.add_copies(name, shape, initializer, generic_value=generic_value)
         super().build(input_shape)
-
-    def _copies(self, name, generic_value):
-        """The general (generic) copy, then every region's, in the compute dtype."""
-        regions = [tf.cast(v, self.compute_dtype) for v in self._weights_by_name[name]]
-        return [tf.fill(tf.shape(regions[0]), tf.constant(generic_value, self.compute_dtype))] + (
-            regions
-        )
-
-    def _per_sentence(self, name, generic_value, domain, rank):
-        """``[batch, 1, ..., depth]``: each sentence's copy of a vector weight."""
-        value = tf.gather(tf.stack(self._copies(name, generic_value)), domain + 1)
-        for _ in range(rank - 2):
-            value = tf.expand_dims(value, 1)
-        return value
 
     def call(self, inputs, training=None):
         """Applies each sentence's adapter (``generic``: none) to ``[batch, ..., depth]``."""
-        domain = current_domain()
         rank = inputs.shape.rank
         mean, variance = tf.nn.moments(inputs, axes=[-1], keepdims=True)
         normalized = (inputs - mean) * tf.math.rsqrt(variance + LAYER_NORM_EPSILON)
-        normalized = normalized * self._per_sentence("gamma", 1, domain, rank)
-        normalized += self._per_sentence("beta", 0, domain, rank)
-        options = dict(branch_free=self.branch_free, training=bool(training))
-        hidden = domain_matmul(
-            normalized,
-            self._copies("down_kernel", 0),
-            self._copies("down_bias", 0),
-            domain,
-            **options,
-        )
-        hidden = tf.nn.relu(hidden)
-        delta = domain_matmul(
-            hidden, self._copies("up_kernel", 0), self._copies("up_bias", 0), domain, **options
-        )
+        normalized = normalized * self.per_sentence("gamma", rank)
+        normalized += self.per_sentence("beta", rank)
+        hidden = tf.nn.relu(self.project(normalized, "down_kernel", "down_bias", training=training))
+        delta = self.project(hidden, "up_kernel", "up_bias", training=training)
         return inputs + delta
 
     def fold(self, domain_id):
@@ -163,16 +122,20 @@ class ResidualAdapter(tf.keras.layers.Layer, DomainSpecificLayer):
         )
 
 
-class _AdaptedEncoderLayer:
-    """Mixin of a stock encoder layer: its output goes through its ``adapter``."""
+class AdaptedEncoderLayer(Behaviour):
+    """Behaviour of a stock encoder layer: its output goes through its ``adapter``."""
+
+    applies_to = (opennmt.layers.SelfAttentionEncoderLayer,)
 
     def call(self, x, mask=None, training=None):
         outputs = super().call(x, mask=mask, training=training)
         return self.adapter(outputs, training=training)
 
 
-class _AdaptedDecoderLayer:
-    """Mixin of a stock decoder layer: its output goes through its ``adapter``."""
+class AdaptedDecoderLayer(Behaviour):
+    """Behaviour of a stock decoder layer: its output goes through its ``adapter``."""
+
+    applies_to = (opennmt.layers.SelfAttentionDecoderLayer,)
 
     def call(self, inputs, mask=None, memory=None, memory_mask=None, cache=None, training=None):
         outputs, cache, attention = super().call(
@@ -205,9 +168,9 @@ def install(layer_stack, inner_dim, num_regions=None):
     """
     validate_inner_dim(inner_dim)
     if isinstance(layer_stack, opennmt.encoders.SelfAttentionEncoder):
-        layer_class, mixin = opennmt.layers.SelfAttentionEncoderLayer, _AdaptedEncoderLayer
+        behaviour = AdaptedEncoderLayer
     elif isinstance(layer_stack, opennmt.decoders.SelfAttentionDecoder):
-        layer_class, mixin = opennmt.layers.SelfAttentionDecoderLayer, _AdaptedDecoderLayer
+        behaviour = AdaptedDecoderLayer
     else:
         raise UserError(
             "residual adapters install into a SelfAttentionEncoder or SelfAttentionDecoder, "
@@ -215,15 +178,12 @@ def install(layer_stack, inner_dim, num_regions=None):
         )
     if layer_stack.built:
         raise UserError("install residual adapters before the %s is built" % layer_stack.name)
+    for layer in layer_stack.layers:
+        check_installable(layer, behaviour)  # Stock layers (once), before any change.
     adapters = []
     for layer in layer_stack.layers:
-        if type(layer) is not layer_class:
-            raise UserError(
-                "%s is a %s, not a stock %s: residual adapters install once, into stock layers"
-                % (layer.name, type(layer).__name__, layer_class.__name__)
-            )
         layer.adapter = ResidualAdapter(inner_dim, num_regions=num_regions, name="adapter")
-        compat.add_mixin(layer, mixin)
+        install_behaviour(layer, behaviour)
         adapters.append(layer.adapter)
     return adapters
 

@@ -18,6 +18,22 @@ The scope is a tensor bound while the graph is traced, kept per thread (replicas
 of a ``MirroredStrategy`` are traced in parallel threads), and always restored on
 exit. Calling a domain-aware layer outside a scope is an error, never a silent
 fallback.
+
+**One stack for every piece of domain context.** The domain ids are one kind of
+*frame* on a per-thread stack; the same stack carries the other values that a
+forward pass binds for the layers it calls: the domain proportions of the mixed
+layer being called (:func:`ldr_opennmt.layers.mixing.mixing_scope`) and the open
+collections of every :class:`Recorder`. :func:`push_frame` opens a frame (a context
+manager: always removed on exit, exceptions included), :func:`innermost_frame` reads
+the innermost frame of a kind. A new method that needs its own context uses a key of
+its own:
+
+.. code-block:: python
+
+    _TEMPERATURE = "my_method.temperature"
+
+    with push_frame(_TEMPERATURE, temperature):
+        ...  # a layer called here reads innermost_frame(_TEMPERATURE)
 """
 
 import contextlib
@@ -28,13 +44,80 @@ import tensorflow as tf
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 
+#: The frame kind of :func:`domain_scope`.
+DOMAIN = "domain"
+
+#: The per-thread stack of frames (see :func:`push_frame`).
 _STATE = threading.local()
 
+_MISSING = object()
 
-def _stack():
-    if not hasattr(_STATE, "stack"):
-        _STATE.stack = []
-    return _STATE.stack
+
+class _Frame:
+    """One entry of the stack: a kind (any hashable key) and its value."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key, value):
+        self.key = key
+        self.value = value
+
+
+def _frames():
+    frames = getattr(_STATE, "frames", None)
+    if frames is None:
+        frames = _STATE.frames = []
+    return frames
+
+
+@contextlib.contextmanager
+def push_frame(key, value):
+    """Binds :obj:`value` under :obj:`key` on this thread's stack while the context is open.
+
+    The frame is removed on exit, exceptions included (itself, even if an inner frame
+    of another kind was left open by a scope exited out of order).
+
+    Args:
+      key: The kind of the frame (a string, or an object such as a :class:`Recorder`).
+      value: The value that :func:`innermost_frame` returns for :obj:`key`.
+
+    Yields:
+      :obj:`value`.
+    """
+    frames = _frames()
+    frame = _Frame(key, value)
+    frames.append(frame)
+    try:
+        yield value
+    finally:
+        for index in range(len(frames) - 1, -1, -1):
+            if frames[index] is frame:
+                del frames[index]
+                break
+
+
+def innermost_frame(key, default=_MISSING):
+    """The value of the innermost open frame of kind :obj:`key` on this thread.
+
+    Args:
+      key: The kind of frame.
+      default: Returned when no such frame is open.
+
+    Raises:
+      LookupError: if no such frame is open and no :obj:`default` is given.
+    """
+    for frame in reversed(_frames()):
+        if frame.key == key:
+            return frame.value
+    if default is _MISSING:
+        raise LookupError("no %r frame is open" % (key,))
+    return default
+
+
+def open_frames():
+    """``(key, value)`` of every frame open on this thread, outermost first (for tests
+    and debugging)."""
+    return [(frame.key, frame.value) for frame in _frames()]
 
 
 @contextlib.contextmanager
@@ -45,13 +128,8 @@ def domain_scope(domain):
       domain: An int32 tensor of shape ``[batch]``: one domain id per sentence
         (``-1`` for generic), in the same batch order as the layer inputs.
     """
-    domain = tf.convert_to_tensor(domain, dtype=tf.int32)
-    stack = _stack()
-    stack.append(domain)
-    try:
+    with push_frame(DOMAIN, tf.convert_to_tensor(domain, dtype=tf.int32)) as domain:
         yield domain
-    finally:
-        stack.pop()
 
 
 class Recorder:
@@ -72,36 +150,21 @@ class Recorder:
     nothing (e.g. inside beam search's loop).
     """
 
-    def __init__(self):
-        self._state = threading.local()
-
-    def _stack(self):
-        if not hasattr(self._state, "stack"):
-            self._state.stack = []
-        return self._state.stack
-
-    @contextlib.contextmanager
-    def _push(self, records):
-        stack = self._stack()
-        stack.append(records)
-        try:
-            yield records
-        finally:
-            stack.pop()
+    # The recorder itself is the key of its frames on the stack of push_frame.
 
     def collect(self):
         """A context manager yielding the list of the values recorded while it is open."""
-        return self._push([])
+        return push_frame(self, [])
 
     def pause(self):
         """A context manager while which nothing is recorded."""
-        return self._push(None)
+        return push_frame(self, None)
 
     def record(self, value):
         """Appends :obj:`value` to the innermost open collection, if any."""
-        stack = self._stack()
-        if stack and stack[-1] is not None:
-            stack[-1].append(value)
+        records = innermost_frame(self, None)
+        if records is not None:
+            records.append(value)
 
 
 def current_domain():
@@ -110,13 +173,13 @@ def current_domain():
     Raises:
       RuntimeError: if no scope is active.
     """
-    stack = _stack()
-    if not stack:
+    domain = innermost_frame(DOMAIN, None)
+    if domain is None:
         raise RuntimeError(
             "A domain-aware layer was called outside a domain scope: call it through a "
             "multi-domain model or inside ldr_opennmt.layers.domain_scope(domain_ids)"
         )
-    return stack[-1]
+    return domain
 
 
 def domain_one_hot(depth, dtype, rank=2):

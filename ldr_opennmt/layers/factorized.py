@@ -22,6 +22,10 @@ part. The schemes of Figure 1 implemented here:
   ``logits = (h W_d^S^T) W^C^T`` (:class:`FactorizedOutput`, a decoder output
   layer reading the target :class:`FactorizedEmbedder`'s variables).
 
+The per-domain machinery (general copies, regions, the selection of each sentence's
+copy, :class:`DomainDense`) is :mod:`ldr_opennmt.layers.per_domain`, shared with the
+residual adapters; this module builds the factorized schemes from it.
+
 The paper's designs are combinations: PA = F5, SF = F2 + F6, DF = F1 + F2 + F3 + F4;
 :func:`install` puts the attention and FFN blocks of one design into a stock
 ``SelfAttentionEncoder`` or ``SelfAttentionDecoder`` (``"df_attention_ffn"`` is the
@@ -45,7 +49,8 @@ label selects, each part is multiplied by its copy and the results are put back 
 place: one set of weights' FLOPs whatever the mix of domains, and no conditional.
 In inference a batch of one domain uses that domain's kernel and a mixed batch
 every copy, rows selected; under XLA (``branch_free``, static shapes) every copy is
-applied to the whole batch. :func:`domain_matmul` gives the measurements behind
+applied to the whole batch.
+:func:`~ldr_opennmt.layers.per_domain.domain_matmul` gives the measurements behind
 these choices. Variables are read in the layer's compute dtype
 (``mixed_float16``/``mixed_bfloat16``).
 
@@ -60,10 +65,11 @@ import tensorflow as tf
 from opennmt.layers import common
 from opennmt.utils.misc import shape_list
 
-from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.layers.context import DomainSpecificLayer, current_domain
+from ldr_opennmt.layers.context import DomainSpecificLayer
 from ldr_opennmt.layers.embedding import DomainAwareWordEmbedder
+from ldr_opennmt.layers.per_domain import DomainCopies, DomainDense, DomainLinear
+from ldr_opennmt.layers.per_domain import fresh_initializer as _fresh
 from ldr_opennmt.layers.replace import replace_dense
 
 #: The designs :func:`install` knows.
@@ -83,348 +89,6 @@ PAPER_SIZES = dict(
     num_domains=5,
     d_inner=280,
 )
-
-
-def _constant_initializer(value):
-    """An initializer returning a fixed tensor (the general copy's initial value)."""
-
-    def _initializer(shape, dtype=None, **kwargs):
-        return tf.cast(value, dtype) if dtype is not None else value
-
-    return _initializer
-
-
-def _fresh(initializer):
-    """A new instance of :obj:`initializer` (an unseeded Keras initializer instance
-    returns the same values at each call: never call one twice)."""
-    if isinstance(initializer, tf.keras.initializers.Initializer):
-        return initializer.__class__.from_config(initializer.get_config())
-    return tf.keras.initializers.get(initializer)
-
-
-def _initial_value(initializer, shape, dtype):
-    """Draws an initial value once, outside any function being traced."""
-    with tf.init_scope():
-        return tf.convert_to_tensor(_fresh(initializer)(shape, dtype=dtype))
-
-
-def _row_index(index, shape):
-    """Per-row copy index of the flattened inputs: ``index [B]`` -> ``[prod(shape[:-1])]``."""
-    rank = len(shape)
-    index = tf.reshape(index, [-1] + [1] * (rank - 2))
-    return tf.reshape(tf.broadcast_to(index, shape[:-1]), [-1])
-
-
-def domain_matmul(
-    inputs, kernels, biases, domain, branch_free=False, training=False, transpose=False
-):
-    """Projects each sentence with the copy its domain selects.
-
-    Three paths, the same result (to float32 rounding), chosen by measurement (Factorized
-    PA/SF/DF at 2 layers x 256 units on CPU, ``run/bench.sh --families factorized``):
-
-    * training (:obj:`training` true): the positions of the batch are partitioned by the
-      copy their sentence selects (``tf.dynamic_partition``), each part is multiplied by
-      its copy and the results are put back in place (``tf.dynamic_stitch``): one set of
-      weights' FLOPs whatever the mix of domains (a copy no sentence uses multiplies an
-      empty part and gets an exact zero gradient), and no conditional. A ``tf.cond`` per
-      projection here (one kernel if the batch has one domain, else every copy) cost PA
-      1.42x / SF 1.42x / DF 1.84x a vanilla step and 1.6-1.7x its memory (cond_v2 keeps
-      the intermediates of its branches for the gradient); partitioning: 0.93-1.21x,
-      0.80-0.98x, 0.74-0.87x and 1.22-1.37x;
-    * inference: a batch of one domain is multiplied by that domain's kernel, selected by
-      index; a batch mixing domains by every copy, the rows then selected (``tf.cond``
-      between the two). Beam search multiplies a few rows per step, where partitioning
-      costs more than the matmuls (mixed batches: PA 1.75x, SF 1.61x vanilla's time,
-      against 0.9-1.1x this way);
-    * :obj:`branch_free` (XLA, ``--jit_compile``: static shapes, no ``tf.cond`` gradient
-      in TensorFlow 2.13): every copy on every row, the rows selected.
-
-    A per-sentence kernel ``[batch, n, m]`` is never gathered.
-
-    Args:
-      inputs: A tensor ``[batch, ..., n]``.
-      kernels: The copies ``[n, m]`` (``[m, n]`` with :obj:`transpose`): the general
-        copy first, then region 0, 1, ...
-      biases: The matching ``[m]`` bias copies, or ``None``.
-      domain: The domain ids ``[batch]`` (-1: the general copy).
-      branch_free: Take the static-shape path (XLA).
-      training: Whether this is a training step (Keras' ``training`` flag).
-      transpose: Multiply by the transpose of each kernel (without materializing it).
-
-    Returns:
-      A tensor ``[batch, ..., m]``.
-    """
-    shape = shape_list(inputs)
-    flat = tf.reshape(inputs, [-1, shape[-1]])
-
-    def _project(rows, kernel, bias):
-        outputs = tf.matmul(rows, kernel, transpose_b=transpose)
-        return outputs if bias is None else tf.nn.bias_add(outputs, bias)
-
-    def _copy(copy):
-        return kernels[copy], biases[copy] if biases else None
-
-    def _every_copy(index):
-        units = kernels[0].shape[0 if transpose else -1]
-        outputs = tf.zeros([tf.shape(flat)[0], units], flat.dtype)
-        for copy in range(len(kernels)):
-            selected = tf.expand_dims(tf.equal(index, copy), -1)
-            outputs = tf.where(selected, _project(flat, *_copy(copy)), outputs)
-        return outputs
-
-    def _partitioned(index):
-        count = len(kernels)
-        parts = tf.dynamic_partition(flat, index, count)
-        positions = tf.dynamic_partition(tf.range(tf.shape(flat)[0]), index, count)
-        return tf.dynamic_stitch(positions, [_project(p, *_copy(c)) for c, p in enumerate(parts)])
-
-    def _selected(index):
-        first, last = tf.reduce_min(index), tf.reduce_max(index)  # Empty batch: mixed.
-
-        def _single():
-            bias = tf.gather(tf.stack(biases), last) if biases else None
-            return _project(flat, tf.gather(tf.stack(kernels), last), bias)
-
-        return tf.cond(tf.equal(first, last), _single, lambda: _every_copy(index))
-
-    if len(kernels) == 1:
-        outputs = _project(flat, *_copy(0))
-    else:
-        index = _row_index(tf.cast(domain, tf.int32) + 1, shape)  # 0 is the general copy.
-        if branch_free:
-            outputs = _every_copy(index)
-        elif training:
-            outputs = _partitioned(index)
-        else:
-            outputs = _selected(index)
-    return tf.reshape(outputs, shape[:-1] + [outputs.shape[-1] or tf.shape(outputs)[-1]])
-
-
-class DomainCopies(DomainSpecificLayer):
-    """Mixin of the Keras layers that keep per-domain copies of some weights.
-
-    Each such weight has a general copy (shared, selected by ``GENERIC_ID``) and one
-    copy per region, created equal to it by :meth:`add_copies`; :meth:`project`
-    multiplies each sentence by its domain's copy, :meth:`unfold` copies the general
-    copy into every region. The layer calls :meth:`init_copies` in ``__init__``.
-    """
-
-    def init_copies(self, num_regions=None):
-        """Initializes the copy registry (call it in ``__init__``).
-
-        Args:
-          num_regions: The number of domain regions, or ``None`` to set it later
-            with :meth:`set_num_regions`.
-        """
-        self.num_regions = None
-        #: Set for XLA: see :func:`domain_matmul`.
-        self.branch_free = False
-        object.__setattr__(self, "_copies", {})  # Untracked: add_weight tracks the variables.
-        if num_regions is not None:
-            self.set_num_regions(num_regions)
-
-    def set_num_regions(self, num_regions):
-        """Sets the number of domain regions; call it before the layer is built.
-
-        Args:
-          num_regions: The number of regions (declared domains plus reserved ones).
-
-        Raises:
-          UserError: if the count is negative, or differs from the built one.
-        """
-        if num_regions < 0:
-            raise UserError("num_regions must be >= 0, got %d" % num_regions)
-        if self.built and num_regions != self.num_regions:
-            raise UserError(
-                "%s is built with %d domain regions: cannot set %d"
-                % (self.name, self.num_regions, num_regions)
-            )
-        self.num_regions = num_regions
-
-    def add_copies(self, name, shape, initializer, trainable=True):
-        """Creates the general copy ``name`` and one ``domain_<k>_<name>`` per region.
-
-        Every region starts equal to the general copy.
-
-        Args:
-          name: The weight name.
-          shape: The weight shape.
-          initializer: The general copy's initializer.
-          trainable: Whether the general copy is trainable (regions always are).
-
-        Returns:
-          The general copy.
-        """
-        if self.num_regions is None:
-            raise UserError(
-                "%s: the number of domain regions is not set: initialize the model (or call "
-                "set_num_regions(), factorized.install) before building it" % self.name
-            )
-        initializer = _constant_initializer(_initial_value(initializer, shape, self.dtype))
-        general = self.add_weight(name, shape, initializer=initializer, trainable=trainable)
-        regions = [
-            self.add_domain_weight(region, name, shape, initializer=initializer)
-            for region in range(self.num_regions)
-        ]
-        self._copies[name] = [general] + regions
-        return general
-
-    def fixed_general_copies(self):
-        """The general copies that are not trainable (the F6 identity): a plain
-        Transformer has no counterpart to restore them from."""
-        return [v[0] for v in self._copies.values() if not v[0].trainable]
-
-    def copies(self, name):
-        """The weight ``name``: general copy first, then region 0, 1, ..."""
-        return list(self._copies[name])
-
-    def copy_for(self, name, domain_id):
-        """The copy of weight ``name`` that :obj:`domain_id` uses (-1: the general copy)."""
-        if domain_id != domains_lib.GENERIC_ID and not 0 <= domain_id < self.num_regions:
-            raise UserError(
-                "domain id %d, but %s has %d regions" % (domain_id, self.name, self.num_regions)
-            )
-        return tf.convert_to_tensor(self._copies[name][domain_id + 1])
-
-    def unfold(self):
-        """Copies every general copy into all regions (the curriculum's unfold step)."""
-        for variables in self._copies.values():
-            general = variables[0]
-            for region in variables[1:]:
-                region.assign(tf.convert_to_tensor(general))
-
-    def project(
-        self, inputs, kernel_name, bias_name=None, transpose=False, dtype=None, training=None
-    ):
-        """Projects :obj:`inputs` with each sentence's copy of a kernel (and bias).
-
-        Args:
-          inputs: A tensor ``[batch, ..., n]``.
-          kernel_name: The kernel, ``[n, m]`` (``[m, n]`` with :obj:`transpose`).
-          bias_name: The bias ``[m]``, or ``None``.
-          transpose: Multiply by the transposed kernels.
-          dtype: The computation dtype (default: the layer's compute dtype).
-          training: Keras' ``training`` flag (see :func:`domain_matmul`).
-        """
-        dtype = dtype or self.compute_dtype
-        kernels = [tf.cast(v, dtype) for v in self._copies[kernel_name]]
-        biases = [tf.cast(v, dtype) for v in self._copies[bias_name]] if bias_name else None
-        return domain_matmul(
-            inputs,
-            kernels,
-            biases,
-            current_domain(),
-            branch_free=self.branch_free,
-            training=bool(training),
-            transpose=transpose,
-        )
-
-
-class DomainLinear(tf.keras.layers.Layer, DomainCopies):
-    """Base of the factorized layers: general copies, regions, unfold and selection.
-
-    A subclass creates each per-domain weight with :meth:`add_copies` in ``build``
-    and projects with :meth:`project` in ``call``.
-    """
-
-    def __init__(self, units, activation=None, num_regions=None, **kwargs):
-        """Initializes the layer.
-
-        Args:
-          units: The output size.
-          activation: The activation applied to the output (``None``: linear).
-          num_regions: The number of domain regions, or ``None`` to set it later
-            with :meth:`set_num_regions`.
-          **kwargs: Additional layer keyword arguments (``name``, ``dtype``, ...).
-        """
-        super().__init__(**kwargs)
-        if units <= 0:
-            raise UserError("%s: units must be > 0, got %d" % (type(self).__name__, units))
-        self.units = units
-        self.activation = tf.keras.activations.get(activation)
-        self.init_copies(num_regions)
-
-    def activate(self, outputs):
-        """Applies the activation, if any."""
-        return self.activation(outputs) if self.activation is not None else outputs
-
-
-class DomainDense(DomainLinear):
-    """A per-domain ``opennmt.layers.Dense`` (schemes F5 and, tiled, F2).
-
-    Weights: the general copy ``kernel`` ``[input_dim, units // tile]`` and ``bias``
-    (so that the layer's plain view is its generic part) and, per region ``k``,
-    ``domain_<k>_kernel`` and ``domain_<k>_bias``. With ``tile > 1`` the layer is a
-    multi-query K/V projection: one head of ``units // tile`` outputs repeated
-    ``tile`` times.
-    """
-
-    def __init__(
-        self,
-        units,
-        use_bias=True,
-        activation=None,
-        tile=1,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        num_regions=None,
-        **kwargs
-    ):
-        """Initializes the layer.
-
-        Args:
-          units: The output size (after tiling).
-          use_bias: Whether the layer has a bias.
-          activation: The activation applied to the output.
-          tile: How many times the projection is repeated along the output axis
-            (the number of heads for a multi-query K/V projection).
-          kernel_initializer: The general copy's kernel initializer.
-          bias_initializer: The general copy's bias initializer.
-          num_regions: The number of domain regions (or :meth:`set_num_regions`).
-          **kwargs: Additional layer keyword arguments.
-
-        Raises:
-          UserError: if :obj:`units` is not a multiple of :obj:`tile`.
-        """
-        super().__init__(units, activation=activation, num_regions=num_regions, **kwargs)
-        if tile <= 0 or units % tile != 0:
-            raise UserError(
-                "DomainDense: units (%d) must be a multiple of tile (%d)" % (units, tile)
-            )
-        self.use_bias = use_bias
-        self.tile = tile
-        self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer
-
-    def build(self, input_shape):
-        size = self.units // self.tile
-        self.kernel = self.add_copies("kernel", [input_shape[-1], size], self.kernel_initializer)
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_copies("bias", [size], self.bias_initializer)
-        super().build(input_shape)
-
-    def call(self, inputs, training=None):
-        outputs = self.project(
-            inputs, "kernel", "bias" if self.use_bias else None, training=training
-        )
-        outputs = self.activate(outputs)
-        if self.tile > 1:
-            outputs = tf.tile(outputs, [1] * (outputs.shape.rank - 1) + [self.tile])
-        return outputs
-
-    def fold(self, domain_id):
-        """The weights of the plain Dense this layer equals for :obj:`domain_id`.
-
-        Returns:
-          ``{"kernel": [input_dim, units], "bias": [units]}`` (no bias without
-          ``use_bias``); a multi-query layer gives its tiled kernel.
-        """
-        weights = {"kernel": tf.tile(self.copy_for("kernel", domain_id), [1, self.tile])}
-        if self.use_bias:
-            weights["bias"] = tf.tile(self.copy_for("bias", domain_id), [self.tile])
-        return weights
 
 
 class DomainAdaptedDense(DomainLinear):

@@ -39,19 +39,23 @@ with the word's *domain proportions*:
 build: it replaces the ``linear_queries``/``linear_keys``/``linear_values`` of
 every ``MultiHeadAttention`` and the ``inner``/``outer`` of every
 ``FeedForwardNetwork`` by :class:`MixedDense`, gives every encoder/decoder layer a
-``domain_proportions`` sublayer, and makes each layer's ``call`` compute its
-proportions and open a :func:`mixing_scope` around the stock ``call``. The stock
+``domain_proportions`` sublayer, and installs a behaviour
+(:class:`MixingEncoderLayer`, :class:`MixingDecoderLayer`, see
+:mod:`ldr_opennmt.layers.behaviours`) whose ``call`` computes the layer's
+proportions and opens a :func:`mixing_scope` around the stock ``call``. The stock
 attention, FFN and decoding cache code is kept.
 
-**How the proportions reach the projections and the loss.** Two thread-local
-stacks (the replicas of a ``MirroredStrategy`` are traced in parallel threads), used
-while the graph is traced, so ``tf.function`` and XLA see plain tensors:
+**How the proportions reach the projections and the loss.** Two kinds of frames on
+the domain context's per-thread stack (:func:`ldr_opennmt.layers.context.push_frame`;
+the replicas of a ``MirroredStrategy`` are traced in parallel threads), used while
+the graph is traced, so ``tf.function`` and XLA see plain tensors:
 
 * the *mixing scope* (:func:`mixing_scope`, :func:`current_mixing`), opened by each
   mixed layer around its stock ``call``, holds that layer's proportions for its
   :class:`MixedDense` projections (and computes the memory's proportions for the
   cross-attention keys and values);
-* the *collector* (:func:`collect_proportions`): while one is open, every
+* the *collector* (:func:`collect_proportions`, a
+  :class:`~ldr_opennmt.layers.context.Recorder`): while one is open, every
   :class:`DomainProportions` call appends a :class:`ProportionRecord` (the layer's
   label, the side its positions belong to, :data:`SOURCE` or :data:`TARGET`, the
   logits ``R x`` and the proportions). The model opens one around its teacher-forced
@@ -68,20 +72,28 @@ declare its regions (one per domain, which the multi-domain Runner records so th
 the domain order of a trained model is checked) and to refuse a fold: the
 proportions depend on the input, so no plain Transformer equals the model for a
 domain (CTranslate2 exports are refused; the SavedModel serves it).
+
+**Per-domain storage.** :class:`MixedDense` does not keep its copies as
+:class:`~ldr_opennmt.layers.per_domain.DomainCopies` (one variable per region, a
+general copy for ``generic``): every word weighs all copies, so there is no general
+copy to select, the copies are not Procedure 1 regions, and one ``kernel``
+``[n, k, m]`` lets one matmul compute every domain's projection
+(:func:`~ldr_opennmt.layers.per_domain.mixed_matmul`, the proportion-weighted variant
+of :func:`~ldr_opennmt.layers.per_domain.domain_matmul`); the checkpoint names
+``kernel``/``bias`` of trained models stay those.
 """
 
 import collections
 import contextlib
 import math
-import threading
 
 import opennmt
 import tensorflow as tf
-from opennmt.utils.misc import shape_list
 
-from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.layers.context import DomainSpecificLayer, Recorder
+from ldr_opennmt.layers.behaviours import Behaviour, check_installable, install_behaviour
+from ldr_opennmt.layers.context import DomainSpecificLayer, Recorder, innermost_frame, push_frame
+from ldr_opennmt.layers.per_domain import fresh_initializer, mixed_matmul
 from ldr_opennmt.layers.replace import replace_dense
 
 #: The side of a proportion record: source positions (encoder layers, and the decoder's
@@ -109,15 +121,11 @@ ProportionRecord = collections.namedtuple(
     "ProportionRecord", ["label", "side", "logits", "proportions", "epsilon"]
 )
 
-_STATE = threading.local()
+#: The frame kind of :func:`mixing_scope` on the domain context's stack.
+MIXING = "mixing"
+
 #: The proportions computed during a forward pass (see :func:`collect_proportions`).
 _PROPORTIONS = Recorder()
-
-
-def _stack(name):
-    if not hasattr(_STATE, name):
-        setattr(_STATE, name, [])
-    return getattr(_STATE, name)
 
 
 def validate_epsilon(epsilon):
@@ -220,12 +228,8 @@ def mixing_scope(proportions, proportion_layer=None):
       proportion_layer: The :class:`DomainProportions` that :data:`MEMORY`-role
         projections apply to their own input (cross-attention keys and values).
     """
-    stack = _stack("scopes")
-    stack.append(_LayerMixing(proportions, proportion_layer))
-    try:
+    with push_frame(MIXING, _LayerMixing(proportions, proportion_layer)):
         yield
-    finally:
-        stack.pop()
 
 
 def current_mixing():
@@ -234,13 +238,13 @@ def current_mixing():
     Raises:
       RuntimeError: if no scope is active.
     """
-    stack = _stack("scopes")
-    if not stack:
+    scope = innermost_frame(MIXING, None)
+    if scope is None:
         raise RuntimeError(
             "A mixed layer was called outside a mixing scope: call it through a layer "
             "prepared by ldr_opennmt.layers.mixing.install, or inside mixing_scope(proportions)"
         )
-    return stack[-1]
+    return scope
 
 
 def mixing_loss(records, domain, lengths):
@@ -275,41 +279,9 @@ def mixing_loss(records, domain, lengths):
     return total, count
 
 
-def mix(inputs, kernel, bias, proportions):
-    """``sum_j proportions_j (inputs W_j + b_j)`` for each position, in one matmul.
-
-    Args:
-      inputs: ``[..., n]``.
-      kernel: ``[n, k, m]``: ``kernel[:, j, :]`` is domain ``j``'s ``W_j``.
-      bias: ``[k, m]`` or ``None``.
-      proportions: ``[..., k]``, the weights of each position.
-
-    Returns:
-      ``[..., m]``.
-    """
-    shape = shape_list(inputs)
-    n, k, m = kernel.shape
-    flat = tf.reshape(inputs, [-1, n])
-    weights = tf.reshape(tf.cast(proportions, inputs.dtype), [-1, k])
-    if n < m:
-        # [x D_1, ..., x D_k] interleaved as (n, k) rows of the kernel: intermediate [N, n*k].
-        expanded = tf.reshape(flat[:, :, tf.newaxis] * weights[:, tf.newaxis, :], [-1, n * k])
-        outputs = tf.matmul(expanded, tf.reshape(kernel, [n * k, m]))
-    else:
-        # Every domain's projection [N, k*m], then the weighted sum over k.
-        projected = tf.reshape(tf.matmul(flat, tf.reshape(kernel, [n, k * m])), [-1, k, m])
-        outputs = tf.reduce_sum(projected * weights[:, :, tf.newaxis], axis=1)
-    if bias is not None:
-        outputs += tf.matmul(weights, bias)
-    return tf.reshape(outputs, shape[:-1] + [m])
-
-
-def _fresh(initializer):
-    """A new instance of :obj:`initializer` (an unseeded Keras initializer instance
-    returns the same values at each call)."""
-    if isinstance(initializer, tf.keras.initializers.Initializer):
-        return initializer.__class__.from_config(initializer.get_config())
-    return tf.keras.initializers.get(initializer)
+#: ``sum_j proportions_j (inputs W_j + b_j)``: see
+#: :func:`ldr_opennmt.layers.per_domain.mixed_matmul`.
+mix = mixed_matmul
 
 
 def _per_domain_initializer(initializer, axis):
@@ -319,7 +291,8 @@ def _per_domain_initializer(initializer, axis):
         shape = list(shape)
         sub_shape = shape[:axis] + shape[axis + 1 :]
         return tf.stack(
-            [_fresh(initializer)(sub_shape, dtype=dtype) for _ in range(shape[axis])], axis=axis
+            [fresh_initializer(initializer)(sub_shape, dtype=dtype) for _ in range(shape[axis])],
+            axis=axis,
         )
 
     return _initializer
@@ -487,7 +460,7 @@ class MixedDense(tf.keras.layers.Layer, DomainSpecificLayer):
                 proportions = scope.proportions
         dtype = self.compute_dtype
         bias = tf.cast(self.bias, dtype) if self.use_bias else None
-        outputs = mix(inputs, tf.cast(self.kernel, dtype), bias, proportions)
+        outputs = mixed_matmul(inputs, tf.cast(self.kernel, dtype), bias, proportions)
         if self.activation is not None:
             outputs = self.activation(outputs)
         return outputs
@@ -509,9 +482,13 @@ class MixedDense(tf.keras.layers.Layer, DomainSpecificLayer):
         )
 
 
-class _MixingLayer:
-    """Mixin of a stock Transformer layer whose projections are mixed: its ``call``
-    computes the layer's proportions and runs the stock ``call`` in a mixing scope."""
+class MixingLayer(Behaviour):
+    """Behaviour of a stock Transformer layer whose projections are mixed: its ``call``
+    computes the layer's proportions and runs the stock ``call`` in a mixing scope.
+
+    The layer has a ``domain_proportions`` sublayer and a ``mixing_side``
+    (:func:`install` sets both).
+    """
 
     def _layer_mixing(self, inputs):
         norm = self.self_attention.input_layer_norm
@@ -522,13 +499,21 @@ class _MixingLayer:
         return mixing_scope(proportions, self.domain_proportions)
 
 
-class _MixingEncoderLayer(_MixingLayer):
+class MixingEncoderLayer(MixingLayer):
+    """:class:`MixingLayer` of an encoder layer."""
+
+    applies_to = (opennmt.layers.SelfAttentionEncoderLayer,)
+
     def call(self, x, mask=None, training=None):
         with self._layer_mixing(x):
             return super().call(x, mask=mask, training=training)
 
 
-class _MixingDecoderLayer(_MixingLayer):
+class MixingDecoderLayer(MixingLayer):
+    """:class:`MixingLayer` of a decoder layer."""
+
+    applies_to = (opennmt.layers.SelfAttentionDecoderLayer,)
+
     def call(self, inputs, mask=None, memory=None, memory_mask=None, cache=None, training=None):
         with self._layer_mixing(inputs):
             return super().call(
@@ -557,8 +542,9 @@ def install(layer_stack, num_domains=None, epsilon=DEFAULT_EPSILON, cut=True, na
       cross-attention, mixed Q with the layer's proportions and mixed K, V with
       the proportions of the encoder output; both FFN linears mixed (the first
       before its ReLU) with the layer's proportions;
-    * the layer's class gets a mixin whose ``call`` opens the mixing scope around
-      the stock ``call``.
+    * the layer gets the behaviour :class:`MixingEncoderLayer` or
+      :class:`MixingDecoderLayer`, whose ``call`` opens the mixing scope around the
+      stock ``call``.
 
     The attention output projections, layer norms and everything else stay stock.
 
@@ -582,11 +568,9 @@ def install(layer_stack, num_domains=None, epsilon=DEFAULT_EPSILON, cut=True, na
     if num_domains is not None:
         validate_num_domains(num_domains)
     if isinstance(layer_stack, opennmt.encoders.SelfAttentionEncoder):
-        side, mixin = SOURCE, _MixingEncoderLayer
-        layer_class = opennmt.layers.SelfAttentionEncoderLayer
+        side, behaviour = SOURCE, MixingEncoderLayer
     elif isinstance(layer_stack, opennmt.decoders.SelfAttentionDecoder):
-        side, mixin = TARGET, _MixingDecoderLayer
-        layer_class = opennmt.layers.SelfAttentionDecoderLayer
+        side, behaviour = TARGET, MixingDecoderLayer
     else:
         raise UserError(
             "domain mixing installs into a SelfAttentionEncoder or SelfAttentionDecoder, not %s"
@@ -596,13 +580,10 @@ def install(layer_stack, num_domains=None, epsilon=DEFAULT_EPSILON, cut=True, na
         raise UserError("install domain mixing before the %s is built" % layer_stack.name)
     if name is None:
         name = "encoder" if side == SOURCE else "decoder"
+    for layer in layer_stack.layers:
+        check_installable(layer, behaviour)  # Stock layers (once), before any change.
     installed = []
     for index, layer in enumerate(layer_stack.layers):
-        if type(layer) is not layer_class:
-            raise UserError(
-                "%s is a %s, not a stock %s: domain mixing installs once, into stock layers"
-                % (layer.name, type(layer).__name__, layer_class.__name__)
-            )
         attentions = [layer.self_attention.layer]
         for attribute in ("linear_queries", "linear_keys", "linear_values"):
             _replace(attentions[0], attribute, LAYER, num_domains)
@@ -619,7 +600,7 @@ def install(layer_stack, num_domains=None, epsilon=DEFAULT_EPSILON, cut=True, na
             label="%s/layer_%d" % (name, index),
         )
         layer.mixing_side = side
-        compat.add_mixin(layer, mixin)
+        install_behaviour(layer, behaviour)
         installed.append(layer.domain_proportions)
     return installed
 
@@ -629,7 +610,7 @@ def proportion_layers(layer_stack):
     return [
         layer.domain_proportions
         for layer in getattr(layer_stack, "layers", [])
-        if isinstance(layer, _MixingLayer)
+        if isinstance(layer, MixingLayer)
     ]
 
 

@@ -1,8 +1,8 @@
 """Target Token Mixing (Britz et al., 2017), decoder side: the first target token forced.
 
 A TTM model's targets start with a domain token. At inference, a sentence with a real
-domain label must start with that domain's token: :class:`FirstTokenForcing`, added to
-the class of a stock OpenNMT-tf decoder (:func:`ldr_opennmt.compat.add_mixin`), masks
+domain label must start with that domain's token: :class:`FirstTokenForcing`, a behaviour
+of a stock OpenNMT-tf decoder (:func:`ldr_opennmt.layers.behaviours.install_behaviour`), masks
 the logits of the first decoding step so that every other token has probability 0.
 Beam search and sampling then cannot choose anything else, and the forced token's
 log-probability is 0: a hypothesis' score is ``log P(y | x, domain)``. Sentences
@@ -13,8 +13,10 @@ The domain of each sentence is read from the domain scope
 opens around beam search with the ids tiled to the beam.
 """
 
+import opennmt
 import tensorflow as tf
 
+from ldr_opennmt.layers.behaviours import Behaviour
 from ldr_opennmt.layers.context import current_domain
 
 
@@ -39,13 +41,15 @@ def force_first_token(logits, step, domain, token_ids):
     return tf.where(keep, logits, tf.constant(-float("inf"), logits.dtype))
 
 
-class FirstTokenForcing:
-    """Decoder mixin: at decoding step 0, labelled sentences emit their domain token.
+class FirstTokenForcing(Behaviour):
+    """Decoder behaviour: at decoding step 0, labelled sentences emit their domain token.
 
     Set :attr:`first_token_ids` (once the target vocabulary is known) before decoding.
     Only step-by-step decoding (2-D inputs) is changed: teacher forcing (training,
     evaluation loss, scoring) reads the full target, its token included.
     """
+
+    applies_to = (opennmt.decoders.SelfAttentionDecoder,)
 
     #: The target id forced for domain id ``k`` at index ``k`` (``None``: no forcing).
     first_token_ids = None

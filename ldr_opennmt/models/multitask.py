@@ -41,9 +41,9 @@ The evaluation loss (and its perplexity) is ``L_gen`` alone, comparable with the
 other systems; evaluation reports the classifier's accuracy on the labelled
 sentences as the ``domain_accuracy`` metric (0 when no sentence is labelled).
 
-**How the classifier sees the encoder output**: the stock encoder gets a mixin
-(:func:`ldr_opennmt.compat.add_mixin`) whose ``call`` records its output and source
-lengths while the model's forward pass has a collection open
+**How the classifier sees the encoder output**: the stock encoder gets a behaviour
+(:func:`ldr_opennmt.layers.behaviours.install_behaviour`) whose ``call`` records its
+output and source lengths while the model's forward pass has a collection open
 (:func:`collect_encoder_outputs`); the model applies the head to the record after
 the stock ``SequenceToSequence.call``. The encoder runs once.
 
@@ -70,11 +70,12 @@ keep right; a SavedModel serves the model without labels.
 as in the Mixed Transformer that these baselines extend.
 """
 
+import opennmt
 import tensorflow as tf
 
-from ldr_opennmt import compat
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.layers import adversarial as adversarial_layers
+from ldr_opennmt.layers.behaviours import Behaviour, install_behaviour
 from ldr_opennmt.layers.context import Recorder, configured_regions
 from ldr_opennmt.models import procedure
 from ldr_opennmt.models.sequence_to_sequence import (
@@ -98,8 +99,10 @@ def collect_encoder_outputs():
     return _ENCODER_OUTPUTS.collect()
 
 
-class _RecordingEncoder:
-    """Encoder mixin: records the encoder output for :func:`collect_encoder_outputs`."""
+class _RecordingEncoder(Behaviour):
+    """Encoder behaviour: records the encoder output for :func:`collect_encoder_outputs`."""
+
+    applies_to = (opennmt.encoders.SelfAttentionEncoder,)
 
     def call(self, inputs, sequence_length=None, training=None):
         outputs, state, length = super().call(
@@ -172,7 +175,7 @@ class DomainClassifierTransformer(MultiDomainTransformer):
             reversal_scale=scale if self.adversarial else None,
             name="domain_classifier",
         )
-        compat.add_mixin(self.encoder, _RecordingEncoder)
+        install_behaviour(self.encoder, _RecordingEncoder)
 
     @property
     def system_name(self):

@@ -42,11 +42,11 @@ import opennmt
 import tensorflow as tf
 from opennmt import constants
 
-from ldr_opennmt import compat
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.inputters import constant_label, constant_label_name
+from ldr_opennmt.inputters import MultiDomainInputter, constant_label, constant_label_name
 from ldr_opennmt.layers import ttm as ttm_layers
+from ldr_opennmt.layers.behaviours import Behaviour, install_behaviour
 from ldr_opennmt.models import procedure
 from ldr_opennmt.models.sequence_to_sequence import (
     MultiDomainTransformer,
@@ -108,9 +108,11 @@ def strip_tokens(predictions, tokens):
     return predictions
 
 
-class _UnlabelledSourceIsGeneric:
-    """Source inputter mixin: a source file given without labels is ``generic``
+class _UnlabelledSourceIsGeneric(Behaviour):
+    """Source inputter behaviour: a source file given without labels is ``generic``
     (translated with the predicted domain token); training still needs labels."""
+
+    applies_to = (MultiDomainInputter,)
 
     def _unlabelled(self, data_file):
         if isinstance(data_file, (list, tuple)) and len(data_file) == 1:
@@ -179,8 +181,8 @@ class TTMTransformer(MultiDomainTransformer):
             ),
         )
         self.strip_domain_tokens = bool(strip_domain_tokens)
-        compat.add_mixin(self.decoder, ttm_layers.FirstTokenForcing)
-        compat.add_mixin(self.features_inputter, _UnlabelledSourceIsGeneric)
+        install_behaviour(self.decoder, ttm_layers.FirstTokenForcing)
+        install_behaviour(self.features_inputter, _UnlabelledSourceIsGeneric)
         self.examples_inputter.target_prefix_fn = self._target_prefix
 
     @property

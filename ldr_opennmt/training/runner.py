@@ -40,7 +40,7 @@ from opennmt.utils import checkpoint as checkpoint_util
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import checkpoints, compat, config_keys
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import ensembles, locks
+from ldr_opennmt import ensembles, locks, onmt_main
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 from ldr_opennmt.training import corpora as corpora_lib
@@ -109,7 +109,7 @@ class Runner(compat.RunnerAdapter):
         Raises:
           UserError: on a missing configuration file, ``model_dir`` or model definition.
         """
-        config = compat.load_run_config(config_paths)
+        config = onmt_main.load_run_config(config_paths)
         if model_dir:
             config["model_dir"] = model_dir
         if not config.get("model_dir"):

@@ -1,5 +1,6 @@
 """Shared steps of the experiment drivers: run a command with progress, write
-configurations, train a system unless it is already trained.
+configurations, and run declared stages (:class:`Stage`) that are skipped while their
+stamp (:mod:`ldr_opennmt.stamps`) matches: a training, a translation, a score.
 
 The drivers are scripts of the repository, not part of the installed package: they
 read ``model_defs/`` and ``data_configs/`` from the repository root. ``run/*.sh``
@@ -9,14 +10,16 @@ import functools
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
 import time
 
+import tensorflow as tf
 import yaml
 
-from ldr_opennmt import config_loader
+from ldr_opennmt import config_loader, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import (
@@ -286,21 +289,132 @@ def results_directory(out):
     return out
 
 
+#: The directory of the stages' stamp files in a results directory.
+STAGES_DIR = "stages"
+
+
+class Stage:
+    """A step of an experiment declared with what it depends on and what it writes.
+
+    A stage is skipped while its stamp file (``OUT/stages/NAME.json``, see
+    :mod:`ldr_opennmt.stamps`) records the stamp its inputs have now and its outputs are all
+    there; otherwise it runs, and the log says why: no stamp, what differs, what is missing.
+    When the stamp differs, what the stage owns (:attr:`owns`) is removed first (it was made
+    from other inputs); when it is the same but an output is missing (a run killed
+    half-way), the stage runs again on what is there (a training resumes from its last
+    checkpoint).
+
+    Args:
+      name: A unique name: its :class:`Job`'s, its stamp file's, what :obj:`after` names.
+      title: What it does, in the log and the report's time table (``"train Mixed"``).
+      progress: The prefix of its log line (``"2/6"``).
+      stamp: A callable returning its stamp (:func:`ldr_opennmt.stamps.make_stamp`), called
+        when the stage is due: after the stages it comes after.
+      outputs: The files it writes: all there (and the stamp the same), it is skipped.
+      run: A callable taking the CPU cores it may use (a list, or ``None``: all).
+      after: Names of the stages that must finish first (in the same :meth:`Steps.run_stages`;
+        stages of an earlier call have finished).
+      owns: Files and directories under the results directory that only this stage writes:
+        removed before it runs on other inputs. Default: :obj:`outputs`.
+      stamp_path: Its stamp file, when :obj:`run` writes it itself (the corpus's ``DONE``);
+        default ``OUT/stages/NAME.json``, written before the run (``complete: false``) and
+        after it (with its time and cores).
+      log_path: A training log, whose steps/s the time table shows.
+      timed: Whether it has a row in the time table.
+      label: What its log line names after :obj:`progress` (default: :obj:`title`).
+    """
+
+    def __init__(
+        self,
+        name,
+        title,
+        progress,
+        stamp,
+        outputs,
+        run,
+        after=(),
+        owns=None,
+        stamp_path=None,
+        log_path=None,
+        timed=True,
+        label=None,
+    ):
+        self.name = name
+        self.title = title
+        self.progress = progress
+        self.stamp = stamp
+        self.outputs = list(outputs)
+        self.run = run
+        self.after = tuple(after)
+        self.owns = list(self.outputs if owns is None else owns)
+        self.stamp_path = stamp_path
+        self.log_path = log_path
+        self.timed = timed
+        self.label = label or title
+
+
+def data_files(config):
+    """The files a run configuration's ``data`` section names (corpora, vocabularies, label
+    files), in order, each once: what a training reads."""
+    found = []
+
+    def _walk(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                _walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                _walk(item)
+        elif isinstance(value, str) and os.path.isfile(value) and value not in found:
+            found.append(value)
+
+    _walk((config or {}).get("data"))
+    return found
+
+
+def checkpoint_digest(path):
+    """The SHA-256 of a checkpoint's files (:func:`ldr_opennmt.stamps.checkpoint_digest`):
+    :obj:`path` is a checkpoint prefix, or a model directory (its latest checkpoint).
+
+    Raises:
+      UserError: when the directory has no checkpoint.
+    """
+    prefix = tf.train.latest_checkpoint(path) if os.path.isdir(path) else path
+    if prefix is None:
+        raise UserError("%s: no checkpoint" % path)
+    return stamps.checkpoint_digest(prefix)
+
+
+def training_stamp(model_def, config_paths, options=()):
+    """What a training depends on: the model definition's bytes, the merged run
+    configuration, the bytes of the data files it names, the checkpoint a ``finetune:
+    base`` starts from, and the command's options (``--seed 1``)."""
+    config = config_loader.load_run_config(config_paths)
+    base = (config.get("finetune") or {}).get("base")
+    return stamps.make_stamp(
+        model_definition=stamps.file_digest(model_def),
+        config=config,
+        data=stamps.files_digest(data_files(config)),
+        base=checkpoint_digest(base) if base else None,
+        options=list(options),
+    )
+
+
 class Steps:
-    """Runs training steps, recording commands and timings for a report."""
+    """Runs the stages of an experiment, recording commands and timings for a report."""
 
     def __init__(self, out, name="demo", options=()):
-        """Creates ``out`` (see :func:`results_directory`) and its ``configs``/``logs``
-        directories, never through a link (``runs`` is made by training). Paths are
-        relative to the repository root, the working directory. :obj:`options` go to
-        every training command before ``train`` (e.g. ``--mixed_precision``)."""
+        """Creates ``out`` (see :func:`results_directory`) and its ``configs``, ``logs``
+        and ``stages`` directories, never through a link (``runs`` is made by training).
+        Paths are relative to the repository root, the working directory. :obj:`options` go
+        to every training command before ``train`` (e.g. ``--mixed_precision``)."""
         self.name = name
         self.options = list(options)
         self.out = out = results_directory(out)
-        self.runs_dir, self.configs_dir, self.logs_dir = (
-            os.path.join(out, d) for d in ("runs", "configs", "logs")
+        self.runs_dir, self.configs_dir, self.logs_dir, self.stages_dir = (
+            os.path.join(out, d) for d in ("runs", "configs", "logs", STAGES_DIR)
         )
-        for directory in (self.configs_dir, self.logs_dir):
+        for directory in (self.configs_dir, self.logs_dir, self.stages_dir):
             make_directories(directory, os.path.abspath(out))
         self.commands = []
         self.timings = []
@@ -313,12 +427,14 @@ class Steps:
     def train(
         self, title, slug, model_def, config_paths, model_dir, final_step, progress, options=()
     ):
-        """Trains a system now, with all cores (see :meth:`train_job`)."""
-        self.train_job(
+        """Trains a system now, with all cores, unless its stage is done (see
+        :meth:`train_stage`)."""
+        stage = self.train_stage(
             title, slug, model_def, config_paths, model_dir, final_step, progress, options
-        ).run(None)
+        )
+        self.run_stages([stage])
 
-    def train_job(
+    def train_stage(
         self,
         title,
         slug,
@@ -330,49 +446,116 @@ class Steps:
         options=(),
         after=(),
     ):
-        """A :class:`Job` named :obj:`slug` that trains a system with ``ldr-main`` unless
-        ``model_dir`` has the checkpoint of :obj:`final_step` (an interrupted training
-        continues from its last checkpoint). Its log is ``logs/<slug>.train.log``; its
-        time and training speed go to the report."""
+        """The :class:`Stage` named :obj:`slug` that trains a system with ``ldr-main``.
+
+        Its stamp is :func:`training_stamp`; its output the checkpoint of
+        :obj:`final_step`; it owns ``model_dir`` (removed when the stamp differs). A
+        training killed half-way continues from its last checkpoint; a model directory
+        trained before stamps existed, with the final checkpoint, is kept (adopted). Its log
+        is ``logs/<slug>.train.log``; its time and training speed go to the report as
+        ``train <title>``.
+        """
         command = ["ldr-main", "--model", model_def, "--config", *config_paths]
         command += ["--auto_config"] + self.options + list(options) + ["train"]
         self.commands.append(("Train %s" % title, command))
         final = os.path.join(model_dir, "ckpt-%d.index" % final_step)
         log_path = os.path.join(self.logs_dir, "%s.train.log" % slug)
+        # "train (1/3) LDR", not "train (1/3) train LDR".
+        label = title if "train" in progress.split() else "train %s" % title
 
         def run(cores):
-            t0 = time.time()
             if os.path.exists(final):
-                log("[%s] %s %s: already trained (%s)" % (self.name, progress, title, final))
-            else:
-                log("[%s] %s %s" % (self.name, progress, title))
-                run_streaming([self.ldr_main] + command[1:], log_path, cores=cores, tag=slug)
-            self.timings.append(("train %s" % title, time.time() - t0))
-            self.cores["train %s" % title] = cores
-            speed = training_speed(log_path)
-            if speed is not None:
-                self.speeds["train %s" % title] = speed
+                log("[%s] %s %s: already trained (%s)" % (self.name, progress, label, final))
+                return
+            run_streaming([self.ldr_main] + command[1:], log_path, cores=cores, tag=slug)
 
-        return Job(slug, run, after)
+        return Stage(
+            slug,
+            "train %s" % title,
+            progress,
+            functools.partial(
+                training_stamp, model_def, config_paths, self.options + list(options)
+            ),
+            [final],
+            run,
+            after=after,
+            owns=[model_dir],
+            log_path=log_path,
+            label=label,
+        )
 
-    def command_job(self, name, title, command, progress, done=None, after=()):
-        """A :class:`Job` named :obj:`name` that runs an installed command (``ldr-main``,
-        ``ldr-eval``, ...) unless :obj:`done` (a callable) says its result is there.
-        Its log is ``logs/<name>.log``; its time goes to the report under :obj:`title`."""
+    def run_command(self, name, command, cores=None):
+        """Runs an installed command (``ldr-main``, ``ldr-eval``, ...) of this environment,
+        its output in ``logs/<name>.log`` and its progress lines on stderr."""
         path = os.path.join(os.path.dirname(sys.executable), command[0])
         log_path = os.path.join(self.logs_dir, "%s.log" % name)
+        run_streaming([path] + command[1:], log_path, cores=cores, tag=name)
+
+    def run_stages(self, stages, lanes=None):
+        """Runs :obj:`stages` (see :func:`run_jobs`: one per lane at a time, each after the
+        stages it names among them), each skipped while its stamp matches."""
+        names = {stage.name for stage in stages}
+        jobs = []
+        for stage in stages:
+            job = self.stage_job(stage)
+            job.after = tuple(name for name in stage.after if name in names)
+            jobs.append(job)
+        run_jobs(jobs, lanes)
+
+    def stage_job(self, stage):
+        """The :class:`Job` that runs :obj:`stage` unless its stamp matches (see
+        :class:`Stage`)."""
+        own_stamp = stage.stamp_path is None
+        stamp_path = stage.stamp_path or os.path.join(self.stages_dir, stage.name + ".json")
+        prefix = "[%s] %s %s" % (self.name, stage.progress, stage.label)
 
         def run(cores):
             t0 = time.time()
-            if done is not None and done():
-                log("[%s] %s %s: already done" % (self.name, progress, title))
+            stamp = stage.stamp()
+            decision = stamps.reusable(stage.outputs, stamp_path, stamp)
+            record = decision.record or {}
+            title = stage.title
+            if decision:
+                log("%s: skipped, done from the same inputs (%s)" % (prefix, stamp_path))
+                if record.get("seconds") is not None:
+                    title += " (earlier run)"
+                    seconds, cores = record["seconds"], record.get("cores")
+                else:
+                    seconds = time.time() - t0
             else:
-                log("[%s] %s %s" % (self.name, progress, title))
-                run_streaming([path] + command[1:], log_path, cores=cores, tag=name)
-            self.timings.append((title, time.time() - t0))
-            self.cores[title] = cores
+                log("%s: runs (%s)" % (prefix, decision.reason))
+                if decision.stale:
+                    for path in stage.owns:
+                        self._remove(path)
+                if own_stamp:
+                    stamps.write(stamp_path, stamp, complete=False)
+                stage.run(cores)
+                seconds = time.time() - t0
+                if own_stamp:
+                    stamps.write(stamp_path, stamp, complete=True, seconds=seconds, cores=cores)
+            if stage.timed:
+                self.timings.append((title, seconds))
+                self.cores[title] = cores
+                speed = training_speed(stage.log_path) if stage.log_path else None
+                if speed is not None:
+                    self.speeds[title] = speed
 
-        return Job(name, run, after)
+        return Job(stage.name, run, stage.after)
+
+    def _remove(self, path):
+        """Removes a stage's file or directory made from other inputs (under the results
+        directory only; a link is removed, never followed)."""
+        root = os.path.realpath(self.out)
+        parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        if parent != root and not parent.startswith(root + os.sep):
+            raise UserError("%s: not under the results directory %s" % (path, self.out))
+        if not os.path.lexists(path):
+            return
+        log("[%s] removing %s (made from other inputs)" % (self.name, path))
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
 
     def timing_lines(self, total):
         """The timings as a markdown table, with the total (seconds) in the last row, the

@@ -3,39 +3,53 @@
     bash run/demo.sh [--quick] [--full]
     PYTHONPATH=run python -m experiments.demo [--quick] [--full]    # the same, from the root
 
-1. builds the default corpus (``ldr-data build default``, cleaning filters reported);
-2. trains Mixed (twice: seeds 1 and 2, the run-to-run spread every difference is judged
-   by), DC and LDR (small Transformers from ``model_defs/small/``) with ``ldr-main`` on
-   per-domain corpora (``data_configs/default_corpora.yml``), and the Factorized
-   Transformer PA with the paper's curriculum, Mixed being its stage 1 (unfold, then
-   stage 2 on the domain blocks alone); ``--full`` adds DC, LDR^1 (alpha = 1) and
-   word-level domain mixing;
-3. fine-tunes Mixed on each domain (the FT_* baselines) and trains a domain
-   classifier that labels the test sets (LDR_pred);
-4. evaluates every system per domain (``ldr-eval``): oracle, generic and wrong
-   labels for DC, LDR and Factorized PA, predicted labels for LDR;
-5. runs the contrastive lexical-choice test (``ldr-eval contrastive``) with Mixed, DC,
-   LDR and Factorized PA in every label mode;
-6. writes ``report.md``: corpus and cleaning tables, classifier precision/recall, BLEU
-   and chrF tables with the seed spread, the contrastive tables, "what this shows and
-   what it cannot" (generated from the figures), example translations, time and speed
-   per training, configurations and the commands to rerun any step.
+The experiment is a list of declared stages (:class:`experiments.common.Stage`), each with
+its inputs, its outputs and a stamp of what it depends on (:mod:`ldr_opennmt.stamps`):
 
-Every step resumes: a built corpus is reused, a finished training is skipped and
-an interrupted one continues from its last checkpoint, finished translations and
-scores are reused; the report is written last, atomically.
+1. ``corpus``: builds the default corpus (``ldr-data build default``, cleaning filters
+   reported; its stamp is the corpus's own ``DONE``) and the contrastive items from it;
+2. ``train``, one stage per system of :data:`SYSTEMS`, a short list of registry families
+   (:mod:`ldr_opennmt.registry`: model definition, row title, stage-1 family and label
+   modes are the registry's) with this run's options: Mixed (twice: seeds 1 and 2, the
+   run-to-run spread every difference is judged by) and LDR, small Transformers from
+   ``model_defs/small/``, trained with ``ldr-main`` on per-domain corpora
+   (``data_configs/default_corpora.yml``), and Factorized PA with the paper's curriculum,
+   Mixed being its stage 1 (unfold, then stage 2 on the domain blocks alone); ``--full``
+   adds DC, LDR^1 (alpha = 1) and word-level domain mixing;
+3. fine-tunes Mixed on each domain (the FT_* baselines), trains a domain classifier and
+   labels the test sets with it (LDR_pred);
+4. ``translate``, one stage per system: its test translations (``ldr-eval``) with oracle,
+   generic and wrong labels for the families that read them, predicted labels for LDR;
+5. ``contrastive``, one stage per system of the contrastive lexical-choice test (``ldr-eval
+   contrastive``): Mixed, DC, LDR and Factorized PA in every label mode;
+6. ``score`` (BLEU, chrF, significance, the contrastive summary) and ``report``:
+   ``report.md`` with the corpus and cleaning tables, classifier precision/recall, BLEU and
+   chrF tables with the seed spread, the contrastive tables, "what this shows and what it
+   cannot" (generated from the figures), example translations, time and speed per stage,
+   configurations and the commands to rerun any step.
+
+A stage is skipped while its stamp matches (the same checkpoint files, configuration,
+input files and options; ``OUT/stages/NAME.json``), saying so; one whose inputs changed
+runs again, saying what changed, after removing what it made from the former inputs. So
+``--quick``, ``--full`` after the default run and a rerun after a crash all reuse what is
+done: an interrupted training continues from its last checkpoint, and a rerun with
+nothing changed takes seconds.
 """
 
 import argparse
+import dataclasses
+import functools
 import json
 import os
 import sys
 import time
+from typing import Any, Mapping, Optional, Tuple
 
-from ldr_opennmt import errors
+from ldr_opennmt import config_loader, errors, registry, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.data import filters
 from ldr_opennmt.evaluation import classification, contrastive, evaluate
+from ldr_opennmt.evaluation import systems as systems_lib
 from ldr_opennmt.utils import DEFAULT_CACHE, copy_file_atomic, write_lines_atomic
 
 from . import common
@@ -43,61 +57,112 @@ from .common import ROOT
 
 DATA_CONFIG = "data_configs/default_corpora.yml"
 CLASSIFIER_DEF = "model_defs/small/domain_classifier.py"
+#: The label modes of a family that reads domain labels at translation.
+LABEL_MODES = ("oracle", "generic", "wrong")
 
-SYSTEMS = [
-    # (row name, directory name, model definition, params, train options, eval label
-    # modes, default run or --full only). Every system also gets data:
-    # common.MIXED_BATCHES (batches mixing domains).
-    ("Mixed", "mixed", "model_defs/small/mixed_transformer_tied.py", {}, {}, None, True),
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A system of the demo: a family of the registry and the options of this run.
+
+    Attributes:
+      family: The family's registry name: its model definition (``small_def``), its row
+        title, its stage-1 family and ``finetune`` mode, the label modes it is evaluated
+        with (its capabilities) are the registry's.
+      suffix: Added to the family's title in the row name (``"Mixed" + " (seed 2)"``).
+      row: The row name instead of the title and suffix.
+      slug: Its directory and stage name (default: the family name without
+        ``_transformer``).
+      params: ``params`` options of its run configuration.
+      train: ``train`` options of its run configuration.
+      seed: The ``--seed`` of a training from scratch.
+      modes: Its label modes (default: ``oracle``, ``generic``, ``wrong`` for a family
+        that needs a label at translation, none for one that ignores labels).
+      pred: Also translated with the domain classifier's labels (``pred``).
+      headline: One of the systems of the contrastive test and of the findings.
+      full: Trained with ``--full`` only.
+    """
+
+    family: str
+    suffix: str = ""
+    row: Optional[str] = None
+    slug: Optional[str] = None
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    train: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    seed: int = 1
+    modes: Optional[Tuple[str, ...]] = None
+    pred: bool = False
+    headline: bool = False
+    full: bool = False
+
+    @property
+    def definition(self):
+        """The family's :class:`ldr_opennmt.registry.Family`."""
+        return registry.get(self.family)
+
+    @property
+    def name(self):
+        """The row name: the family's title and :attr:`suffix`, or :attr:`row`."""
+        return self.row or self.definition.title + self.suffix
+
+    @property
+    def directory(self):
+        """The directory (and stage) name."""
+        return self.slug or self.family.replace("_transformer", "")
+
+    @property
+    def reads_labels(self):
+        """Whether its translations read the domain label (the registry's capabilities)."""
+        return registry.capabilities(self.family).labels == registry.LABEL_NEEDED
+
+    def label_modes(self):
+        """The label modes it is translated with (``None``: it ignores labels)."""
+        if self.modes is not None:
+            return tuple(self.modes)
+        if not self.reads_labels:
+            return None
+        return LABEL_MODES + (("pred",) if self.pred else ())
+
+
+#: The demo's systems, in the order of the tables. A family whose registry entry has a
+#: stage 1 (Factorized PA: Mixed, then ``finetune: unfold``) continues the first system of
+#: that family here. Every system is also trained on batches mixing domains
+#: (common.MIXED_BATCHES).
+SYSTEMS = (
+    Run("mixed_transformer", headline=True),
+    # Mixed again with another seed: the run-to-run spread every difference is judged by.
+    Run("mixed_transformer", suffix=" (seed 2)", slug="mixed_seed2", seed=2),
     # DC (domain control: a domain tag embedding) under --full: the default run's 30
     # minutes hold Mixed twice, LDR and the systems that start from Mixed.
-    (
-        "DC",
-        "dc",
-        "model_defs/small/dc_transformer.py",
-        {},
-        {},
-        ("oracle", "generic", "wrong"),
-        False,
-    ),
-    (
-        "LDR",
-        "ldr",
-        "model_defs/small/ldr_transformer.py",
-        {"domain_training": "procedure1"},
-        {},
-        ("oracle", "generic", "wrong", "pred"),
-        True,
-    ),
-    (
-        "LDR^1",
-        "ldr_alpha1",
-        "model_defs/small/ldr_transformer.py",
-        {"domain_training": "procedure1"},
-        {"domain_sampling_alpha": 1.0},
-        ("oracle",),
-        False,
+    Run("dc_transformer", headline=True, full=True),
+    Run("ldr_transformer", params={"domain_training": "procedure1"}, pred=True, headline=True),
+    Run(
+        "ldr_transformer",
+        suffix="^1",
+        slug="ldr_alpha1",
+        params={"domain_training": "procedure1"},
+        train={"domain_sampling_alpha": 1.0},
+        modes=("oracle",),
+        full=True,
     ),
     # Domain mixing needs the labels for training only; it translates without them.
-    ("Mixing", "mixing", "model_defs/small/mixing_transformer.py", {}, {}, None, False),
-]
-#: Mixed again with another seed: the run-to-run spread every difference is judged by.
-SEED_ROW = "Mixed (seed 2)"
-SEED = 2
+    Run("mixing_transformer", row="Mixing", full=True),
+    # The Factorized design the demo trains, with the curriculum whose stage 1 (domain-
+    # agnostic training on all data) is the Mixed model itself: PA keeps a plain
+    # Transformer's attention shapes, so the converged Mixed model is unfolded into PA's
+    # domain blocks and stage 2 trains them alone, the rest frozen. (SF and DF use
+    # multi-query attention and need their own stage 1: a full training more.)
+    Run("factorized_pa", headline=True),
+)
+#: The baseline of the comparisons; the fine-tuning baselines continue it on one domain each.
+BASELINE = SYSTEMS[0]
+FINETUNE_BASE = BASELINE.name
+SEED_ROW = SYSTEMS[1].name
+SEED = SYSTEMS[1].seed
 #: The systems that read domain labels (the findings compare their label modes).
-LABEL_SYSTEMS = ("DC", "LDR", "Factorized PA")
+LABEL_SYSTEMS = tuple(run.name for run in SYSTEMS if run.headline and run is not BASELINE)
 #: The systems of the contrastive lexical-choice test (every label mode for those above).
-CONTRASTIVE_SYSTEMS = ("Mixed",) + LABEL_SYSTEMS
-#: The fine-tuning baselines continue this system on one domain each.
-FINETUNE_BASE = "Mixed"
-
-#: The Factorized design the demo trains, with the curriculum whose stage 1 (domain-
-#: agnostic training on all data) is the Mixed model itself: PA keeps a plain
-#: Transformer's attention shapes, so the converged Mixed model is unfolded into PA's
-#: domain blocks and stage 2 trains them alone, the rest frozen. (SF and DF use
-#: multi-query attention and need their own stage 1: a full training more.)
-FACTORIZED = ("Factorized PA", "factorized_pa", "model_defs/small/factorized_pa.py")
-FACTORIZED_MODES = ("oracle", "generic", "wrong")
+CONTRASTIVE_SYSTEMS = (BASELINE.name,) + LABEL_SYSTEMS
 
 #: Below this average BLEU a row is too weak for its differences to mean much (issue 14's bar
 #: for every row of the main table but the fine-tuned ones, whose forgetting is the point).
@@ -177,17 +242,21 @@ def _finetune_config(domain, base_config, budget, runs_dir):
     return config
 
 
-def _stage2_config(slug, base_config, budget, runs_dir):
-    """The Factorized stage 2 on top of a trained plain Transformer (``finetune: unfold``):
-    its schedule continues (the step count goes on from the base's)."""
+def _stage2_config(slug, base_config, budget, runs_dir, unfold=True):
+    """The stage 2 of a family on top of its trained stage-1 system (``finetune: unfold``
+    for Factorized PA, the base frozen otherwise): its schedule continues (the step count
+    goes on from the base's)."""
     steps = budget["stage2_steps"]
     train = dict(base_config["train"], save_summary_steps=max(steps // 4, 1))
     train["save_checkpoints_steps"] = steps
     del train["max_step"]  # finetune: steps sets it.
+    finetune = {"base": base_config["model_dir"], "steps": steps}
+    if unfold:
+        finetune["unfold"] = True
     return {
         "model_dir": os.path.join(runs_dir, slug),
         "data": dict(common.MIXED_BATCHES),
-        "finetune": {"base": base_config["model_dir"], "steps": steps, "unfold": True},
+        "finetune": finetune,
         "params": base_config["params"],
         "train": train,
     }
@@ -211,7 +280,447 @@ def classifier_config(budget, runs_dir):
     }
 
 
-def main(argv=None):
+@dataclasses.dataclass
+class Trained:
+    """A trained system, as the evaluation stages see it.
+
+    Attributes:
+      name: Its row name.
+      slug: Its directory and training stage name.
+      config_paths: Its run configuration files.
+      model_dir: Its model directory.
+      modes: Its label modes (``None``: it ignores labels).
+      reads_labels: Whether its translations read the label.
+    """
+
+    name: str
+    slug: str
+    config_paths: list
+    model_dir: str
+    modes: Optional[Tuple[str, ...]]
+    reads_labels: bool
+
+    @property
+    def file_name(self):
+        """The name of its evaluation files (``NAME.oracle.fr``)."""
+        return systems_lib.system_file_name(self.name)
+
+    @functools.cached_property
+    def system(self):
+        """Its :class:`ldr_opennmt.evaluation.evaluate.System`, once trained (one object:
+        its model is loaded once in this process)."""
+        return evaluate.System(self.name, self.config_paths, self.modes)
+
+
+class Plan:
+    """The demo's paths and budget, and the stages that build its results.
+
+    Args:
+      args: The parsed command line.
+      budget: The budget (:data:`BUDGETS`).
+      steps: The :class:`experiments.common.Steps` of the results directory.
+    """
+
+    def __init__(self, args, budget, steps):
+        self.data = args.data
+        self.cache = args.cache
+        self.budget = budget
+        self.steps = steps
+        out = steps.out
+        self.eval_dir = os.path.join(out, "eval")
+        self.contrastive_dir = os.path.join(out, "contrastive")
+        self.items_path = os.path.join(self.contrastive_dir, "items.jsonl")
+        self.pred_dir = os.path.join(out, "pred")
+        self.scores_path = os.path.join(self.eval_dir, "scores.json")
+        self.contrastive_path = os.path.join(self.contrastive_dir, contrastive.RESULTS_FILE)
+        self.classification_path = os.path.join(self.pred_dir, "classification.json")
+        self.data_config = None  # Written once the corpus is there (write_data_config).
+        self.domains = self.source = self.target = None
+        self.trained = []
+
+    # Paths.
+
+    def _config(self, config, slug):
+        return common.write_config(config, os.path.join(self.steps.configs_dir, "%s.yml" % slug))
+
+    def _corpus_file(self, *names):
+        return os.path.join(self.data, *names)
+
+    def _test_files(self, extensions=None):
+        """The test files (source, target, labels) of every domain."""
+        extensions = extensions or (self.source, self.target, "domain")
+        return [
+            self._corpus_file("test.%s.%s" % (domain, extension))
+            for domain in self.domains
+            for extension in extensions
+        ]
+
+    def _pred_files(self):
+        return [os.path.join(self.pred_dir, "test.%s.pred" % d) for d in self.domains]
+
+    def _corpus_digest(self):
+        return stamps.file_digest(self._corpus_file(corpus_lib.DONE_FILE))
+
+    # Stage 1: the corpus and the contrastive items.
+
+    def corpus_stage(self):
+        """Builds the default corpus; its stamp is the corpus's own (``DONE``)."""
+        self.steps.commands.append(
+            (
+                "Build the corpus",
+                ["ldr-data", "build", "default", "--out", self.data, "--cache", self.cache],
+            )
+        )
+        return common.Stage(
+            "corpus",
+            "corpus",
+            "1/6",
+            corpus_lib.default_stamp,
+            [self._corpus_file("corpus.json")],
+            lambda cores: common.prepare_corpus(self.data, self.cache),
+            owns=(),
+            stamp_path=self._corpus_file(corpus_lib.DONE_FILE),
+        )
+
+    def write_data_config(self, info):
+        """Writes the data configuration every system trains with (after the corpus)."""
+        self.domains = info["domains"]
+        self.source, self.target = info["source_lang"], info["target_lang"]
+        self.data_config = common.write_config(
+            common.load_yaml(DATA_CONFIG), os.path.join(self.steps.configs_dir, "data.yml")
+        )
+
+    def items_stage(self):
+        """The contrastive items, built from the corpus."""
+        maximum = self.budget["contrastive_items"]
+        stem = os.path.splitext(self.items_path)[0]
+        return common.Stage(
+            "items",
+            "contrastive items",
+            "1/6",
+            lambda: stamps.make_stamp(corpus=self._corpus_digest(), max_items=maximum),
+            [self.items_path],
+            lambda cores: self._build_items(maximum),
+            owns=[self.items_path, stem + ".lexicon.json", stem + ".md"],
+        )
+
+    def _build_items(self, maximum):
+        os.makedirs(self.contrastive_dir, exist_ok=True)
+        contrastive.build_items(self.data, self.items_path, max_items=maximum)
+
+    # Stages 2 and 3: the trainings.
+
+    def training_stages(self, runs):
+        """One training stage per system of :obj:`runs` (:class:`Run`), then the fine-tuning
+        baselines and the domain classifier with its predictions."""
+        budget, runs_dir = self.budget, self.steps.runs_dir
+        stages, configs = [], {}
+        scratch = [run for run in runs if run.definition.stage1 is None]
+        for index, run in enumerate(scratch):
+            config = common.train_config(
+                run.directory,
+                dict(run.params),
+                dict(run.train),
+                budget,
+                runs_dir,
+                data=common.MIXED_BATCHES,
+            )
+            configs[run.family] = configs.get(run.family, config)
+            stages.append(
+                self._train(
+                    run,
+                    config,
+                    run.name,
+                    budget["steps"],
+                    "2/6 (%d/%d)" % (index + 1, len(scratch)),
+                    options=("--seed", str(run.seed)),
+                )
+            )
+        for run in runs:
+            family = run.definition
+            if family.stage1 is None:
+                continue
+            base = [r for r in scratch if r.family == family.stage1][0]
+            config = _stage2_config(
+                run.directory, configs[base.family], budget, runs_dir, family.finetune == "unfold"
+            )
+            how = "%s unfolded, domain blocks" if family.finetune == "unfold" else "on a frozen %s"
+            title = "%s stage 2 (%s, %d steps)" % (
+                run.name,
+                how % base.name,
+                budget["stage2_steps"],
+            )
+            final = budget["steps"] + budget["stage2_steps"]
+            stages.append(self._train(run, config, title, final, "2/6", after=[base.directory]))
+        for domain in self.domains:
+            config = _finetune_config(domain, configs[BASELINE.family], budget, runs_dir)
+            run = Run(
+                BASELINE.family, row="FT_%s" % domain, slug="ft_%s" % domain, modes=("oracle",)
+            )
+            final, after = budget["steps"] + budget["finetune_steps"], [BASELINE.directory]
+            stages.append(self._train(run, config, run.name, final, "3/6", after=after))
+        return stages + self._classifier_stages()
+
+    def _train(self, run, config, title, final_step, progress, options=(), after=()):
+        """Declares a system's training (and its evaluation's :class:`Trained`)."""
+        paths = [self.data_config, self._config(config, run.directory)]
+        model_dir, model_def = config["model_dir"], run.definition.small_def
+        trained = Trained(
+            run.name, run.directory, paths, model_dir, run.label_modes(), run.reads_labels
+        )
+        self.trained.append(trained)
+        return self.steps.train_stage(
+            title, run.directory, model_def, paths, model_dir, final_step, progress, options, after
+        )
+
+    def _classifier_stages(self):
+        classifier = classifier_config(self.budget, self.steps.runs_dir)
+        path = self._config(classifier, "classifier")
+        train = self.steps.train_stage(
+            "the domain classifier",
+            "classifier",
+            CLASSIFIER_DEF,
+            [self.data_config, path],
+            classifier["model_dir"],
+            self.budget["classifier_steps"],
+            "3/6",
+        )
+        features = self._test_files((self.source,))
+        labels = self._test_files(("domain",))
+        command = ["ldr-main", "--config", self.data_config, path, "predict_domains"]
+        command += ["--features_file"] + features + ["--labels_file"] + labels
+        command += ["--output_dir", self.pred_dir, "--model_config", self.data_config]
+        self.steps.commands.append(("Predict the test sets' domains", command))
+        outputs = [self.classification_path] + self._pred_files()
+
+        def stamp():
+            return stamps.make_stamp(
+                checkpoint=common.checkpoint_digest(classifier["model_dir"]),
+                config=config_loader.load_run_config([self.data_config, path]),
+                test=stamps.files_digest(features + labels),
+            )
+
+        predict = common.Stage(
+            "predict",
+            "predict the test sets' domains",
+            "3/6",
+            stamp,
+            outputs,
+            lambda cores: self.steps.run_command("predict", command, cores),
+            after=["classifier"],
+        )
+        return [train, predict]
+
+    # Stages 4 and 5: each system's translations and contrastive scores.
+
+    def evaluation_stages(self, in_lanes):
+        """Per system, its translation stage and (for the contrastive systems) its
+        contrastive scoring stage: ``ldr-eval --cache-only`` processes in the lanes
+        (:obj:`in_lanes`), else calls in this process."""
+        stages = []
+        for trained in self.trained:
+            stages.append(self._translate_stage(trained, in_lanes))
+            if trained.name in CONTRASTIVE_SYSTEMS:
+                stages.append(self._contrastive_stage(trained, in_lanes))
+        return stages
+
+    def translations(self, trained):
+        """The translation files of a system (one per label mode)."""
+        return [
+            os.path.join(self.eval_dir, "%s.%s.%s" % (trained.file_name, mode, self.target))
+            for mode in trained.modes or ("oracle",)
+        ]
+
+    def contrastive_scores(self, trained):
+        """The contrastive score files of a system (one per label mode)."""
+        modes = contrastive.MODES if trained.reads_labels else ("oracle",)
+        return [
+            os.path.join(
+                self.contrastive_dir, "%s.%s.contrastive.jsonl" % (trained.file_name, mode)
+            )
+            for mode in modes
+        ]
+
+    def _translate_stage(self, trained, in_lanes):
+        sentences = self.budget["eval_sentences"]
+        pred = "pred" in (trained.modes or ())
+        command = ["ldr-eval", "--corpus", self.data, "--out", self.eval_dir]
+        command += _system_args(trained.name, trained.config_paths, trained.modes)
+        command += ["--max-sentences", str(sentences), "--cache-only"]
+        command += ["--pred-dir", self.pred_dir] if pred else []
+
+        def stamp():
+            return stamps.make_stamp(
+                checkpoint=common.checkpoint_digest(trained.model_dir),
+                config=config_loader.load_run_config(trained.config_paths),
+                test=stamps.files_digest(self._test_files()),
+                pred=stamps.files_digest(self._pred_files()) if pred else None,
+                modes=trained.modes,
+                sentences=sentences,
+            )
+
+        def run(cores):
+            if in_lanes:
+                return self.steps.run_command("eval_" + trained.slug, command, cores)
+            evaluate.evaluate(
+                self.data,
+                [trained.system],
+                self.eval_dir,
+                max_sentences=sentences,
+                pred_dir=self.pred_dir,
+                cache_only=True,
+            )
+
+        outputs = self.translations(trained)
+        # And the evaluation's own stamp of them: they are its only under it.
+        owns = outputs + [os.path.join(self.eval_dir, trained.file_name + ".stamp")]
+        after = [trained.slug] + (["predict"] if pred else [])
+        title = "translate %s" % trained.name
+        return common.Stage("eval_" + trained.slug, title, "4/6", stamp, outputs, run, after, owns)
+
+    def _contrastive_stage(self, trained, in_lanes):
+        command = ["ldr-eval", "contrastive", "--corpus", self.data]
+        command += ["--out", self.contrastive_dir, "--items", self.items_path]
+        command += _system_args(trained.name, trained.config_paths) + ["--cache-only"]
+
+        def stamp():
+            return stamps.make_stamp(
+                checkpoint=common.checkpoint_digest(trained.model_dir),
+                config=config_loader.load_run_config(trained.config_paths),
+                items=stamps.file_digest(self.items_path),
+                corpus=self._corpus_digest(),
+            )
+
+        def run(cores):
+            if in_lanes:
+                return self.steps.run_command("contrastive_" + trained.slug, command, cores)
+            contrastive.evaluate(
+                self.data,
+                [trained.system],
+                self.contrastive_dir,
+                items_path=self.items_path,
+                cache_only=True,
+            )
+
+        outputs = self.contrastive_scores(trained)
+        stamp_file = os.path.join(self.contrastive_dir, trained.file_name + ".contrastive.stamp")
+        after = [trained.slug, "items"]
+        title = "contrastive %s" % trained.name
+        return common.Stage(
+            "contrastive_" + trained.slug,
+            title,
+            "5/6",
+            stamp,
+            outputs,
+            run,
+            after,
+            outputs + [stamp_file],
+        )
+
+    # Stage 6: the scores and the report.
+
+    def score_stage(self):
+        """BLEU, chrF and their significance of every system, and the contrastive summary:
+        ``eval/scores.json`` and ``contrastive/contrastive.json`` (:meth:`results`)."""
+        budget = self.budget
+        scored = [t for t in self.trained if t.name in CONTRASTIVE_SYSTEMS]
+        command = ["ldr-eval", "--corpus", self.data, "--out", self.eval_dir]
+        command += ["--baseline", BASELINE.name]
+        for trained in self.trained:
+            command += _system_args(trained.name, trained.config_paths, trained.modes)
+        command += ["--pred-dir", self.pred_dir]
+        command += ["--max-sentences", str(budget["eval_sentences"])]
+        self.steps.commands.append(("Evaluate", command))
+        command = ["ldr-eval", "contrastive", "--corpus", self.data]
+        command += ["--out", self.contrastive_dir, "--items", self.items_path]
+        for trained in scored:
+            command += _system_args(trained.name, trained.config_paths)
+        self.steps.commands.append(("Contrastive lexical choice", command))
+        chart = os.path.join(self.steps.out, "bleu.png")
+        outputs = [
+            self.scores_path,
+            os.path.join(self.eval_dir, "table.md"),
+            os.path.join(self.eval_dir, "bleu.png"),
+            chart,
+            self.contrastive_path,
+            os.path.join(self.contrastive_dir, contrastive.TABLE_FILE),
+            os.path.join(self.contrastive_dir, contrastive.CHART_FILE),
+        ]
+
+        def stamp():
+            return stamps.make_stamp(
+                systems=[[t.name, t.modes] for t in self.trained],
+                contrastive_systems=[t.name for t in scored],
+                baseline=BASELINE.name,
+                sentences=budget["eval_sentences"],
+                test=stamps.files_digest(self._test_files()),
+                translations=stamps.files_digest(
+                    [path for t in self.trained for path in self.translations(t)]
+                ),
+                items=stamps.file_digest(self.items_path),
+                contrastive_scores=stamps.files_digest(
+                    [path for t in scored for path in self.contrastive_scores(t)]
+                ),
+            )
+
+        def run(cores):
+            systems = [t.system for t in self.trained]
+            evaluate.evaluate(
+                self.data,
+                systems,
+                self.eval_dir,
+                baseline=BASELINE.name,
+                max_sentences=budget["eval_sentences"],
+                pred_dir=self.pred_dir,
+            )
+            copy_file_atomic(os.path.join(self.eval_dir, "bleu.png"), chart)
+            contrastive.evaluate(
+                self.data,
+                [t.system for t in scored],
+                self.contrastive_dir,
+                items_path=self.items_path,
+            )
+
+        return common.Stage("score", "scores, significance, tables", "4-5/6", stamp, outputs, run)
+
+    def results(self):
+        """``(BLEU results, contrastive results, classifier scores)``, as the score and
+        predict stages wrote them."""
+        loaded = []
+        for path in (self.scores_path, self.contrastive_path, self.classification_path):
+            with open(path, encoding="utf-8") as f:
+                loaded.append(json.load(f))
+        return tuple(loaded)
+
+    def report_stage(self, write, mode, start):
+        """Writes ``report.md`` (:obj:`write`: a callable of the total time) from the
+        results, the configurations and the commands."""
+        path = os.path.join(self.steps.out, "report.md")
+        configs_dir = self.steps.configs_dir
+
+        def stamp():
+            configs = sorted(os.listdir(configs_dir))
+            return stamps.make_stamp(
+                mode=mode,
+                budget=self.budget,
+                results=stamps.files_digest(
+                    [self.scores_path, self.contrastive_path, self.classification_path]
+                ),
+                corpus=stamps.file_digest(self._corpus_file("corpus.json")),
+                configs=[
+                    [name, stamps.file_digest(os.path.join(configs_dir, name))] for name in configs
+                ],
+                commands=self.steps.commands,
+            )
+
+        def run(cores):
+            write_lines_atomic(path, write(time.time() - start).splitlines())
+
+        return common.Stage("report", "report", "6/6", stamp, [path], run, timed=False)
+
+
+def _arguments(argv):
+    """``(args, budget)`` of the command line (``args.out`` set, ``args.mode`` the run's)."""
     parser = argparse.ArgumentParser(description="Run the multi-domain demo experiment.")
     parser.add_argument("--quick", action="store_true", help="smaller budgets (about 5 minutes)")
     parser.add_argument(
@@ -223,258 +732,90 @@ def main(argv=None):
     parser.add_argument(
         "--steps",
         type=int,
-        help="training steps of the systems trained from scratch (default %d; %d with --quick); "
-        "give another --out than a run with other steps"
+        help="training steps of the systems trained from scratch (default %d; %d with --quick);"
+        " a run with other steps in the same --out trains every system again"
         % (BUDGETS["default"]["steps"], BUDGETS["quick"]["steps"]),
     )
     parser.add_argument("--out", help="results directory (default results/demo[-quick])")
     parser.add_argument("--data", default="data/default", help="corpus directory")
     parser.add_argument("--cache", default=DEFAULT_CACHE)
     args = parser.parse_args(argv)
-    mode = "quick" if args.quick else "default"
-    budget = dict(BUDGETS[mode])
+    budget = dict(BUDGETS["quick" if args.quick else "default"])
     if args.steps is not None:
         if args.steps < 1:
             raise SystemExit("--steps must be >= 1, got %d" % args.steps)
         budget["steps"] = args.steps
-    out = args.out or ("results/demo-quick" if args.quick else "results/demo")
-    os.chdir(ROOT)
-    demo = common.Steps(out)
-    out = demo.out  # A link given as --out is resolved once.
-    runs_dir, configs_dir = demo.runs_dir, demo.configs_dir
-    start = time.time()
-
     if args.data != "data/default":
         raise SystemExit(
             "the demo's data configuration reads data/default; use --data data/default"
         )
-    common.log("[demo] 1/6 corpus: %s" % args.data)
-    t0 = time.time()
-    demo.commands.append(
-        (
-            "Build the corpus",
-            ["ldr-data", "build", "default", "--out", args.data, "--cache", args.cache],
-        )
-    )
-    info = common.prepare_corpus(args.data, args.cache)
-    demo.timings.append(("corpus", time.time() - t0))
-    data_config = common.write_config(
-        common.load_yaml(DATA_CONFIG), os.path.join(configs_dir, "data.yml")
-    )
+    args.out = args.out or ("results/demo-quick" if args.quick else "results/demo")
+    args.mode = ("quick" if args.quick else "default") + (", --full" if args.full else "")
+    return args, budget
 
-    # Every step is a job; two lanes (one core each on the README's 2-core machine) run
-    # them side by side, the longest first (common.run_jobs). Each system is translated
-    # and scored in its lane as soon as it is trained; the final evaluation reuses that.
+
+def main(argv=None):
+    args, budget = _arguments(argv)
+    os.chdir(ROOT)
+    steps = common.Steps(args.out)  # A link given as --out is resolved once.
+    plan = Plan(args, budget, steps)
+    start = time.time()
+
+    steps.run_stages([plan.corpus_stage()])
+    info = corpus_lib.load_info(args.data)
+    plan.write_data_config(info)
+    # Two lanes (one core each on the README's 2-core machine) run the stages side by side,
+    # the longest first (_by_priority). With budget["evaluate_in_lanes"], each system is
+    # translated and scored in its lane (an ldr-eval process) as soon as it is trained;
+    # otherwise in this process after the trainings.
     lanes = common.cpu_lanes(2)
-    eval_dir = os.path.join(out, "eval")
-    contrastive_dir = os.path.join(out, "contrastive")
-    items_path = os.path.join(contrastive_dir, "items.jsonl")
-    if not os.path.exists(items_path):
-        contrastive.build_items(args.data, items_path, max_items=budget["contrastive_items"])
-    pred_dir = os.path.join(out, "pred")
-    # The systems' (name, configuration files, label modes): evaluate.System needs them
-    # trained.
-    jobs, specs, configs = [], [], {}
-
-    def _add_system(name, config_paths, modes, after):
-        """The system's evaluation jobs (BLEU translations, contrastive scores), each after
-        :obj:`after` (its training)."""
-        specs.append((name, config_paths, modes))
-        if not budget["evaluate_in_lanes"]:
-            return  # The final evaluation translates and scores everything, in one process.
-        command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir]
-        command += _system_args(name, config_paths, modes)
-        command += ["--max-sentences", str(budget["eval_sentences"]), "--cache-only"]
-        needs = list(after)
-        if modes and "pred" in modes:
-            command += ["--pred-dir", pred_dir]
-            needs.append("predict")
-        slug = after[0]
-        jobs.append(
-            demo.command_job("eval_" + slug, "translate %s" % name, command, "4/6", after=needs)
-        )
-        if name in CONTRASTIVE_SYSTEMS:
-            command = ["ldr-eval", "contrastive", "--corpus", args.data]
-            command += ["--out", contrastive_dir, "--items", items_path]
-            command += _system_args(name, config_paths) + ["--cache-only"]
-            jobs.append(
-                demo.command_job(
-                    "contrastive_" + slug,
-                    "contrastive %s" % name,
-                    command,
-                    "5/6",
-                    after=after,
-                )
-            )
-
-    selected = [system for system in SYSTEMS if args.full or system[-1]]
-    mixed_def = [s[2] for s in SYSTEMS if s[0] == "Mixed"][0]
-    # Every system from scratch is seeded (1); Mixed is trained again with seed 2.
-    trainings = [s[:-1] + (("--seed", "1"),) for s in selected]
-    trainings.insert(1, (SEED_ROW, "mixed_seed2", mixed_def, {}, {}, None, ("--seed", str(SEED))))
-    for index, (name, slug, model_def, params, train, modes, options) in enumerate(trainings):
-        config = common.train_config(
-            slug, params, train, budget, runs_dir, data=common.MIXED_BATCHES
-        )
-        path = common.write_config(config, os.path.join(configs_dir, "%s.yml" % slug))
-        configs[name] = config
-        jobs.append(
-            demo.train_job(
-                name,
-                slug,
-                model_def,
-                [data_config, path],
-                config["model_dir"],
-                budget["steps"],
-                "2/6 train (%d/%d)" % (index + 1, len(trainings)),
-                options=options,
-            )
-        )
-        _add_system(name, [data_config, path], modes, [slug])
-
-    name, slug, model_def = FACTORIZED
-    stage2 = _stage2_config(slug, configs["Mixed"], budget, runs_dir)
-    path = common.write_config(stage2, os.path.join(configs_dir, "%s.yml" % slug))
-    jobs.append(
-        demo.train_job(
-            "%s stage 2 (Mixed unfolded, domain blocks, %d steps)" % (name, budget["stage2_steps"]),
-            slug,
-            model_def,
-            [data_config, path],
-            stage2["model_dir"],
-            budget["steps"] + budget["stage2_steps"],
-            "2/6 train",
-            after=["mixed"],
-        )
-    )
-    _add_system(name, [data_config, path], FACTORIZED_MODES, [slug])
-
-    base_def = [s[2] for s in SYSTEMS if s[0] == FINETUNE_BASE][0]
-    for domain in info["domains"]:
-        config = _finetune_config(domain, configs[FINETUNE_BASE], budget, runs_dir)
-        path = common.write_config(config, os.path.join(configs_dir, "ft_%s.yml" % domain))
-        jobs.append(
-            demo.train_job(
-                "FT_%s" % domain,
-                "ft_%s" % domain,
-                base_def,
-                [data_config, path],
-                config["model_dir"],
-                budget["steps"] + budget["finetune_steps"],
-                "3/6 fine-tune %s on %s (%d steps)"
-                % (FINETUNE_BASE, domain, budget["finetune_steps"]),
-                after=["mixed"],
-            )
-        )
-        _add_system("FT_%s" % domain, [data_config, path], ("oracle",), ["ft_%s" % domain])
-
-    classifier = classifier_config(budget, runs_dir)
-    classifier_path = common.write_config(classifier, os.path.join(configs_dir, "classifier.yml"))
-    jobs.append(
-        demo.train_job(
-            "the domain classifier",
-            "classifier",
-            CLASSIFIER_DEF,
-            [data_config, classifier_path],
-            classifier["model_dir"],
-            budget["classifier_steps"],
-            "3/6 train",
-        )
-    )
-    src, domains = info["source_lang"], info["domains"]
-    predict_command = ["ldr-main", "--config", data_config, classifier_path, "predict_domains"]
-    predict_command += ["--features_file"]
-    predict_command += [os.path.join(args.data, "test.%s.%s" % (d, src)) for d in domains]
-    predict_command += ["--labels_file"]
-    predict_command += [os.path.join(args.data, "test.%s.domain" % d) for d in domains]
-    predict_command += ["--output_dir", pred_dir, "--model_config", data_config]
-    demo.commands.append(("Predict the test sets' domains", predict_command))
-    scores_path = os.path.join(pred_dir, "classification.json")
-
-    def _predicted():
-        checkpoint = os.path.join(classifier["model_dir"], "checkpoint")
-        return os.path.exists(scores_path) and os.path.getmtime(scores_path) > os.path.getmtime(
-            checkpoint
-        )
-
-    jobs.append(
-        demo.command_job(
-            "predict",
-            "predict the test sets' domains",
-            predict_command,
-            "3/6",
-            done=_predicted,
-            after=["classifier"],
-        )
-    )
+    in_lanes = budget["evaluate_in_lanes"]
+    runs = [run for run in SYSTEMS if args.full or not run.full]
+    parallel = [plan.items_stage()] + plan.training_stages(runs)
+    evaluation = plan.evaluation_stages(in_lanes)
+    if in_lanes:
+        parallel, evaluation = parallel + evaluation, []
     common.log(
-        "[demo] 2-5/6 %d jobs (trainings, translations of %d test sentences per domain,"
+        "[demo] 2-5/6 %d stages (trainings, translations of %d test sentences per domain,"
         " contrastive scores) on %d lane(s): %s"
         % (
-            len(jobs),
+            len(parallel) + len(evaluation),
             budget["eval_sentences"],
             len(lanes),
             "; ".join("cores %s" % c if c else "all cores" for c in lanes),
         )
     )
-    common.run_jobs(_by_priority(jobs), lanes)
-    systems = [evaluate.System(*spec) for spec in specs]
-    with open(scores_path) as f:
-        classifier_scores = json.load(f)
+    steps.run_stages(_by_priority(parallel), lanes)
+    steps.run_stages(evaluation + [plan.score_stage()])
 
-    common.log("[demo] 4/6 evaluate (%d test sentences per domain)" % budget["eval_sentences"])
-    t0 = time.time()
-    eval_command = ["ldr-eval", "--corpus", args.data, "--out", eval_dir, "--baseline", "Mixed"]
-    for name, config_paths, modes in specs:
-        eval_command += _system_args(name, config_paths, modes)
-    eval_command += ["--pred-dir", pred_dir, "--max-sentences", str(budget["eval_sentences"])]
-    demo.commands.append(("Evaluate", eval_command))
-    results = evaluate.evaluate(
-        args.data,
-        systems,
-        eval_dir,
-        baseline="Mixed",
-        max_sentences=budget["eval_sentences"],
-        pred_dir=pred_dir,
-    )
-    copy_file_atomic(os.path.join(eval_dir, "bleu.png"), os.path.join(out, "bleu.png"))
-    scored = [s for s in systems if s.name in CONTRASTIVE_SYSTEMS]
-    contrastive_command = ["ldr-eval", "contrastive", "--corpus", args.data]
-    contrastive_command += ["--out", contrastive_dir, "--items", items_path]
-    for system in scored:
-        contrastive_command += _system_args(system.name, system.config_paths)
-    demo.commands.append(("Contrastive lexical choice", contrastive_command))
-    contrastive_results = contrastive.evaluate(
-        args.data, scored, contrastive_dir, items_path=items_path
-    )
-    demo.timings.append(("scores, significance, tables", time.time() - t0))
+    results, contrastive_results, classifier_scores = plan.results()
     spread = seed_spread(results)
     extras = {
         "spread": spread,
-        "contrastive": contrastive.markdown_table(contrastive_results),
+        "contrastive": contrastive.format_tables(contrastive_results),
         "findings": findings(results, spread, contrastive_rates(contrastive_results)),
         "examples": evaluate.examples(
             args.data, results, per_domain=budget["examples"], rows=_example_rows(results)
         ),
     }
-    total = time.time() - start
-    report = _report(
-        mode + (", --full" if args.full else ""),
+    write = functools.partial(
+        _report,
+        args.mode,
         info,
         results,
         classifier_scores,
-        demo,
-        total,
-        configs_dir,
-        budget,
-        extras,
+        steps,
+        configs_dir=steps.configs_dir,
+        budget=budget,
+        extras=extras,
     )
-    write_lines_atomic(os.path.join(out, "report.md"), report.splitlines())
-    print(classification.markdown_table(classifier_scores))
+    steps.run_stages([plan.report_stage(write, args.mode, start)])
+    print(classification.format_table(classifier_scores))
     print(evaluate.format_tables(results))
     print("\n".join(extras["findings"]))
     common.log(
-        "[demo] 6/6 report: %s (total %.1f min)" % (os.path.join(out, "report.md"), total / 60)
+        "[demo] 6/6 report: %s (total %.1f min)"
+        % (os.path.join(steps.out, "report.md"), (time.time() - start) / 60)
     )
     return 0
 
@@ -488,14 +829,15 @@ def _system_args(name, config_paths, modes=None):
 
 
 def _by_priority(jobs):
-    """The jobs in the order a free lane takes them: trainings from scratch first (LDR,
-    the slowest, leading), then the classifier and its predictions, the trainings that
-    continue Mixed, and every evaluation as soon as its system is trained."""
+    """The stages (or jobs) in the order a free lane takes them: trainings from scratch
+    first (LDR, the slowest, leading), then the classifier, its predictions and the
+    contrastive items, the trainings that continue Mixed, and every evaluation as soon as
+    its system is trained."""
 
     def rank(job):
         if job.name.startswith(("eval_", "contrastive_")):
             return 3
-        if job.name in ("classifier", "predict"):
+        if job.name in ("classifier", "predict", "items"):
             return 1
         return 2 if job.after else 0
 
@@ -706,7 +1048,7 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "",
         "## Domain classifier (full test sets)",
         "",
-        classification.markdown_table(classifier_scores),
+        classification.format_table(classifier_scores),
         "",
         "## Results",
         "",

@@ -24,7 +24,8 @@ class ParameterCountTest(tf.test.TestCase):
     def test_table(self):
         lines = parameters.parameter_table(adapter_dim=256, d_model=64, ffn_dim=256)
         self.assertLen(lines, 2 + len(parameters.systems()))
-        self.assertTrue(lines[2].startswith("| vanilla (Mixed) |") and lines[2].endswith("| 1.00 |"))
+        self.assertTrue(lines[2].startswith("| vanilla (Mixed) |"))
+        self.assertTrue(lines[2].endswith("| 1.00 |"))
 
     @parameterized.expand([(0,), (-5,)])
     def test_bad_adapter_size(self, size):
@@ -32,7 +33,8 @@ class ParameterCountTest(tf.test.TestCase):
             parameters.parameter_count("adapters", adapter_dim=size)
 
     def test_unknown_system(self):
-        with self.assertRaisesRegex(UserError, "unknown system 'lora' .*adapters, ttm, ml.*factorized_pa"):
+        message = "unknown system 'lora' .*adapters, ttm, ml.*factorized_pa"
+        with self.assertRaisesRegex(UserError, message):
             parameters.parameter_count("lora")
 
 

@@ -435,13 +435,20 @@ class OutputTreeTest(tf.test.TestCase):
         self.assertIn("was built from other inputs (domains differ): rebuilding", stderr)
         after = tiny.read_lines(os.path.join(self.out, "raw", "train.religious.en"))
         self.assertNotEqual(before, after)
-        # Other options: rebuilt.
+        # Other options: rebuilt, saying which.
         status, stderr = run_cli(cli.main, self._cli("--test-size", "4", zips=two))
-        self.assertIn("was built from other inputs (options differ): rebuilding", stderr)
+        self.assertIn("was built from other inputs (options.test_size: 3 -> 4): rebuilding", stderr)
         self.assertEqual(corpus.load_info(self.out)["stats"]["medical"]["test"]["pairs"], 4)
         stamp = corpus.read_stamp(self.out)
         self.assertEqual(stamp["inputs"]["options"]["test_size"], 4)
         self.assertIn("raw/train.medical.en", stamp["files"])
+        # The same inputs, a result missing: rebuilt, saying so.
+        os.remove(os.path.join(self.out, "corpus.json"))
+        status, stderr = run_cli(cli.main, self._cli("--test-size", "4", zips=two))
+        self.assertEqual(status, 0, stderr)
+        missing = os.path.join(self.out, "corpus.json")
+        self.assertIn("is incomplete (missing: %s): rebuilding" % missing, stderr)
+        self.assertTrue(corpus.is_built(self.out))
 
     def test_corpus_of_an_older_ldr_data_is_rebuilt(self):
         zips = _write_moses_zips(self.dir)

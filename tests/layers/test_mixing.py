@@ -88,45 +88,6 @@ class ProportionsTest(tf.test.TestCase):
             layer(tf.zeros([1, 1, UNITS]))
 
 
-class MixTest(tf.test.TestCase):
-    @parameterized.expand(
-        [
-            ("wider_output", 4, 12, True, 3),  # [x D_1, ..., x D_k] path
-            ("narrower_output", 12, 4, True, 3),  # [n, k*m] then weighted sum
-            ("square", 6, 6, False, 3),
-            ("rank_2", 4, 12, True, 2),
-            ("one_domain", 5, 7, True, 3, 1),
-        ]
-    )
-    def test_equals_the_weighted_sum_of_domain_projections(self, _, n, m, bias, rank, k=DOMAINS):
-        rng = np.random.RandomState(3)
-        shape = [2, 5][: rank - 1]
-        inputs = rng.normal(size=shape + [n]).astype(np.float32)
-        kernel = rng.normal(size=[n, k, m]).astype(np.float32)
-        biases = rng.normal(size=[k, m]).astype(np.float32) if bias else None
-        proportions = _proportions(rng, shape, k)
-        outputs = mixing.mix(tf.constant(inputs), kernel, biases, proportions)
-        self.assertEqual(outputs.shape, shape + [m])
-        self.assertAllClose(outputs, _mix_reference(inputs, kernel, biases, proportions), atol=1e-5)
-
-    def test_compiles_with_xla(self):
-        rng = np.random.RandomState(4)
-        kernel = rng.normal(size=[4, DOMAINS, 6]).astype(np.float32)
-
-        @tf.function(jit_compile=True)
-        def _mix(inputs, proportions):
-            return mixing.mix(inputs, kernel, None, proportions)
-
-        for length in (3, 5):  # Dynamic shapes: no data-dependent Python control flow.
-            inputs = rng.normal(size=[2, length, 4]).astype(np.float32)
-            proportions = _proportions(rng, [2, length])
-            self.assertAllClose(
-                _mix(inputs, proportions),
-                _mix_reference(inputs, kernel, None, proportions),
-                atol=1e-5,
-            )
-
-
 class MixedDenseTest(tf.test.TestCase):
     def _built(self, units=6, depth=UNITS, **kwargs):
         layer = mixing.MixedDense(units, num_domains=DOMAINS, **kwargs)

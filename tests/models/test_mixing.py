@@ -339,7 +339,7 @@ class MixingTransformerTest(tf.test.TestCase):
             )
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "Unknown domain label 'legal'"):
             _features(model, ["cell"], ["legal"])
-        with self.assertRaisesRegex(UserError, "cannot be folded"):
+        with self.assertRaisesRegex(UserError, "cannot be exported to CTranslate2: its per-domain"):
             folding.check_foldable(model)
         exporter = opennmt.utils.exporters.make_exporter("ctranslate2")
         with self.assertRaisesRegex(UserError, "cannot export the mixing Transformer"):

@@ -1,11 +1,23 @@
-"""The pure helpers of the benchmark script (no measurement is run)."""
+"""The benchmark script: its row table read from the family registry, and its pure
+helpers (no measurement is run)."""
 
 import argparse
+import dataclasses
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
 import benchmarks
+from ldr_opennmt import registry
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "domain_bias", "domain_bias.py")
+SIZE = benchmarks.make_size(1, 16, 2)
+#: The domain counts of the domain-mixing rows (catalog: mix_k2, mix_k3, mix_k6).
+MIXING_KS = (2, 3, 6)
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -44,6 +56,11 @@ def _config(**kwargs):
     config = benchmarks.make_config(args, "/tmp/none")
     config.update(kwargs)
     return config
+
+
+def _selected(families, user_modules=()):
+    rows = benchmarks.build_rows(SIZE, user_modules)
+    return benchmarks.select_rows(rows, families)
 
 
 class BenchmarkHelpersTest(unittest.TestCase):
@@ -101,7 +118,7 @@ class BenchmarkHelpersTest(unittest.TestCase):
     def test_mixing_flops_and_targets(self):
         config = _config()
         self.assertAlmostEqual(benchmarks.mixing_flop_ratios(config, 1)[0], 1.0, delta=0.02)
-        ratios = [benchmarks.mixing_flop_ratios(config, k) for k in benchmarks.MIXING_KS]
+        ratios = [benchmarks.mixing_flop_ratios(config, k) for k in MIXING_KS]
         self.assertEqual(ratios, sorted(ratios))
         for train, decode in ratios:
             self.assertGreater(train, 1.0)
@@ -112,24 +129,27 @@ class BenchmarkHelpersTest(unittest.TestCase):
         results["train"]["mix_k2"] = {"ms_per_step": 100.0 * train2 / 0.8 - 1}
         results["train"]["mix_k3"] = {"ms_per_step": 100.0 * ratios[1][0] / 0.8 + 1}
         checks = benchmarks.check_targets(results, config)
-        self.assertEqual(len(checks), len(benchmarks.TARGETS) + 2 * len(benchmarks.MIXING_KS))
+        self.assertEqual(len(checks), len(benchmarks.TARGETS) + 2 * len(MIXING_KS))
         mixing = {c[0]: c[4] for c in checks[len(benchmarks.TARGETS) :]}
         self.assertEqual(
             [status for name, status in mixing.items() if "training" in name],
             ["PASS", "MISS", "n/a"],
         )
-        self.assertEqual(benchmarks.system_domains("mix_k6"), ["d%d" % i for i in range(6)])
-        self.assertIsNone(benchmarks.system_domains("vanilla"))
+        self.assertEqual(benchmarks._row(config, "mix_k6").domains, ["d%d" % i for i in range(6)])
+        self.assertIsNone(benchmarks._row(config, "vanilla").domains)
+        # Without the domain-mixing rows, no domain-mixing target.
+        config["rows"] = [row for row in config["rows"] if not row["name"].startswith("mix")]
+        self.assertEqual(len(benchmarks.check_targets(results, config)), len(benchmarks.TARGETS))
 
     def test_families_and_domain_blocks(self):
-        tasks = benchmarks._tasks(["train", "infer"], ["factorized"])
+        tasks = benchmarks._tasks(["train", "infer"], _selected(["factorized"]))
         self.assertEqual(
             tasks,
             ["train:vanilla", "train:fact_pa", "train:fact_sf", "train:fact_df", "prepare"]
-            + ["tf:vanilla", "tf:fact_pa", "tf:fact_sf", "tf:fact_df", "ct2:vanilla"]
-            + ["ct2:fact_pa", "ct2:fact_sf", "ct2:fact_df"],
+            + ["tf:vanilla", "tf:fact_pa", "tf:fact_sf", "tf:fact_df", "tf:ens_fact_pa"]
+            + ["ct2:vanilla", "ct2:fact_pa", "ct2:fact_sf", "ct2:fact_df"],
         )
-        self.assertIn("ct2:ldr", benchmarks._tasks(["infer"], list(benchmarks.FAMILIES)))
+        self.assertIn("ct2:ldr", benchmarks._tasks(["infer"], _selected(None)))
         with tempfile.TemporaryDirectory() as directory:
             paths = benchmarks.write_data(directory, 10, 7, 3, seed=1, block=3)
             with open(paths["dom"]) as f:
@@ -222,6 +242,133 @@ class BenchmarkHelpersTest(unittest.TestCase):
             with open(path) as f:
                 self.assertEqual(f.read(), "second\n")
             self.assertEqual(os.listdir(directory), ["bench.md"])
+
+
+class RowTableTest(unittest.TestCase):
+    """The rows come from the registry, and from nowhere else."""
+
+    def test_every_family_with_a_benchmark_has_its_rows(self):
+        rows = {row.name: row for row in benchmarks.build_rows(SIZE)}
+        self.assertEqual(list(rows)[0], benchmarks.VANILLA)
+        families = [f for f in registry.families() if f.benchmark is not None]
+        self.assertGreater(len(families), 5)
+        for family in families:
+            caps = registry.capabilities(family.name)
+            declared = family.benchmark_rows(SIZE)
+            self.assertTrue(declared, family.name)
+            for name, kwargs, options in declared:
+                self.assertIn(name, rows, family.name)
+                row = rows[name]
+                self.assertEqual((row.family, row.family_title), (family.name, family.title))
+                if options.get("ensemble"):
+                    self.assertTrue(row.ensemble and row.tf and not row.train and not row.ct2)
+                    self.assertIsNone(caps.ensembles)
+                    self.assertTrue(rows[row.model].tf)  # The SavedModel it translates with.
+                    continue
+                self.assertTrue(row.train)
+                self.assertEqual(row.kwargs, kwargs)
+                self.assertEqual(len(row.domains), options.get("num_domains", 3))
+                mode = options.get("domain_training", "joint")
+                self.assertEqual(row.domain_training, mode)
+                self.assertIn(mode, caps.domain_training)
+            # The family's SavedModel and, when it folds, its CTranslate2 model.
+            own = [row for row in rows.values() if row.family == family.name]
+            inference = [row for row in own if row.tf and not row.ensemble]
+            self.assertTrue(inference, family.name)
+            folds = caps.ctranslate2 is None and caps.domain_parameters
+            self.assertEqual([row.ct2 for row in inference], [folds] * len(inference))
+            self.assertFalse(any(row.ct2 for row in own if not row.tf or row.ensemble))
+            selected = benchmarks.select_rows(list(rows.values()), [family.name])
+            self.assertEqual([row.name for row in selected], ["vanilla"] + [r.name for r in own])
+
+    def test_the_package_rows(self):
+        rows = {row.name: row for row in benchmarks.build_rows(SIZE)}
+        self.assertEqual(rows["ldr_joint"].title, "LDR joint")
+        self.assertEqual(rows["ldr_procedure1"].title, "LDR Procedure 1")
+        # The two LDR training rows share one inference row, titled by the family.
+        self.assertEqual((rows["ldr"].title, rows["ldr"].train, rows["ldr"].ct2), ("LDR", 0, 1))
+        self.assertEqual(rows["ens_ldr"].model, "ldr")
+        self.assertEqual(rows["ens_ldr"].title, "LDR, ens-uniform (3 domains + generic)")
+        self.assertEqual(rows["mix_k2"].title, "Domain mixing, k = 2")
+        self.assertEqual(rows["fact_df"].kwargs, {"d_inner": 9})  # 280/512 of 16 units.
+        self.assertEqual(rows["adapters"].domain_training, "domains")
+        self.assertTrue(rows["ttm"].domain_tokens)
+        mixed = [name for name, row in rows.items() if row.labels == benchmarks.FEED_MIXED]
+        self.assertEqual(mixed, ["fact_pa", "fact_sf", "fact_df"])
+        folded = [name for name, row in rows.items() if row.ct2]
+        self.assertEqual(folded, ["vanilla", "dc", "ldr", "fact_pa", "fact_sf", "fact_df"])
+        # Today's group names still select their families.
+        self.assertEqual(
+            [row.name for row in benchmarks.select_rows(list(rows.values()), ["mixing"])],
+            ["vanilla", "mix_k2", "mix_k3", "mix_k6"],
+        )
+        self.assertEqual(
+            [row.name for row in benchmarks.select_rows(list(rows.values()), ["ensembles"])],
+            ["vanilla", "ldr", "ens_ldr", "fact_pa", "ens_fact_pa"],
+        )
+        with self.assertRaisesRegex(ValueError, "names no benchmark row"):
+            benchmarks.select_rows(list(rows.values()), ["no_such_family"])
+
+    def test_a_user_family_gets_its_rows(self):
+        rows = _selected(["domain_bias_transformer"], [EXAMPLE])
+        self.assertEqual([row.name for row in rows], ["vanilla", "domain_bias"])
+        row = rows[1]
+        self.assertEqual((row.family, row.title), ("domain_bias_transformer", "Domain output bias"))
+        self.assertEqual(row.domain_training, "joint")
+        self.assertEqual(row.domains, benchmarks.DOMAINS)
+        self.assertTrue(row.train and row.tf)
+        # It refuses CTranslate2: no CTranslate2 row.
+        self.assertFalse(row.ct2)
+        self.assertEqual(
+            benchmarks._tasks(["train", "infer"], rows),
+            ["train:vanilla", "train:domain_bias", "prepare", "tf:vanilla", "tf:domain_bias"]
+            + ["ct2:vanilla"],
+        )
+        # Through the command line: the module reaches every measurement process.
+        args = benchmarks.parse_args(
+            ["--quick", "--user_module", EXAMPLE, "--families", "domain_bias_transformer"]
+        )
+        config = benchmarks.make_config(args, "/tmp/none")
+        self.assertEqual(config["user_modules"], [EXAMPLE])
+        self.assertEqual([row["name"] for row in config["rows"]], ["vanilla", "domain_bias"])
+        with self.assertRaises(SystemExit):
+            benchmarks.parse_args(["--quick", "--families", "domain_bias_transformer_typo"])
+
+    def test_rows_travel_as_json(self):
+        for row in benchmarks.build_rows(SIZE):
+            data = json.loads(json.dumps(dataclasses.asdict(row)))
+            self.assertEqual(benchmarks.Row(**data), row)
+
+    def test_a_ctranslate2_process_reads_no_registry(self):
+        # What a CTranslate2 measurement does before it loads its model: the module run
+        # as a script, its row read from the configuration.
+        config = {"rows": [dataclasses.asdict(r) for r in _selected(["ldr_transformer"])]}
+        config["workdir"] = "/w"
+        code = (
+            "import json, runpy, sys; g = runpy.run_path(sys.argv[1]); "
+            "row = g['_row'](json.loads(sys.argv[2]), 'ldr'); "
+            "print(g['_ct2_model_dir'](json.loads(sys.argv[2]), row)); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('tensorflow', 'ldr_opennmt', 'opennmt')))"
+        )
+        path = os.path.join(ROOT, "run", "benchmarks.py")
+        output = subprocess.run(
+            [sys.executable, "-c", code, path, json.dumps(config)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        self.assertEqual(output, ["/w/ct2/ldr/d0", "[]"])
+
+    def test_no_other_list_of_families(self):
+        with open(os.path.join(ROOT, "run", "benchmarks.py"), encoding="utf-8") as f:
+            source = f.read()
+        self.assertNotIn("fact_pa", source)
+        # No row name (the registry's) is written out in the script.
+        for row in benchmarks.build_rows(SIZE):
+            if row.name != benchmarks.VANILLA:
+                self.assertNotIn('"%s"' % row.name, source)
+                self.assertNotIn("'%s'" % row.name, source)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@ import os
 import sys
 import threading
 import time
+from unittest import mock
 
 import tensorflow as tf
 
 from experiments import common
+from ldr_opennmt import stamps
 
 STEP_LOG = (
     "2026-11-23 09:11:01.388000: I runner.py:310] Step = %d ; steps/s = %.2f, tokens/s = %d"
@@ -116,6 +118,109 @@ class CommonTest(tf.test.TestCase):
         common.run_streaming([sys.executable, "-c", code], log_path, cores=[core])
         with open(log_path) as f:
             self.assertIn("[%d] 1" % core, f.read())
+
+
+class StageTest(tf.test.TestCase):
+    """A stage runs unless its stamp matches, says why, and removes only what is stale."""
+
+    def setUp(self):
+        super().setUp()
+        self.steps = common.Steps(os.path.join(self.get_temp_dir(), "stages-out"))
+        self.input = os.path.join(self.steps.out, "input.txt")
+        self.output = os.path.join(self.steps.out, "result", "output.txt")
+        self.owned = os.path.join(self.steps.out, "result")
+        self._put(self.input, "v1")
+        self.runs = []
+
+    def _put(self, path, text):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+    def _stage(self, fail=False):
+        def run(cores):
+            self.runs.append(sorted(os.listdir(self.owned)) if os.path.isdir(self.owned) else None)
+            self._put(os.path.join(self.owned, "partial.txt"), "x")
+            if fail:
+                raise RuntimeError("killed")
+            self._put(self.output, "done")
+
+        return common.Stage(
+            "step",
+            "make the result",
+            "1/1",
+            lambda: stamps.make_stamp(input=stamps.file_digest(self.input), options={"n": 1}),
+            [self.output],
+            run,
+            owns=[self.owned],
+        )
+
+    def _run(self, stage):
+        with mock.patch.object(common, "log") as log:
+            self.steps.run_stages([stage])
+        return "\n".join(call.args[0] for call in log.call_args_list)
+
+    def test_runs_then_is_skipped_then_reruns_saying_what_changed(self):
+        stamp_path = os.path.join(self.steps.stages_dir, "step.json")
+        text = self._run(self._stage())
+        self.assertIn("[demo] 1/1 make the result: runs (no stamp (%s))" % stamp_path, text)
+        record = stamps.read(stamp_path)
+        self.assertTrue(record["complete"])
+        self.assertGreaterEqual(record["seconds"], 0)
+        # The same inputs: skipped, its time that of the run that made it.
+        self.steps.timings = []
+        text = self._run(self._stage())
+        self.assertIn("make the result: skipped, done from the same inputs", text)
+        self.assertLen(self.runs, 1)
+        self.assertEqual(self.steps.timings[0][0], "make the result (earlier run)")
+        # Another input: what it owns is removed (made from the former input), then redone.
+        self._put(self.input, "v2")
+        text = self._run(self._stage())
+        self.assertIn("make the result: runs (input differs)", text)
+        self.assertIn("removing %s (made from other inputs)" % self.owned, text)
+        self.assertEqual(self.runs[-1], None)
+        self.assertTrue(os.path.exists(self.output))
+
+    def test_a_run_killed_half_way_resumes_from_what_it_left(self):
+        with self.assertRaisesRegex(RuntimeError, "killed"):
+            self._run(self._stage(fail=True))
+        self.assertFalse(stamps.read(os.path.join(self.steps.stages_dir, "step.json"))["complete"])
+        text = self._run(self._stage())
+        self.assertIn("runs (the run that wrote them did not finish)", text)
+        self.assertEqual(self.runs[-1], ["partial.txt"])  # Not removed: the same inputs.
+        # An output removed by hand: redone, saying so.
+        os.remove(self.output)
+        text = self._run(self._stage())
+        self.assertIn("runs (missing: %s)" % self.output, text)
+
+    def test_only_what_is_under_the_results_directory_is_removed(self):
+        self._run(self._stage())
+        self._put(self.input, "v2")
+        stage = self._stage()
+        stage.owns = [os.path.join(self.get_temp_dir(), "elsewhere")]
+        with self.assertRaisesRegex(Exception, "not under the results directory"):
+            self._run(stage)
+
+    def test_training_stamp(self):
+        out = self.get_temp_dir()
+        model_def = os.path.join(out, "model.py")
+        vocabulary = os.path.join(out, "vocab.en")
+        self._put(model_def, "model = None\n")
+        self._put(vocabulary, "a\n")
+        data = os.path.join(out, "data.yml")
+        run = os.path.join(out, "run.yml")
+        self._put(data, "data:\n  source_vocabulary: %s\n  missing: %s.x\n" % (vocabulary, out))
+        self._put(run, "model_dir: %s\ntrain:\n  max_step: 60\n" % out)
+        stamp = common.training_stamp(model_def, [data, run], ["--seed", "1"])
+        self.assertEqual(common.data_files(stamp["config"]), [vocabulary])
+        self.assertEqual(stamp["config"]["train"], {"max_step": 60})
+        self.assertIsNone(stamp["base"])
+        self._put(run, "model_dir: %s\ntrain:\n  max_step: 100\n" % out)
+        self._put(vocabulary, "b\n")
+        other = common.training_stamp(model_def, [data, run], ["--seed", "1"])
+        self.assertEqual(
+            stamps.describe(stamp, other), "config.train.max_step: 60 -> 100; data differs"
+        )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,24 @@ import os
 import tensorflow as tf
 
 from experiments import common, factorized
+from ldr_opennmt import stamps
 from ldr_opennmt.models import FactorizedTransformer
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def _fake_checkpoint(model_dir, step):
+    """A model directory whose latest checkpoint is ``ckpt-STEP`` (fake contents)."""
+    os.makedirs(model_dir)
+    prefix = os.path.join(model_dir, "ckpt-%d" % step)
+    _write(prefix + ".index", "index %d" % step)
+    _write(prefix + ".data-00000-of-00001", "weights %d" % step)
+    _write(os.path.join(model_dir, "checkpoint"), 'model_checkpoint_path: "ckpt-%d"\n' % step)
+    return prefix
 
 
 class FactorizedExperimentTest(tf.test.TestCase):
@@ -44,17 +61,32 @@ class FactorizedExperimentTest(tf.test.TestCase):
             {"base": stage1["model_dir"], "steps": budget["stage2_steps"], "unfold": True},
         )
         self.assertEqual(stage2["data"], common.MIXED_BATCHES)
-        # Finished stages are skipped; the options reach every training command.
+        # Finished stages are kept (trained before their stamps: adopted, then stamped);
+        # the options reach every training command.
         steps = common.Steps(os.path.join(out, "exp"), options=["--mixed_precision"])
         for directory, step in (("f_stage1", 30), ("f", 40)):
-            os.makedirs(os.path.join(steps.runs_dir, directory))
-            open(os.path.join(steps.runs_dir, directory, "ckpt-%d.index" % step), "w").close()
-        paths = common.train_curriculum(steps, "F", "f", "m.py", "data.yml", budget, "train")
-        self.assertEqual(paths[0], "data.yml")
+            _fake_checkpoint(os.path.join(steps.runs_dir, directory), step)
+        model_def = _write(os.path.join(out, "m.py"), "model = None\n")
+        vocabulary = _write(os.path.join(out, "vocab.en"), "a\n")
+        data_config = _write(
+            os.path.join(out, "data.yml"), "data:\n  source_vocabulary: %s\n" % vocabulary
+        )
+        paths = common.train_curriculum(steps, "F", "f", model_def, data_config, budget, "train")
+        self.assertEqual(paths[0], data_config)
         self.assertTrue(os.path.exists(paths[1]))
         self.assertLen(steps.commands, 2)
         for _, command in steps.commands:
             self.assertEqual(command[-3:], ["--auto_config", "--mixed_precision", "train"])
+        for name in ("f_stage1", "f"):
+            record = stamps.read(os.path.join(steps.stages_dir, "%s.json" % name))
+            self.assertTrue(record["complete"])
+            self.assertEqual(record["inputs"]["options"], ["--mixed_precision"])
+        # Stage 2's stamp holds stage 1's checkpoint.
+        record = stamps.read(os.path.join(steps.stages_dir, "f.json"))
+        self.assertEqual(
+            record["inputs"]["base"],
+            stamps.checkpoint_digest(os.path.join(steps.runs_dir, "f_stage1", "ckpt-30")),
+        )
 
 
 if __name__ == "__main__":
