@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Training and CPU inference speed and peak memory of vanilla OpenNMT-tf, Mixed, DC and
-# LDR side by side (SavedModels and folded CTranslate2 models), with the issue's targets:
-#   bash run/bench.sh                    # about 10 minutes on 2 CPU cores
+# Training and CPU inference speed and peak memory of vanilla OpenNMT-tf and the registered
+# model families side by side (SavedModels and folded CTranslate2 models), with the issues'
+# targets. The systems are the `benchmark` rows of the family registry (run/benchmarks.py):
+#   bash run/bench.sh                    # every family; about 10 minutes on 2 CPU cores
 #   bash run/bench.sh --quick            # 1-2 minutes, tiny sizes: checks that it runs
 #   bash run/bench.sh --out BENCH.md     # also writes the markdown report
+#   bash run/bench.sh --families ldr_transformer factorized    # some families (or groups)
+#   bash run/bench.sh --user_module my_method.py --families my_family   # a family of yours
 # Run nothing else meanwhile: the measurements share the CPU.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,8 +1,9 @@
-"""Side-by-side benchmarks of vanilla OpenNMT-tf, Mixed, DC and LDR: speed and memory.
+"""Side-by-side benchmarks of the registered model families: speed and memory.
 
 ::
 
     bash run/bench.sh [--quick] [--out BENCH.md] [--layers 2 --units 256 ...]
+    bash run/bench.sh --families ldr_transformer factorized [--user_module my_method.py]
     python run/benchmarks.py --help
 
 One run measures, on the same synthetic data and the same batches, with models of
@@ -11,22 +12,48 @@ the same size, and prints as markdown with ratios to the vanilla
 
 1. training: OpenNMT-tf's own training step (``Trainer._steps``: gradients,
    accumulation and the Adam update) on 16 batches cached in memory, median over
-   ``--steps`` steps after ``--warmup``, for vanilla, Mixed, DC, LDR joint and LDR
-   Procedure 1 (ms/step and source+target tokens/s);
+   ``--steps`` steps after ``--warmup``, in the row's training mode (ms/step and
+   source+target tokens/s);
 2. inference on CPU with beam search, on the same padded batches of the same
-   sentences: the exported SavedModels (``serving_default``) of vanilla, Mixed, DC
-   and LDR, and the CTranslate2 models of vanilla (OpenNMT-tf converter), DC and LDR
-   (folded for one domain, :mod:`ldr_opennmt.serving.ct2_export`). The models are
-   untrained, so every output is forced to ``--decode_length`` tokens (minimum =
-   maximum decoding length) and the tokens are counted from the outputs;
+   sentences: the exported SavedModels (``serving_default``), and the CTranslate2
+   models of vanilla (OpenNMT-tf converter) and of the families that fold (one model
+   for one domain, :mod:`ldr_opennmt.serving.ct2_export`). The models are untrained,
+   so every output is forced to ``--decode_length`` tokens (minimum = maximum decoding
+   length) and the tokens are counted from the outputs;
 3. the peak resident memory of each of these measurements: each one runs in its own
    process, one after the other, never in parallel, and reports its peak RSS
    (``VmHWM``, see :func:`peak_rss_mib`) at its end.
 
-The targets of the "Serving and speed" issue are checked (PASS/MISS). The processes
-run this file with :func:`runpy.run_path` rather than ``-m``, so that a CTranslate2
-process does not import TensorFlow (``import ldr_opennmt`` does): the top of this
-module imports the standard library only.
+The systems are the rows of one table (:class:`Row`, :func:`build_rows`): vanilla first
+(the reference), then the ``benchmark`` rows of every registered family
+(:mod:`ldr_opennmt.registry`, ``Family.benchmark_rows``), in registration order. The
+table is the only place that says what a system is: its name, title, family, builder
+arguments, domains, training mode, and which of training, SavedModel, CTranslate2 and
+ensemble measurements it gets. A family registered by a user module
+(``--user_module FILE``) gets its rows like the package's own.
+
+Processes. Each measurement runs in a process of its own, started with
+:func:`runpy.run_path` rather than ``-m``, so that a CTranslate2 process does not import
+TensorFlow (``import ldr_opennmt`` does): the top of this module imports the standard
+library only. The registry reads the catalog and builds tiny models, which imports
+TensorFlow, so only the parent process reads it: it builds the table, and writes the
+rows of the run as plain JSON data into the run's ``config.json`` (``rows``, with the
+user modules under ``user_modules``), where each measurement process finds its row by
+name. The TensorFlow processes (training, export, SavedModel) load the user modules
+first, for every row alike (with ``--user_module``, vanilla's SavedModel process imports
+the package too), and the ones that build a model build it through the registry
+(``registry.get(row.family).build(**sizes, **row.kwargs)``); a CTranslate2 process reads
+nothing else (neither the registry nor a user module). The parent's TensorFlow does not
+distort the measurements: the parent waits while a child measures, each child reports
+its own peak memory (``VmHWM``, not inherited), and the parent lets TensorFlow take GPU
+memory only as it needs it (:func:`_spare_gpus`), leaving the GPUs to the measurement
+processes.
+
+``--families`` takes registered family names, groups (a family name's first word:
+``ldr``, ``factorized``, ``mixing``...), ``ensembles`` and row names (:func:`select_rows`).
+
+The targets of the issues are checked (PASS/MISS): they name the families they are
+about (:data:`TARGETS`), and are shown for the rows a run measured.
 
 A script of the repository, not of the installed package: ``run/bench.sh`` sets up
 the environment and runs it from the repository root as ``python -m benchmarks`` with
@@ -34,6 +61,8 @@ the environment and runs it from the repository root as ``python -m benchmarks``
 """
 
 import argparse
+import collections
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -46,6 +75,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any, Dict, List, Optional
 
 DOMAINS = ["d0", "d1", "d2"]
 INFER_DOMAIN = "d0"
@@ -55,79 +85,28 @@ CT2 = "ct2"
 TRAIN = "train"
 INFER = "infer"
 PARTS = (TRAIN, INFER)
-
-NAMES = {
-    VANILLA: "vanilla OpenNMT-tf Transformer",
-    "mixed": "Mixed",
-    "dc": "DC (domain control)",
-    "ldr": "LDR",
-    "ldr_joint": "LDR joint",
-    "ldr_procedure1": "LDR Procedure 1",
-    "fact_pa": "Factorized PA",
-    "fact_sf": "Factorized SF",
-    "fact_df": "Factorized DF",
-    "mix_k2": "Domain mixing, k = 2",
-    "mix_k3": "Domain mixing, k = 3",
-    "mix_k6": "Domain mixing, k = 6",
-    "adapters": "Residual adapters",
-    "ttm": "TTM",
-    "ml": "ML",
-    "advl": "AdvL",
-    "ens_ldr": "LDR, ens-uniform (3 domains + generic)",
-    "ens_fact_pa": "Factorized PA, ens-uniform (3 domains + generic)",
-}
-#: Ensembles of domain views: the SavedModel of the base system, fed ``ens-uniform``
-#: labels (every view of every sentence decodes together, see ldr_opennmt.ensembles).
-ENSEMBLE_BASE = {"ens_ldr": "ldr", "ens_fact_pa": "fact_pa"}
-#: The views of those ensembles: the benchmark's domains and generic.
-ENSEMBLE_VIEWS = 4
-#: The domain counts of the domain-mixing systems (its cost grows with k).
-MIXING_KS = (2, 3, 6)
 RUNTIMES = {TF: "TF SavedModel", CT2: "CTranslate2"}
-TRAIN_SYSTEMS = [VANILLA, "mixed", "dc", "ldr_joint", "ldr_procedure1"]
-TRAIN_SYSTEMS += ["fact_pa", "fact_sf", "fact_df", "mix_k2", "mix_k3", "mix_k6"]
-TRAIN_SYSTEMS += ["adapters", "ttm", "ml", "advl"]
-TF_SYSTEMS = [VANILLA, "mixed", "dc", "ldr", "fact_pa", "fact_sf", "fact_df"]
-TF_SYSTEMS += ["mix_k2", "mix_k3", "mix_k6", "adapters", "ttm", "ml", "advl"]
-TF_SYSTEMS += ["ens_ldr", "ens_fact_pa"]
-CT2_SYSTEMS = [VANILLA, "dc", "ldr", "fact_pa", "fact_sf", "fact_df"]
-# Training mode of each training system (params: domain_training). The Factorized
-# designs train in one pass over all their variables: the cost of their blocks, as in
-# stage 2 of the curriculum or joint training (Procedure 1's two passes cost what
-# LDR's do).
-DOMAIN_TRAINING = {
-    "mixed": "joint",
-    "dc": "joint",
-    "ldr_joint": "joint",
-    "ldr_procedure1": "procedure1",
-    "fact_pa": "joint",
-    "fact_sf": "joint",
-    "fact_df": "joint",
-    "mix_k2": "joint",
-    "mix_k3": "joint",
-    "mix_k6": "joint",
-    # Residual adapters train their adapters alone, the base frozen (the only mode).
-    "adapters": "domains",
-    "ttm": "joint",
-    "ml": "joint",
-    "advl": "joint",
+#: The views of an ensemble row: the benchmark's domains and generic.
+ENSEMBLE_VIEWS = len(DOMAINS) + 1
+#: The training mode of a row that names none, when its family supports it: one pass
+#: over all the variables (the cost of the domain parameters in one step).
+DEFAULT_TRAINING = "joint"
+MODE_TITLES = {"procedure1": "Procedure 1"}
+MODE_NOTES = {
+    "joint": "one pass over all the variables",
+    "procedure1": "its two passes per step",
+    "domains": "the domain parameters alone, the rest frozen",
 }
-# The family of each system, for --families (vanilla, the reference, is always run).
-FAMILIES = {
-    "baselines": ("mixed", "dc"),
-    "ldr": ("ldr", "ldr_joint", "ldr_procedure1"),
-    "factorized": ("fact_pa", "fact_sf", "fact_df"),
-    "mixing": ("mix_k2", "mix_k3", "mix_k6"),
-    "paper_baselines": ("adapters", "ttm", "ml", "advl"),
-    # With the systems they ensemble (the target compares them).
-    "ensembles": ("ldr", "fact_pa", "ens_ldr", "ens_fact_pa"),
-}
-# SavedModels fed batches that mix the domains (sentence i gets DOMAINS[i % 3]): the
-# Factorized blocks select a copy per sentence. The others get INFER_DOMAIN, the
-# domain their CTranslate2 fold is for.
-MIXED_DOMAIN_FEED = ("fact_pa", "fact_sf", "fact_df")
-# DF's factorization size relative to the model size: the paper's 280 for 512 units.
-DF_INNER_RATIO = 280 / 512
+#: The labels of a row's SavedModel batches (when its signature reads one): ``d0`` for
+#: every sentence, the domains in turn within every batch (sentence i gets
+#: ``DOMAINS[i % 3]``), ``ens-uniform`` (every view), or none read (the label serves
+#: training only; ``d0`` is fed if the signature has the input all the same).
+FEED_DOMAIN = "one_domain"
+FEED_MIXED = "domains_in_turn"
+FEED_ENSEMBLE = "ens-uniform"
+FEED_NONE = "no_label"
+#: The ``--families`` name of every ensemble row with the row it ensembles.
+ENSEMBLES = "ensembles"
 
 DEFAULTS = dict(
     layers=2,
@@ -160,45 +139,382 @@ QUICK = dict(
     passes=1,
 )
 
-# Targets of the issue: (description, (table, row) measured, (table, row) of the
-# reference, metric, comparison, threshold ratio).
+SYMBOLS = {">=": "≥", "<=": "≤"}
+
+# A measurement process runs this file as a script (see the module docstring).
+_BOOT = "import runpy, sys; runpy.run_path(sys.argv.pop(1), run_name='__main__')"
+
+
+# The row table.
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One system of the benchmark: what it builds and what of it is measured.
+
+    Plain data: it travels to the measurement processes as JSON (``dataclasses.asdict``
+    there, ``Row(**data)`` back).
+
+    Attributes:
+      name: The row's key: its tasks (``train:NAME``, ``tf:NAME``, ``ct2:NAME``), results
+        and exported models are named after it.
+      title: Its name in the report.
+      family: The registry family that builds it; ``None`` for vanilla.
+      family_title: The family's title (vanilla's own for vanilla).
+      kwargs: The builder's keyword arguments besides the benchmark's sizes.
+      domains: Its declared domains (``None`` for vanilla).
+      domain_training: The ``params: domain_training`` of its training step (``None``
+        for vanilla).
+      train: Its training step is measured.
+      tf: Its SavedModel is measured.
+      ct2: Its CTranslate2 model is measured: vanilla's, converted by the OpenNMT-tf
+        converter, or the fold of a family with domain parameters for
+        :data:`INFER_DOMAIN`.
+      ensemble: It translates ensembles of every domain view (``ens-uniform``) with the
+        SavedModel of :attr:`model` (inference only).
+      model: The row whose exported models it uses: its own name, or for an ensemble the
+        row it ensembles.
+      labels: The labels of its SavedModel batches (``FEED_*``).
+      domain_tokens: Its targets begin with a domain token (Target Token Mixing): its
+        target vocabulary has them.
+    """
+
+    name: str
+    title: str
+    family: Optional[str] = None
+    family_title: str = ""
+    kwargs: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    domains: Optional[List[str]] = None
+    domain_training: Optional[str] = None
+    train: bool = True
+    tf: bool = True
+    ct2: bool = False
+    ensemble: bool = False
+    model: str = ""
+    labels: str = FEED_NONE
+    domain_tokens: bool = False
+
+
+def vanilla_row():
+    """The reference: ``opennmt.models.Transformer``, trained, exported and converted."""
+    title = "vanilla OpenNMT-tf Transformer"
+    return Row(VANILLA, title, family_title=title, ct2=True, model=VANILLA)
+
+
+def _spare_gpus():
+    """Lets this process's TensorFlow take GPU memory only as it needs it.
+
+    Reading the capabilities builds and initializes tiny models, which starts
+    TensorFlow's context; by default that reserves every GPU's memory, which the
+    measurement processes need. No effect once the context has started, or without a GPU.
+    """
+    import tensorflow as tf
+
+    for gpu in tf.config.list_physical_devices("GPU"):
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except (RuntimeError, ValueError):  # The context has started: as it is.
+            pass
+
+
+def _shared_prefix(names):
+    """The words (``_``-separated) that :obj:`names` begin with: ``ldr`` for
+    ``ldr_joint`` and ``ldr_procedure1``."""
+    prefix = []
+    for words in zip(*(name.split("_") for name in names)):
+        if len(set(words)) > 1:
+            break
+        prefix.append(words[0])
+    return "_".join(prefix)
+
+
+def _feeds_mixed_batches(model, folds):
+    """Whether a family's SavedModel is fed batches that mix the domains.
+
+    The families that fold into CTranslate2 and keep per-domain weights inside the
+    network (projections, not only embedders: the Factorized designs) select a copy per
+    sentence, and their serving path for a mixed batch (every copy) is the case the
+    targets measure. The others get :data:`INFER_DOMAIN` (a lookup of the label costs
+    the same whatever the mix), the domain their fold is for.
+    """
+    import opennmt
+
+    inner = [
+        layer
+        for layer in model.domain_layers()
+        if not isinstance(layer, opennmt.inputters.Inputter)
+    ]
+    return folds and bool(inner)
+
+
+def family_rows(family, size):
+    """The rows of one registered family at one model size.
+
+    Its declared rows (``Family.benchmark_rows``) that build the same model (same
+    builder arguments and domains) and differ only in their training mode are measured
+    in training each, and share one inference row, named after their common prefix
+    (``ldr`` for ``ldr_joint`` and ``ldr_procedure1``; else the family's name) and titled
+    by the family. An ``ensemble`` row translates with the SavedModel of the family's
+    first inference row.
+
+    Args:
+      family: A ``registry.Family``.
+      size: The benchmark's model size (``num_layers``, ``num_units``, ``num_heads``,
+        ``ffn_inner_dim``).
+
+    Returns:
+      A list of :class:`Row`; empty for a family the benchmark cannot build.
+
+    Raises:
+      UserError: for a row whose training mode the family does not support, or an
+        ensemble row with builder arguments.
+    """
+    from ldr_opennmt import registry
+    from ldr_opennmt.errors import UserError
+
+    if family.architecture != "transformer":
+        _log("%s: not measured (the benchmark compares Transformers)" % family.name)
+        return []
+    caps = registry.capabilities(family.name)
+    model = family.build_tiny()
+    folds = caps.ctranslate2 is None and caps.domain_parameters
+    if caps.labels == registry.LABEL_NONE:
+        labels = FEED_NONE
+    else:
+        labels = FEED_MIXED if _feeds_mixed_batches(model, folds) else FEED_DOMAIN
+    default_mode = DEFAULT_TRAINING
+    if DEFAULT_TRAINING not in caps.domain_training:
+        default_mode = caps.default_domain_training
+    common = dict(
+        family=family.name,
+        family_title=family.title,
+        labels=labels,
+        domain_tokens=isinstance(getattr(type(model), "domain_tokens", None), property),
+    )
+    groups = collections.OrderedDict()
+    ensembles = []
+    for name, kwargs, options in family.benchmark_rows(size):
+        mode = options.get("domain_training", default_mode)
+        if options.get("ensemble"):
+            if kwargs:
+                raise UserError(
+                    "%s: benchmark row %s: an ensemble row takes no builder arguments (it "
+                    "translates the family's SavedModel)" % (family.name, name)
+                )
+            ensembles.append(name)
+            continue
+        if mode not in caps.domain_training:
+            raise UserError(
+                "%s: benchmark row %s: domain_training %r is not one of its modes (%s)"
+                % (family.name, name, mode, ", ".join(caps.domain_training))
+            )
+        key = json.dumps([kwargs, options.get("num_domains")], sort_keys=True)
+        groups.setdefault(key, []).append((name, kwargs, options.get("num_domains"), mode))
+    # Builder arguments that differ between the family's models go into their titles.
+    keys = {key for members in groups.values() for key in members[0][1]}
+    varying = sorted(
+        key for key in keys if len({repr(m[0][1].get(key)) for m in groups.values()}) > 1
+    )
+    rows, inference = [], []
+    for members in groups.values():
+        name, kwargs, num_domains, mode = members[0]
+        parts = [] if num_domains is None else ["k = %d" % num_domains]
+        parts += ["%s = %s" % (key, kwargs[key]) for key in varying if key in kwargs]
+        title = family.title + (", " + ", ".join(parts) if parts else "")
+        domains = DOMAINS if num_domains is None else ["d%d" % i for i in range(num_domains)]
+        model_fields = dict(common, kwargs=kwargs, domains=list(domains), ct2=folds)
+        if len(members) == 1:
+            rows.append(Row(name, title, domain_training=mode, model=name, **model_fields))
+        else:
+            for name, _, _, mode in members:
+                title_mode = "%s %s" % (title, MODE_TITLES.get(mode, mode))
+                fields = dict(model_fields, domain_training=mode, tf=False, ct2=False, model=name)
+                rows.append(Row(name, title_mode, **fields))
+            name = _shared_prefix([m[0] for m in members]) or family.name
+            fields = dict(model_fields, domain_training=default_mode, train=False, model=name)
+            rows.append(Row(name, title, **fields))
+        inference.append(rows[-1])
+    for name in ensembles:
+        if caps.ensembles is not None or not inference:
+            _log("%s: row %s not measured: %s" % (family.name, name, caps.ensembles))
+            continue
+        base = inference[0]
+        rows.append(
+            dataclasses.replace(
+                base,
+                name=name,
+                title="%s, ens-uniform (%d domains + generic)" % (base.title, len(base.domains)),
+                train=False,
+                ct2=False,
+                ensemble=True,
+                labels=FEED_ENSEMBLE,
+            )
+        )
+    return rows
+
+
+def build_rows(size, user_modules=()):
+    """The row table: vanilla, then the rows of every family with a ``benchmark``.
+
+    Never in a CTranslate2 process (see the module docstring): it imports the registry,
+    hence TensorFlow, and builds a tiny model of every family.
+
+    Args:
+      size: The benchmark's model size.
+      user_modules: Modules that register more families (files or module names), loaded
+        first.
+
+    Returns:
+      A list of :class:`Row`, vanilla first.
+
+    Raises:
+      UserError: for a user module that fails, or two rows of one name.
+    """
+    from ldr_opennmt import registry
+    from ldr_opennmt.errors import UserError
+
+    _spare_gpus()
+    for spec in user_modules:
+        registry.load_user_module(spec)
+    rows = [vanilla_row()]
+    for family in registry.families():
+        if family.benchmark is not None:
+            rows += family_rows(family, size)
+    seen = {}
+    for row in rows:
+        if row.name in seen:
+            raise UserError(
+                "benchmark row %s is declared by %s and by %s (rename one)"
+                % (row.name, seen[row.name] or VANILLA, row.family or VANILLA)
+            )
+        seen[row.name] = row.family
+    return rows
+
+
+def _named(name, rows):
+    """The names of the rows that one ``--families`` name selects (see :func:`select_rows`)."""
+    for matches in (
+        lambda row: row.family == name,
+        lambda row: (row.family or "").startswith(name + "_"),
+        lambda row: name == ENSEMBLES and row.ensemble,
+        lambda row: row.name == name,
+    ):
+        found = [row for row in rows if row.name != VANILLA and matches(row)]
+        if found:
+            # An ensemble with the row it ensembles (its target compares them).
+            bases = {row.model for row in found if name == ENSEMBLES}
+            return {row.name for row in rows if row in found or row.name in bases}
+    return set()
+
+
+def family_names(rows):
+    """What ``--families`` accepts: the families of :obj:`rows`, their groups (a family
+    name's first word, ``ldr``, ``factorized``...), :data:`ENSEMBLES` and row names."""
+    families = list(dict.fromkeys(row.family for row in rows if row.family))
+    groups = [name.split("_")[0] for name in families if "_" in name]
+    names = families + groups + [ENSEMBLES] + [row.name for row in rows if row.name != VANILLA]
+    return list(dict.fromkeys(name for name in names if _named(name, rows)))
+
+
+def select_rows(rows, names=None, strict=True):
+    """The rows that ``--families`` names, vanilla always first (the reference).
+
+    Args:
+      rows: The row table (:func:`build_rows`).
+      names: Registered family names (every row of the family), groups (the families
+        whose name begins with ``NAME_``: ``ldr``, ``factorized``, ``mixing``...),
+        :data:`ENSEMBLES` (every ensemble row and the row it ensembles) or row names
+        (that row); ``None`` or empty: every row.
+      strict: Raise for a name that selects nothing (else it is skipped).
+
+    Raises:
+      ValueError: naming what is accepted, for a name that selects nothing.
+    """
+    if not names:
+        return list(rows)
+    chosen = set()
+    for name in names:
+        found = _named(name, rows)
+        if not found and strict:
+            raise ValueError(
+                "--families: %r names no benchmark row (registered families with a benchmark,"
+                " groups, %s or rows: %s)" % (name, ENSEMBLES, ", ".join(family_names(rows)))
+            )
+        chosen |= found
+    return [row for row in rows if row.name == VANILLA or row.name in chosen]
+
+
+def config_rows(config):
+    """The :class:`Row` objects of a run (its ``config.json``), in table order."""
+    return [Row(**row) for row in config.get("rows", [])]
+
+
+def _row(config, name):
+    """The row :obj:`name` of a run (without the registry: CTranslate2 processes too)."""
+    for row in config_rows(config):
+        if row.name == name:
+            return row
+    if name == VANILLA:
+        return vanilla_row()
+    raise KeyError("no row %r in this run's configuration" % name)
+
+
+def _infer_tasks(rows):
+    """``[(runtime, row)]`` of the inference table: SavedModels, their ensembles, then
+    CTranslate2 models."""
+    return (
+        [(TF, row) for row in rows if row.tf and not row.ensemble]
+        + [(TF, row) for row in rows if row.tf and row.ensemble]
+        + [(CT2, row) for row in rows if row.ct2]
+    )
+
+
+# The targets.
+
+# Targets of the issues: (description, measured, reference, metric, comparison,
+# threshold ratio). Measured and reference are (part, family, variant): the row of a
+# registered family (None: vanilla) in one part (TRAIN, TF or CT2), variant a training
+# mode (its training row), "ensemble" (its ensemble row) or None (its first row of that
+# part). The targets name families: they are targets of those methods.
+_LDR = "ldr_transformer"
+_REFERENCE = {part: (part, None, None) for part in (TRAIN, TF, CT2)}
 TARGETS = [
     (
         "LDR joint training tokens/s ≥ 0.95× vanilla",
-        (TRAIN, "ldr_joint"),
-        (TRAIN, VANILLA),
+        (TRAIN, _LDR, "joint"),
+        _REFERENCE[TRAIN],
         "tokens_per_s",
         ">=",
         0.95,
     ),
     (
         "LDR Procedure 1 step ≤ 2.05× a vanilla step",
-        (TRAIN, "ldr_procedure1"),
-        (TRAIN, VANILLA),
+        (TRAIN, _LDR, "procedure1"),
+        _REFERENCE[TRAIN],
         "ms_per_step",
         "<=",
         2.05,
     ),
     (
         "LDR SavedModel inference ≥ 0.95× vanilla SavedModel",
-        (INFER, "tf:ldr"),
-        (INFER, "tf:vanilla"),
+        (TF, _LDR, None),
+        _REFERENCE[TF],
         "sentences_per_s",
         ">=",
         0.95,
     ),
     (
         "LDR folded CTranslate2 inference ≥ 3× LDR SavedModel",
-        (INFER, "ct2:ldr"),
-        (INFER, "tf:ldr"),
+        (CT2, _LDR, None),
+        (TF, _LDR, None),
         "sentences_per_s",
         ">=",
         3.0,
     ),
     (
         "DC folded CTranslate2 inference ≥ 3× DC SavedModel",
-        (INFER, "ct2:dc"),
-        (INFER, "tf:dc"),
+        (CT2, "dc_transformer", None),
+        (TF, "dc_transformer", None),
         "sentences_per_s",
         ">=",
         3.0,
@@ -206,21 +522,21 @@ TARGETS = [
 ]
 
 for _design, _step, _beam in (("sf", 1.15, 1.3), ("df", 1.15, 1.3), ("pa", 1.2, 1.6)):
-    _system = "fact_" + _design
+    _family = "factorized_" + _design
     TARGETS += [
         (
             "Factorized %s training step ≤ %.2f× vanilla (one-domain batches)"
             % (_design.upper(), _step),
-            (TRAIN, _system),
-            (TRAIN, VANILLA),
+            (TRAIN, _family, None),
+            _REFERENCE[TRAIN],
             "ms_per_step",
             "<=",
             _step,
         ),
         (
             "Factorized %s training peak memory ≤ 1.3× vanilla" % _design.upper(),
-            (TRAIN, _system),
-            (TRAIN, VANILLA),
+            (TRAIN, _family, None),
+            _REFERENCE[TRAIN],
             "peak_rss_mib",
             "<=",
             1.3,
@@ -228,8 +544,8 @@ for _design, _step, _beam in (("sf", 1.15, 1.3), ("df", 1.15, 1.3), ("pa", 1.2, 
         (
             "Factorized %s SavedModel beam search ≤ %.1f× vanilla's time (3 domains per batch)"
             % (_design.upper(), _beam),
-            (INFER, "tf:" + _system),
-            (INFER, "tf:" + VANILLA),
+            (TF, _family, None),
+            _REFERENCE[TF],
             "ms_per_sentence",
             "<=",
             _beam,
@@ -239,29 +555,39 @@ for _design, _step, _beam in (("sf", 1.15, 1.3), ("df", 1.15, 1.3), ("pa", 1.2, 
 # Ensembles of domain views: K views cost at most K x one view's beam search + 10%.
 TARGETS += [
     (
-        "Ensemble of LDR's %d views (ens-uniform): SavedModel beam search ≤ %d× + 10%% LDR's"
-        % (ENSEMBLE_VIEWS, ENSEMBLE_VIEWS),
-        (INFER, "tf:ens_ldr"),
-        (INFER, "tf:ldr"),
+        "Ensemble of %s's %d views (ens-uniform): SavedModel beam search ≤ %d× + 10%% %s's"
+        % (title, ENSEMBLE_VIEWS, ENSEMBLE_VIEWS, short),
+        (TF, family, "ensemble"),
+        (TF, family, None),
         "ms_per_sentence",
         "<=",
         ENSEMBLE_VIEWS * 1.1,
-    ),
-    (
-        "Ensemble of Factorized PA's %d views (ens-uniform): beam search ≤ %d× + 10%% PA's"
-        % (ENSEMBLE_VIEWS, ENSEMBLE_VIEWS),
-        (INFER, "tf:ens_fact_pa"),
-        (INFER, "tf:fact_pa"),
-        "ms_per_sentence",
-        "<=",
-        ENSEMBLE_VIEWS * 1.1,
-    ),
+    )
+    for family, title, short in ((_LDR, "LDR", "LDR"), ("factorized_pa", "Factorized PA", "PA"))
 ]
 
-SYMBOLS = {">=": "≥", "<=": "≤"}
+#: The family whose rows get the domain-mixing targets (:func:`mixing_targets`).
+MIXING_FAMILY = "mixing_transformer"
 
-# A measurement process runs this file as a script (see the module docstring).
-_BOOT = "import runpy, sys; runpy.run_path(sys.argv.pop(1), run_name='__main__')"
+
+def target_where(selector, rows):
+    """The ``(table, key)`` of a target's row in :obj:`rows`, or ``None`` (not a row).
+
+    Args:
+      selector: ``(part, family, variant)`` (see :data:`TARGETS`).
+      rows: The rows of the run.
+    """
+    part, family, variant = selector
+    for row in rows:
+        if (row.family if family else row.name) != (family or VANILLA):
+            continue
+        if part == TRAIN and row.train and variant in (None, row.domain_training):
+            return TRAIN, row.name
+        if part == TF and row.tf and row.ensemble == (variant == "ensemble"):
+            return INFER, "%s:%s" % (TF, row.name)
+        if part == CT2 and row.ct2:
+            return INFER, "%s:%s" % (CT2, row.name)
+    return None
 
 
 # Pure helpers.
@@ -368,16 +694,19 @@ def mixing_flop_ratios(config, k):
 
 def mixing_targets(config):
     """The domain-mixing targets of a run: each step and translation at most the FLOP
-    ratio / 0.8 times vanilla's (80% of the throughput the FLOPs predict)."""
+    ratio / 0.8 times vanilla's (80% of the throughput the FLOPs predict), for every row
+    of :data:`MIXING_FAMILY` in the run (k: its number of domains)."""
     targets = []
-    for k in MIXING_KS:
-        system = "mix_k%d" % k
+    for row in config_rows(config):
+        if row.family != MIXING_FAMILY or row.ensemble:
+            continue
+        k = len(row.domains)
         train, decode = mixing_flop_ratios(config, k)
         targets += [
             (
                 "Domain mixing k = %d training step ≤ %.2f× vanilla (FLOPs %.2f×, / 0.8)"
                 % (k, train / 0.8, train),
-                (TRAIN, system),
+                (TRAIN, row.name),
                 (TRAIN, VANILLA),
                 "ms_per_step",
                 "<=",
@@ -386,8 +715,8 @@ def mixing_targets(config):
             (
                 "Domain mixing k = %d SavedModel beam search ≤ %.2f× vanilla's time "
                 "(FLOPs %.2f×, / 0.8)" % (k, decode / 0.8, decode),
-                (INFER, "tf:" + system),
-                (INFER, "tf:" + VANILLA),
+                (INFER, "%s:%s" % (TF, row.name)),
+                (INFER, "%s:%s" % (TF, VANILLA)),
                 "ms_per_sentence",
                 "<=",
                 decode / 0.8,
@@ -396,23 +725,42 @@ def mixing_targets(config):
     return targets
 
 
-def check_targets(results, config=None):
-    """Checks the targets of the issue.
+def run_targets(config=None):
+    """The targets of a run, their rows resolved: ``[(description, (table, key) or None,
+    (table, key) or None, metric, comparison, threshold)]``.
 
     Args:
-      results: ``{"train": {system: measurement}, "infer": {"tf:ldr": measurement,
-        ...}}`` (a measurement is a dict of metrics, or ``{"error": ...}``).
-      config: The run configuration; with it, the domain-mixing targets, which
-        depend on the sizes (:func:`mixing_targets`), are checked too.
+      config: The run configuration (its rows); ``None``: every row of the registry at
+        the default size, without the domain-mixing targets (they depend on the sizes).
+    """
+    if config is None:
+        rows = build_rows(make_size(DEFAULTS["layers"], DEFAULTS["units"], DEFAULTS["heads"]))
+    else:
+        rows = config_rows(config)
+    resolved = [
+        (description, target_where(where, rows), target_where(reference, rows), *rest)
+        for description, where, reference, *rest in TARGETS
+    ]
+    return resolved + (mixing_targets(config) if config else [])
+
+
+def check_targets(results, config=None):
+    """Checks the targets of the issues.
+
+    Args:
+      results: ``{"train": {row: measurement}, "infer": {"tf:ldr": measurement, ...}}``
+        (a measurement is a dict of metrics, or ``{"error": ...}``).
+      config: The run configuration (see :func:`run_targets`).
 
     Returns:
       A list of ``(description, measured ratio or None, comparison, threshold,
-      "PASS" | "MISS" | "n/a")``.
+      "PASS" | "MISS" | "n/a")``, one per target of :func:`run_targets`.
     """
     checks = []
-    targets = TARGETS + (mixing_targets(config) if config else [])
-    for description, where, reference, name, comparison, threshold in targets:
-        value = ratio(metric(results, where, name), metric(results, reference, name))
+    for description, where, reference, name, comparison, threshold in run_targets(config):
+        value = None
+        if where and reference:
+            value = ratio(metric(results, where, name), metric(results, reference, name))
         checks.append(
             (description, value, comparison, threshold, check(value, comparison, threshold))
         )
@@ -567,10 +915,27 @@ def machine_description():
     }
 
 
+def _and(words):
+    """``a``, ``a and b``, ``a, b and c``."""
+    words = list(words)
+    return words[0] if len(words) == 1 else "%s and %s" % (", ".join(words[:-1]), words[-1])
+
+
 def _header(config, machine):
     size = config["size"]
+    rows = config_rows(config)
+    families = list(dict.fromkeys(row.family_title for row in rows if row.family))
+    # The builder arguments the rows set (the others are the family's defaults).
+    arguments = list(
+        dict.fromkeys(
+            "%s: %s" % (row.title, ", ".join("%s = %s" % kv for kv in sorted(row.kwargs.items())))
+            for row in rows
+            if row.kwargs and not row.ensemble
+        )
+    )
     lines = [
-        "# Benchmarks: vanilla OpenNMT-tf Transformer vs Mixed, DC, LDR and Factorized",
+        "# Benchmarks: vanilla OpenNMT-tf Transformer"
+        + (" vs %s" % _and(families) if families else ""),
         "",
         "- date: %s" % machine["date"],
         "- machine: %s (%s), %s, %s; 1-minute load average at start: %s"
@@ -578,9 +943,8 @@ def _header(config, machine):
         "- software: Python %s, TensorFlow %s, OpenNMT-tf %s, CTranslate2 %s"
         % (machine["python"], machine["tensorflow"], machine["opennmt"], machine["ctranslate2"]),
         "- models: Transformer, %d+%d layers, %d units, %d heads, FFN %d, dropout 0.1 "
-        "(training); vocabularies of %d words (+ specials); %d domains; LDR: regions of 8 "
-        "cells per domain; DC: 2 domain cells; Factorized DF: d_inner = %d (280/512 of the "
-        "units, as in the paper); target embeddings shared in the Factorized designs"
+        "(training); vocabularies of %d words (+ specials); %d domains (k where a title says "
+        "so); every family with its builder's defaults (`ldr-main --list-families`)%s"
         % (
             size["num_layers"],
             size["num_layers"],
@@ -589,7 +953,7 @@ def _header(config, machine):
             size["ffn_inner_dim"],
             config["vocab"],
             len(DOMAINS),
-            max(1, round(size["num_units"] * DF_INNER_RATIO)),
+            " but for: %s" % "; ".join(arguments) if arguments else "",
         ),
         "- data: synthetic, uniformly random words, every sentence %d tokens, domains "
         "in turn by blocks of one training batch; models untrained (random weights, seed %d)"
@@ -606,16 +970,19 @@ def _train_section(config, results):
     train = results.get(TRAIN, {})
     base = train.get(VANILLA, {})
     rows = []
-    for system in TRAIN_SYSTEMS:
-        entry = train.get(system)
-        if entry is None:
+    modes = collections.OrderedDict()
+    for row in config_rows(config):
+        entry = train.get(row.name)
+        if entry is None or not row.train:
             continue
+        if row.domain_training:
+            modes.setdefault(row.domain_training, []).append(row.title)
         if "error" in entry:
-            rows.append([NAMES[system], "failed: %s" % entry["error"]] + ["n/a"] * 7)
+            rows.append([row.title, "failed: %s" % entry["error"]] + ["n/a"] * 7)
             continue
         rows.append(
             [
-                NAMES[system],
+                row.title,
                 "{:,}".format(entry["params"]),
                 format_number(entry["ms_per_step"]),
                 format_number(entry["tokens_per_s"], 0),
@@ -638,33 +1005,40 @@ def _train_section(config, results):
         "peak RSS × vanilla",
     ]
     tokens = next((e["tokens_per_step"] for e in train.values() if "error" not in e), None)
+    described = "; ".join(
+        "`%s` (%s): %s" % (mode, MODE_NOTES.get(mode, "its own"), ", ".join(titles))
+        for mode, titles in modes.items()
+    )
     return [
         "## Training",
         "",
         "OpenNMT-tf's training step (`Trainer._steps`: gradients, accumulation, Adam "
         "update) on the same 16 batches of %d sentences, cached in memory; median of %d "
         "steps after %d warm-up steps. tokens/s counts the source and target tokens of a "
-        "step (%s per step, target `</s>` included). Mixed, DC and LDR joint train "
-        "jointly; Procedure 1 runs its two passes per step; the Factorized designs train "
-        "jointly (one pass over all their variables), and so does domain mixing (L_gen + "
-        "L_mix, E/DC, k declared domains); every batch has one domain, as "
-        "`ldr-main`'s sampling gives."
-        % (config["batch"], config["steps"], config["warmup"], format_number(tokens, 0)),
+        "step (%s per step, target `</s>` included). Training modes (`params: "
+        "domain_training`): %s; every batch has one domain, as `ldr-main`'s sampling gives."
+        % (
+            config["batch"],
+            config["steps"],
+            config["warmup"],
+            format_number(tokens, 0),
+            described or "none",
+        ),
         "",
         markdown_table(headers, rows),
     ]
 
 
-def _infer_row(infer, runtime, system):
-    """A row of the inference table, or ``None`` if the system was not measured."""
-    entry = infer.get("%s:%s" % (runtime, system))
+def _infer_row(infer, runtime, row):
+    """A row of the inference table, or ``None`` if the row was not measured there."""
+    entry = infer.get("%s:%s" % (runtime, row.name))
     if entry is None:
         return None
     if "error" in entry:
-        return [NAMES[system], RUNTIMES[runtime], "failed: %s" % entry["error"]] + ["n/a"] * 9
+        return [row.title, RUNTIMES[runtime], "failed: %s" % entry["error"]] + ["n/a"] * 9
     same_runtime = infer.get("%s:%s" % (runtime, VANILLA), {})
     vanilla_tf = infer.get("%s:%s" % (TF, VANILLA), {})
-    own_tf = infer.get("%s:%s" % (TF, system), {})
+    own_tf = infer.get("%s:%s" % (TF, row.name), {})
     speed = entry["sentences_per_s"]
     own, same_output = "", ""
     if runtime == CT2:
@@ -672,7 +1046,7 @@ def _infer_row(infer, runtime, system):
         same = entry.get("agreement")
         same_output = "n/a" if same is None else "%.0f%%" % (100 * same)
     return [
-        NAMES[system],
+        row.title,
         RUNTIMES[runtime],
         format_number(speed),
         format_number(entry["tokens_per_s"], 0),
@@ -687,14 +1061,33 @@ def _infer_row(infer, runtime, system):
     ]
 
 
+def _labels_sentence(rows):
+    """What the SavedModels of :obj:`rows` are fed, in words."""
+    fed = collections.OrderedDict()
+    for row in rows:
+        if row.tf and row.name != VANILLA:
+            fed.setdefault(row.labels, []).append(row.title)
+    parts = []
+    if fed.get(FEED_DOMAIN):
+        parts.append("domain `%s` for %s" % (INFER_DOMAIN, _and(fed[FEED_DOMAIN])))
+    if fed.get(FEED_MIXED):
+        parts.append(
+            "the %d domains in turn within every batch for %s (each sentence selects its "
+            "copy)" % (len(DOMAINS), _and(fed[FEED_MIXED]))
+        )
+    if fed.get(FEED_ENSEMBLE):
+        parts.append("`ens-uniform` for the ensembles (every domain view and generic, mixed)")
+    if fed.get(FEED_NONE):
+        parts.append("no label read by %s" % _and(fed[FEED_NONE]))
+    return "; labels: %s" % "; ".join(parts) if parts else ""
+
+
 def _infer_section(config, results):
     infer = results.get(INFER, {})
-    rows = [
-        _infer_row(infer, runtime, system)
-        for runtime, systems in ((TF, TF_SYSTEMS), (CT2, CT2_SYSTEMS))
-        for system in systems
-    ]
+    tasks = _infer_tasks(config_rows(config))
+    rows = [_infer_row(infer, runtime, row) for runtime, row in tasks]
     rows = [row for row in rows if row is not None]
+    folded = [row.title for runtime, row in tasks if runtime == CT2 and row.name != VANILLA]
     uneven = sorted(
         task
         for task, entry in infer.items()
@@ -720,30 +1113,28 @@ def _infer_section(config, results):
         "## Inference on CPU",
         "",
         "Beam %d; the same %d sentences of %d tokens in %d batches of %d (padded token/length "
-        "tensors built before timing), domain `%s` for the Mixed, DC and LDR SavedModels, the 3"
-        " domains in turn within every batch for the Factorized ones (each sentence selects its"
-        " copy); every output forced to L = %d tokens (minimum = maximum decoding length), "
-        "target tokens counted from the outputs; median of %d pass(es) over all batches after 1"
-        " warm-up batch, outputs converted to token lists. TF SavedModel: `tf.saved_model.load`"
-        " + `signatures['serving_default']`, %d intra-op threads. CTranslate2 in its throughput"
-        " setting: `Translator(device='cpu', inter_threads=%d, intra_threads=1)`, all sentences"
-        " per call with `max_batch_size` = the batch size, so batches run in parallel, "
-        "`translate_batch(beam_size=%d, min/max_decoding_length=L)`, %s; DC and LDR folded for "
-        "`%s`, vanilla converted by the OpenNMT-tf converter."
+        "tensors built before timing)%s; every output forced to L = %d tokens (minimum = "
+        "maximum decoding length), target tokens counted from the outputs; median of %d "
+        "pass(es) over all batches after 1 warm-up batch, outputs converted to token lists. TF"
+        " SavedModel: `tf.saved_model.load` + `signatures['serving_default']`, %d intra-op "
+        "threads. CTranslate2 in its throughput setting: `Translator(device='cpu', "
+        "inter_threads=%d, intra_threads=1)`, all sentences per call with `max_batch_size` = "
+        "the batch size, so batches run in parallel, `translate_batch(beam_size=%d, "
+        "min/max_decoding_length=L)`, %s; %svanilla converted by the OpenNMT-tf converter."
         % (
             config["beam"],
             config["sentences"],
             config["length"],
             batches,
             config["infer_batch"],
-            INFER_DOMAIN,
+            _labels_sentence(config_rows(config)),
             config["decode_length"],
             config["passes"],
             config["threads"],
             config["threads"],
             config["beam"],
             quantization,
-            INFER_DOMAIN,
+            "%s folded for `%s`, " % (_and(folded), INFER_DOMAIN) if folded else "",
         ),
         "",
         markdown_table(headers, rows, align="ll" + "r" * (len(headers) - 2)),
@@ -759,18 +1150,19 @@ def _infer_section(config, results):
 
 
 def _measured(where, results):
-    """Whether the system of a target's ``(table, row)`` was measured in this run."""
-    table, row = where
-    return row in results.get(table, {})
+    """Whether the row of a target's ``(table, key)`` was measured in this run."""
+    if where is None:
+        return False
+    table, key = where
+    return key in results.get(table, {})
 
 
 def _targets_section(results, config=None):
-    # Only the targets of the systems this run measured (--families).
-    targets = TARGETS + (mixing_targets(config) if config else [])
+    # Only the targets of the rows this run measured (--families).
     rows = [
         [description, format_ratio(value), "%s %.2fx" % (SYMBOLS[comparison], threshold), status]
         for (description, value, comparison, threshold, status), target in zip(
-            check_targets(results, config), targets
+            check_targets(results, config), run_targets(config)
         )
         if _measured(target[1], results)
     ]
@@ -821,11 +1213,8 @@ def write_data(directory, vocab_size, sentences, length, seed, block=1):
     each training batch has one domain, as ``ldr-main``'s sampling gives.
 
     Returns:
-      A dict of paths: ``src``, ``tgt``, ``dom``, ``vocab`` and ``ttm_vocab`` (the
-      vocabulary with TTM's domain tokens).
+      A dict of paths: ``src``, ``tgt``, ``dom`` and ``vocab``.
     """
-    from ldr_opennmt.models import ttm
-
     rng = random.Random(seed)
     words = ["w%d" % i for i in range(vocab_size)]
     paths = {k: os.path.join(directory, k) for k in ("src", "tgt", "dom", "vocab")}
@@ -838,9 +1227,6 @@ def write_data(directory, vocab_size, sentences, length, seed, block=1):
             dom.write(DOMAINS[(i // block) % len(DOMAINS)] + "\n")
     with open(paths["vocab"], "w") as f:
         f.write("\n".join(["<blank>", "<s>", "</s>"] + words) + "\n")
-    paths["ttm_vocab"] = os.path.join(directory, "ttm_vocab")
-    with open(paths["ttm_vocab"], "w") as f:
-        f.write("\n".join(["<blank>", "<s>", "</s>"] + words + ttm.domain_tokens(DOMAINS)) + "\n")
     return paths
 
 
@@ -855,47 +1241,55 @@ def _inference_batches(config):
 # The measurements (each in its own process).
 
 
+def _load_user_modules(config):
+    """Loads the run's user modules (a TensorFlow process: they register families)."""
+    specs = config.get("user_modules") or []
+    if specs:
+        from ldr_opennmt import registry
+
+        for spec in specs:
+            registry.load_user_module(spec)
+
+
+def _as_row(system, config):
+    """The :class:`Row` of :obj:`system` (a row name, or a row), in a TensorFlow process.
+
+    A name missing from the run's rows is looked up in the whole table, then (for
+    ``run/gpu_check.py``'s systems of its own) taken as a row without a family, trained
+    in ``DOMAIN_TRAINING``'s mode, that only a replaced :func:`_build_model` builds.
+    """
+    if isinstance(system, Row):
+        return system
+    try:
+        return _row(config, system)
+    except KeyError:
+        pass
+    if system in globals().get("NAMES", [system]):
+        for row in build_rows(config["size"], config.get("user_modules") or ()):
+            if row.name == system:
+                return row
+    training = globals().get("DOMAIN_TRAINING", {}).get(system)
+    return Row(system, system, domains=list(DOMAINS), domain_training=training, model=system)
+
+
 def _build_model(system, config):
+    """A new model of a row (name or :class:`Row`) at the run's size."""
     import opennmt
 
-    from ldr_opennmt import models
+    row = _as_row(system, config)
+    if row.name == VANILLA:
+        return opennmt.models.Transformer(**config["size"])
+    if row.family is None:
+        raise ValueError("unknown system %r" % row.name)
+    from ldr_opennmt import registry
 
-    size = config["size"]
-    if system == VANILLA:
-        return opennmt.models.Transformer(**size)
-    if system == "mixed":
-        return models.mixed_transformer(**size)
-    if system == "dc":
-        return models.dc_transformer(**size)
-    if system.startswith("ldr"):
-        return models.ldr_transformer(**size)
-    if system.startswith("mix_k"):
-        return models.mixing_transformer(**size)
-    if system == "adapters":  # Inner size 4x the model size, as 2048 for 512 units.
-        return models.residual_adapter_transformer(adapter_dim=4 * size["num_units"], **size)
-    if system in ("ttm", "ml", "advl"):
-        return getattr(models, "%s_transformer" % system)(**size)
-    if system.startswith("fact_"):
-        design = system[len("fact_") :]
-        if design == "df":
-            d_inner = max(1, round(size["num_units"] * DF_INNER_RATIO))
-            return models.factorized_transformer(design, d_inner=d_inner, **size)
-        return models.factorized_transformer(design, **size)
-    raise ValueError("unknown system %r" % system)
-
-
-def system_domains(system):
-    """The declared domains of a system (``None`` for vanilla)."""
-    if system == VANILLA:
-        return None
-    if system.startswith("mix_k"):
-        return ["d%d" % i for i in range(int(system[len("mix_k") :]))]
-    return DOMAINS
+    _load_user_modules(config)
+    return registry.get(row.family).build(**config["size"], **row.kwargs)
 
 
 def _label_file(system, config):
-    """The training label file of a system: its domains by blocks of one batch."""
-    domains = system_domains(system)
+    """The training label file of a row: its domains by blocks of one batch."""
+    domains = _as_row(system, config).domains
     if domains == DOMAINS:
         return config["paths"]["dom"]
     path = os.path.join(config["workdir"], "data", "dom_%d" % len(domains))
@@ -904,13 +1298,27 @@ def _label_file(system, config):
     return path
 
 
+def _domain_token_vocabulary(domains, config):
+    """The shared vocabulary followed by the domain tokens of :obj:`domains` (the target
+    vocabulary of a model whose targets begin with one)."""
+    from ldr_opennmt.models import ttm
+
+    path = os.path.join(config["workdir"], "data", "vocab_domain_tokens_%d" % len(domains))
+    if not os.path.exists(path):
+        with open(config["paths"]["vocab"]) as f:
+            words = f.read().split("\n")[:-1]
+        write_atomically(path, "\n".join(words + ttm.domain_tokens(domains)) + "\n")
+    return path
+
+
 def _data_config(system, config):
+    row = _as_row(system, config)
     paths = config["paths"]
     data = {"source_vocabulary": paths["vocab"], "target_vocabulary": paths["vocab"]}
-    if system == "ttm":  # The vocabulary with the domain tokens.
-        data["target_vocabulary"] = paths["ttm_vocab"]
-    if system != VANILLA:
-        data["domains"] = system_domains(system)
+    if row.domain_tokens:
+        data["target_vocabulary"] = _domain_token_vocabulary(row.domains, config)
+    if row.name != VANILLA:
+        data["domains"] = row.domains
     return data
 
 
@@ -922,17 +1330,19 @@ def _measure_training(config, system):
     import ldr_opennmt.models  # noqa: F401 (imports counted before the model)
     from ldr_opennmt import compat
 
+    _load_user_modules(config)
     import_rss = peak_rss_mib()
     tf.random.set_seed(config["seed"])
     paths = config["paths"]
+    row = _as_row(system, config)
     model = _build_model(system, config)
     params = {"optimizer": "Adam", "learning_rate": 1e-4}
-    if system in DOMAIN_TRAINING:
-        params["domain_training"] = DOMAIN_TRAINING[system]
+    if row.domain_training:
+        params["domain_training"] = row.domain_training
     model.initialize(_data_config(system, config), params=params)
     optimizer = model.get_optimizer()
     features_file = (
-        paths["src"] if system == VANILLA else [paths["src"], _label_file(system, config)]
+        paths["src"] if row.name == VANILLA else [paths["src"], _label_file(system, config)]
     )
     dataset = model.examples_inputter.make_training_dataset(
         features_file,
@@ -942,7 +1352,7 @@ def _measure_training(config, system):
         shuffle_buffer_size=1,
         length_bucket_width=None,
     )
-    # The same 16 batches for every system, held in memory: the step time measures
+    # The same 16 batches for every row, held in memory: the step time measures
     # the model, not the text pipeline.
     dataset = dataset.take(16).cache().repeat()
     tokens = [
@@ -974,55 +1384,50 @@ def _measure_training(config, system):
     }
 
 
-def _model_dirs(config, system):
+def _model_dirs(config, row):
+    """The (SavedModel, CTranslate2) directories of a row's exported models."""
     root = config["workdir"]
-    system = ENSEMBLE_BASE.get(system, system)
-    return (
-        os.path.join(root, "savedmodel", system),
-        os.path.join(root, "ct2", system),
-    )
+    return os.path.join(root, "savedmodel", row.model), os.path.join(root, "ct2", row.model)
 
 
-def _ct2_model_dir(config, system):
-    _, ct2_dir = _model_dirs(config, system)
-    return ct2_dir if system == VANILLA else os.path.join(ct2_dir, INFER_DOMAIN)
+def _ct2_model_dir(config, row):
+    _, ct2_dir = _model_dirs(config, row)
+    return ct2_dir if row.name == VANILLA else os.path.join(ct2_dir, INFER_DOMAIN)
 
 
 def _prepare_inference(config):
-    """Builds each inference system once and exports its SavedModel and CTranslate2 model."""
+    """Builds each exported model once: the SavedModels and CTranslate2 models of the
+    inference rows (an ensemble's is the SavedModel of the row it ensembles)."""
     import tensorflow as tf
 
     from ldr_opennmt.serving import ct2_export
 
+    _load_user_modules(config)
+    exports = collections.OrderedDict()  # Model name: [a row that builds it, tf, ct2].
+    for runtime, row in _infer_tasks(config_rows(config)):
+        export = exports.setdefault(row.model, [row, False, False])
+        export[1 if runtime == TF else 2] = True
     exported = {}
-    tf_systems = selected(TF_SYSTEMS, config["families"])
-    # An ensemble reads its base system's SavedModel.
-    tf_systems = [s for s in tf_systems if s not in ENSEMBLE_BASE] + [
-        ENSEMBLE_BASE[s]
-        for s in tf_systems
-        if s in ENSEMBLE_BASE and ENSEMBLE_BASE[s] not in tf_systems
-    ]
-    ct2_systems = selected(CT2_SYSTEMS, config["families"])
-    for system in tf_systems + [s for s in ct2_systems if s not in tf_systems]:
+    for name, (row, savedmodel, ct2) in exports.items():
         tf.random.set_seed(config["seed"])
-        model = _build_model(system, config)
+        model = _build_model(row, config)
         params = {
             "beam_width": config["beam"],
             "maximum_decoding_length": config["decode_length"],
             "minimum_decoding_length": config["decode_length"],
         }
-        model.initialize(_data_config(system, config), params=params)
+        model.initialize(_data_config(row, config), params=params)
         model.create_variables()
-        savedmodel_dir, ct2_dir = _model_dirs(config, system)
-        if system in tf_systems:
+        savedmodel_dir, ct2_dir = _model_dirs(config, row)
+        if savedmodel:
             model.export(savedmodel_dir)
-        if system == VANILLA:
+        if ct2 and row.name == VANILLA:
             ct2_export.convert(model, ct2_dir, quantization=config["quantization"])
-        elif system in ct2_systems:
+        elif ct2:
             ct2_export.export(
                 model, ct2_dir, domains=[INFER_DOMAIN], quantization=config["quantization"]
             )
-        exported[system] = {"params": model.count_params()}
+        exported[name] = {"params": model.count_params()}
     return exported
 
 
@@ -1062,8 +1467,10 @@ def _measure_savedmodel(config, system):
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(config["threads"])
+    _load_user_modules(config)
     import_rss = peak_rss_mib()
-    model_dir, _ = _model_dirs(config, system)
+    row = _row(config, system)
+    model_dir, _ = _model_dirs(config, row)
     imported = tf.saved_model.load(model_dir)
     signature = imported.signatures["serving_default"]
     inputs = signature.structured_input_signature[1]
@@ -1076,9 +1483,9 @@ def _measure_savedmodel(config, system):
             "length": tf.constant([len(t) for t in batch], tf.int32),
         }
         if "domain" in inputs:
-            if system in ENSEMBLE_BASE:
+            if row.labels == FEED_ENSEMBLE:
                 labels = ["ens-uniform"] * len(batch)
-            elif system in MIXED_DOMAIN_FEED:
+            elif row.labels == FEED_MIXED:
                 labels = [DOMAINS[i % len(DOMAINS)] for i in range(len(batch))]
             else:
                 labels = [INFER_DOMAIN] * len(batch)
@@ -1096,11 +1503,12 @@ def _measure_savedmodel(config, system):
 
 
 def _measure_ctranslate2(config, system):
-    """Sentences/s of a CTranslate2 model (beam search), without TensorFlow."""
+    """Sentences/s of a CTranslate2 model (beam search), without TensorFlow (nor the
+    registry, nor any user module: the row comes from the configuration)."""
     import ctranslate2
 
     import_rss = peak_rss_mib()
-    model_dir = _ct2_model_dir(config, system)
+    model_dir = _ct2_model_dir(config, _row(config, system))
     # CTranslate2's throughput setting: one batch per thread, batches in parallel.
     # Measured on the 2-vCPU AMD machine of BENCHMARKS.md: intra_threads=2 made one
     # sentence 6x slower than intra_threads=1 (66.5 vs 10.6 ms), and gave nothing at
@@ -1135,7 +1543,7 @@ def run_task(task, workdir):
     """Runs one measurement (in a process of its own) and writes its result file.
 
     Args:
-      task: ``prepare``, ``train:<system>``, ``tf:<system>`` or ``ct2:<system>``.
+      task: ``prepare``, ``train:<row>``, ``tf:<row>`` or ``ct2:<row>``.
       workdir: The run directory (``config.json`` is read from it).
     """
     with open(os.path.join(workdir, "config.json")) as f:
@@ -1199,36 +1607,38 @@ def _run_process(task, workdir, number, total):
     return result
 
 
+def make_size(layers, units, heads):
+    """The benchmark's model size: the builders' size arguments (FFN 4x the units)."""
+    return dict(num_layers=layers, num_units=units, num_heads=heads, ffn_inner_dim=4 * units)
+
+
 def make_config(args, workdir):
-    """The JSON-serializable configuration shared with the measurement processes."""
+    """The JSON-serializable configuration shared with the measurement processes.
+
+    Its ``rows`` are the rows that ``args.families`` selects (every row by default, a
+    name that selects nothing skipped: :func:`parse_args` has refused it), as plain dicts.
+    """
     keys = list(DEFAULTS) + ["threads", "quantization", "seed", "quick"]
     config = {key: getattr(args, key) for key in keys}
     config["parts"] = list(args.parts)
-    config["families"] = list(getattr(args, "families", None) or FAMILIES)
+    config["families"] = list(getattr(args, "families", None) or [])
+    config["user_modules"] = list(getattr(args, "user_module", None) or [])
     config["workdir"] = workdir
-    config["size"] = dict(
-        num_layers=args.layers,
-        num_units=args.units,
-        num_heads=args.heads,
-        ffn_inner_dim=4 * args.units,
-    )
+    config["size"] = make_size(args.layers, args.units, args.heads)
+    rows = build_rows(config["size"], config["user_modules"])
+    selected = select_rows(rows, config["families"], strict=False)
+    config["rows"] = [dataclasses.asdict(row) for row in selected]
     return config
 
 
-def selected(systems, families):
-    """The systems of :obj:`families` (names of :data:`FAMILIES`), vanilla always first."""
-    chosen = {system for family in families for system in FAMILIES[family]}
-    return [system for system in systems if system == VANILLA or system in chosen]
-
-
-def _tasks(parts, families):
+def _tasks(parts, rows):
+    """The tasks of a run, in order: training, the exports, SavedModels, CTranslate2."""
     tasks = []
     if TRAIN in parts:
-        tasks += ["%s:%s" % (TRAIN, system) for system in selected(TRAIN_SYSTEMS, families)]
+        tasks += ["%s:%s" % (TRAIN, row.name) for row in rows if row.train]
     if INFER in parts:
         tasks.append("prepare")
-        tasks += ["%s:%s" % (TF, system) for system in selected(TF_SYSTEMS, families)]
-        tasks += ["%s:%s" % (CT2, system) for system in selected(CT2_SYSTEMS, families)]
+        tasks += ["%s:%s" % (runtime, row.name) for runtime, row in _infer_tasks(rows)]
     return tasks
 
 
@@ -1284,7 +1694,8 @@ def run_benchmarks(args, workdir):
     with open(os.path.join(workdir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     results = {TRAIN: {}, INFER: {}}
-    tasks = _tasks(args.parts, args.families)
+    rows = config_rows(config)
+    tasks = _tasks(args.parts, rows)
     failed = False
     prepared = True
     for number, task in enumerate(tasks, start=1):
@@ -1300,19 +1711,24 @@ def run_benchmarks(args, workdir):
             results[TRAIN][system] = result
         else:
             results[INFER][task] = result
-    for system in CT2_SYSTEMS:
-        entry = results[INFER].get("%s:%s" % (CT2, system))
-        reference = results[INFER].get("%s:%s" % (TF, system))
-        if entry and "error" not in entry:
+    for row in rows:
+        entry = results[INFER].get("%s:%s" % (CT2, row.name))
+        reference = results[INFER].get("%s:%s" % (TF, row.name))
+        if row.ct2 and entry and "error" not in entry:
             entry["agreement"] = agreement(entry.get("outputs"), (reference or {}).get("outputs"))
     return config, results, failed
+
+
+def _user_module_spec(spec):
+    """A user module as the measurement processes load it: a file by its absolute path."""
+    return os.path.abspath(spec) if spec.endswith(".py") or os.sep in spec else spec
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="run/bench.sh",
-        description="Training and CPU inference speed and peak memory of vanilla OpenNMT-tf, "
-        "Mixed, DC and LDR, side by side (markdown on standard output).",
+        description="Training and CPU inference speed and peak memory of vanilla OpenNMT-tf "
+        "and the registered model families, side by side (markdown on standard output).",
     )
     parser.add_argument(
         "--quick", action="store_true", help="Tiny sizes (a 1-2 minute check, not figures)."
@@ -1324,11 +1740,20 @@ def parse_args(argv=None):
     parser.add_argument(
         "--families",
         nargs="+",
-        choices=list(FAMILIES),
-        default=list(FAMILIES),
-        help="The systems to measure besides vanilla (default: all): "
-        + "; ".join("%s: %s" % (k, ", ".join(v)) for k, v in FAMILIES.items())
-        + ".",
+        help="What to measure besides vanilla (always measured, the reference); default: "
+        "every registered family with a benchmark (`ldr-main --list-families`). Registered "
+        "family names (e.g. ldr_transformer), groups of families (their name's first word: "
+        "ldr, factorized, mixing...), %s (every ensemble row and the row it ensembles) or "
+        "row names (e.g. ldr_joint)." % ENSEMBLES,
+    )
+    parser.add_argument(
+        "--user_module",
+        action="extend",
+        nargs="+",
+        metavar="FILE",
+        help="A Python file (or an importable module name) that registers families of its "
+        "own (ldr_opennmt.registry); their benchmark rows are measured like the package's. "
+        "Repeatable.",
     )
     sizes = parser.add_argument_group(
         "sizes", "Unset options take the default (or --quick) values shown."
@@ -1397,6 +1822,16 @@ def parse_args(argv=None):
             parser.error("--workdir %s is not a directory" % args.workdir)
         if os.listdir(args.workdir):
             parser.error("--workdir %s is not empty" % args.workdir)
+    # The row table (the registry, the user modules) is read here, to refuse a wrong
+    # name or module before anything runs.
+    args.user_module = [_user_module_spec(spec) for spec in args.user_module or []]
+    from ldr_opennmt.errors import UserError
+
+    try:
+        rows = build_rows(make_size(args.layers, args.units, args.heads), args.user_module)
+        select_rows(rows, args.families)
+    except (UserError, ValueError) as e:
+        parser.error(str(e))
     return args
 
 
@@ -1425,6 +1860,48 @@ def main(argv=None):
         write_atomically(args.out, report)
         _log("report written to %s" % args.out)
     return 1 if failed else 0
+
+
+# run/gpu_check.py names its systems through the tables this module used to write out
+# (NAMES, TRAIN_SYSTEMS, FAMILIES, DOMAIN_TRAINING): the same tables, derived from the row
+# table on first use, until it reads the rows itself. They are derived in a process of
+# their own, once (the environment passes them on to gpu_check's children): gpu_check
+# probes the CUDA libraries before TensorFlow loads them, and must not import it.
+_DERIVED_TABLES = ("NAMES", "TRAIN_SYSTEMS", "FAMILIES", "DOMAIN_TRAINING")
+_DERIVED_TABLES_ENV = "LDR_BENCHMARK_TABLES"
+
+
+def derived_tables():
+    """The former tables (see above), derived from the row table at the default size."""
+    rows = build_rows(make_size(DEFAULTS["layers"], DEFAULTS["units"], DEFAULTS["heads"]))
+    families = list(dict.fromkeys(row.family for row in rows if row.family))
+    groups = families + [name.split("_")[0] for name in families] + [ENSEMBLES]
+    return dict(
+        NAMES={row.name: row.title for row in rows},
+        TRAIN_SYSTEMS=[row.name for row in rows if row.train],
+        FAMILIES={group: sorted(_named(group, rows)) for group in groups},
+        DOMAIN_TRAINING={row.name: row.domain_training for row in rows if row.family and row.train},
+    )
+
+
+def __getattr__(name):
+    if name not in _DERIVED_TABLES:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    tables = os.environ.get(_DERIVED_TABLES_ENV)
+    if not tables:
+        code = "import json, runpy, sys; "
+        code += "print(json.dumps(runpy.run_path(sys.argv[1])['derived_tables']()))"
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
+        tables = subprocess.run(
+            [sys.executable, "-c", code, os.path.abspath(__file__)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout.splitlines()[-1]
+        os.environ[_DERIVED_TABLES_ENV] = tables
+    globals().update(json.loads(tables))
+    return globals()[name]
 
 
 if __name__ == "__main__":
