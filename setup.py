@@ -55,5 +55,15 @@ setup(
             "fastapi==0.103.2",
             "uvicorn==0.54.0",
         ],
+        # The documentation site (docs/, bash run/docs.sh; tests/test_docs.py builds it in
+        # CI): Sphinx with MyST Markdown pages and the furo theme. Not needed to use the
+        # package; locked with the test tools (run/lock.sh), so CI has them. Sphinx 8.2:
+        # Sphinx 9 uses typing_extensions.TypeAliasType (typing-extensions >= 4.6), and
+        # TensorFlow 2.13 requires typing-extensions < 4.6.
+        "docs": [
+            "sphinx==8.2.3",
+            "myst-parser==5.2.0",
+            "furo==2025.12.19",
+        ],
     },
 )
