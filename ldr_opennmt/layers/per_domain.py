@@ -234,6 +234,28 @@ class _GenericConstant:
         return tf.fill(self.shape, tf.constant(self.value, dtype or self.dtype))
 
 
+def copy_optimizer_slots(optimizer, source, targets):
+    """Sets the optimizer slots (e.g. Adam's ``m`` and ``v``) of :obj:`targets` to those
+    of :obj:`source`.
+
+    Args:
+      optimizer: A Keras (legacy) optimizer, possibly wrapped in a loss-scale optimizer,
+        whose slots exist (``create_variables(optimizer=...)``), or ``None`` (no-op).
+      source: A variable.
+      targets: Variables of the same shape.
+    """
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if inner is None or not hasattr(inner, "get_slot_names"):
+        return
+    for name in inner.get_slot_names():
+        try:
+            value = tf.convert_to_tensor(inner.get_slot(source, name))
+        except KeyError:  # No slot for this variable (not trainable in the optimizer).
+            continue
+        for target in targets:
+            inner.get_slot(target, name).assign(value)
+
+
 class DomainCopies(DomainSpecificLayer):
     """Mixin of the Keras layers that keep per-domain copies of some weights.
 
@@ -361,10 +383,19 @@ class DomainCopies(DomainSpecificLayer):
             )
         return self._tensor(self._copies[name][domain_id + 1])
 
-    def unfold(self):
+    def unfold(self, optimizer=None):
         """Copies every general copy into all regions (the curriculum's unfold step).
 
         Weights whose general copy is a constant (``generic_value``) are left as they are.
+
+        Args:
+          optimizer: The optimizer of the next stage (its slots created), or ``None``. Its
+            slots of each general copy (Adam's moments) are copied into the regions' slots
+            too: a region then continues exactly where its general copy was. Left at zero
+            while the step count goes on (no bias correction left), Adam's first updates
+            of a region would be several times the nominal learning rate (about 2x at the
+            first step, up to about 5x after ten, still 1.7x after two hundred with the
+            OpenNMT-tf betas 0.9 and 0.998).
         """
         for variables in self._copies.values():
             general = variables[0]
@@ -372,6 +403,7 @@ class DomainCopies(DomainSpecificLayer):
                 continue
             for region in variables[1:]:
                 region.assign(tf.convert_to_tensor(general))
+            copy_optimizer_slots(optimizer, general, variables[1:])
 
     def project(
         self, inputs, kernel_name, bias_name=None, transpose=False, dtype=None, training=None

@@ -144,7 +144,9 @@ class FactorizedTransformer(MultiDomainTransformer):
         """The general copies that are constants (the F6 identity maps)."""
         return [v for layer in self.domain_layers() for v in layer.fixed_general_copies()]
 
-    def unfold(self):
-        """Copies every general copy into all domain regions (the curriculum's unfold)."""
+    def unfold(self, optimizer=None):
+        """Copies every general copy into all domain regions (the curriculum's unfold), with
+        its optimizer slots when :obj:`optimizer` is given (see
+        :meth:`ldr_opennmt.layers.per_domain.DomainCopies.unfold`)."""
         for layer in self.domain_layers():
-            layer.unfold()
+            layer.unfold(optimizer=optimizer)

@@ -623,7 +623,8 @@ class Runner(compat.RunnerAdapter):
                 ),
             )
         if unfold:
-            model.unfold()
+            # The regions start as their general copies, Adam's moments included.
+            model.unfold(optimizer=optimizer)
         checkpoint_util.Checkpoint.from_config(config, model, optimizer=optimizer).save(step)
         if unfold:
             tf.get_logger().info(

@@ -130,6 +130,24 @@ class CurriculumTest(helpers.SharedDirTestCase):
             else:
                 self.assertIn(name, mixed)
         self.assertGreater(regions, 0)
+        # Adam's moments too: every region's slots are its general copy's (trained, not
+        # zero), so stage 2 does not start with inflated steps.
+        reader = tf.train.load_checkpoint(os.path.join(stage2["model_dir"], "ckpt-4"))
+        slots = {
+            name: reader.get_tensor(name)
+            for name in reader.get_variable_to_shape_map()
+            if "/.OPTIMIZER_SLOT/" in name
+        }
+        checked = 0
+        for name, value in slots.items():
+            variable, slot = name.split("/.OPTIMIZER_SLOT/")
+            region = _region(variable + "/.ATTRIBUTES/VARIABLE_VALUE")
+            if region is not None:
+                general = region[0].replace("/.ATTRIBUTES/VARIABLE_VALUE", "")
+                self.assertAllEqual(value, slots["%s/.OPTIMIZER_SLOT/%s" % (general, slot)])
+                checked += 1
+        self.assertGreater(checked, 0)
+        self.assertTrue(any(np.abs(v).max() > 0 for n, v in slots.items() if "domain_" in n))
 
         # Another size, and SF (multi-query attention: no plain Transformer fits it), are
         # refused, nothing written.
