@@ -14,9 +14,10 @@ This file is all there is to the method. It is, at the same time:
   imports only installed packages).
 
 What the package gives it without any change (see ``docs/adding-a-method.md``): the
-domain of each sentence through :func:`ldr_opennmt.layers.domain_one_hot` in training,
+per-domain weight block (:class:`ldr_opennmt.layers.DomainCopies`), the domain of each
+sentence from the domain scope in training,
 evaluation, beam search and the SavedModel; Procedure 1 and the other training modes
-(the variables made by ``add_domain_weight`` are its domain-specific parameters);
+(the ``domain_<k>_*`` variables of the block are its domain-specific parameters);
 ``ldr-main``, ``ldr-eval``, ``ldr-translate``, the exports and the checks of checkpoints.
 CTranslate2 folding is refused in one line (:attr:`DomainBiasTransformer.ctranslate2_refusal`):
 the fold covers the attention and feed-forward projections and the embedders, not the
@@ -24,42 +25,35 @@ output layer's bias.
 """
 
 import opennmt
-import tensorflow as tf
 
 from ldr_opennmt import registry
-from ldr_opennmt.layers import DomainSpecificLayer, domain_one_hot
+from ldr_opennmt.layers import DomainCopies
 from ldr_opennmt.models import MultiDomainTransformer
 from ldr_opennmt.models.sequence_to_sequence import transformer_arguments
 
 
-class DomainBiasDense(opennmt.layers.Dense, DomainSpecificLayer):
-    """The output layer: a plain (shared) projection plus one bias vector per domain."""
+class DomainBiasDense(opennmt.layers.Dense, DomainCopies):
+    """The output layer: a plain (shared) projection plus one bias vector per domain.
+
+    The per-domain bias is a weight of the package's per-domain building block
+    (:class:`ldr_opennmt.layers.DomainCopies`): one copy ``domain_<k>_output_bias`` per
+    domain region, and a general copy that is the constant 0, so that ``generic`` adds
+    nothing and each region starts at zero.
+    """
 
     def __init__(self, units, **kwargs):
         super().__init__(units, **kwargs)
-        self.num_regions = None
-
-    def set_num_regions(self, num_regions):
-        """Called by the model before build: one region per declared domain."""
-        self.num_regions = num_regions
+        self.init_copies()  # The model sets the region count before build.
 
     def build(self, input_shape):
         super().build(input_shape)
-        if self.num_regions is None:
-            raise ValueError("%s: set_num_regions() must be called before build" % self.name)
-        # One vector per domain region, starting at zero (the generic output).
-        self.domain_biases = [
-            self.add_domain_weight(k, "output_bias", [self.units], initializer="zeros")
-            for k in range(self.num_regions)
-        ]
+        self.add_copies("output_bias", [self.units], "zeros", generic_value=0)
 
     def call(self, inputs):
         logits = super().call(inputs)
-        # [batch, 1, ..., num_regions]: the current sentences' domains, all zero for
-        # generic; beam search and the SavedModel bind the same scope.
-        one_hot = domain_one_hot(self.num_regions, logits.dtype, rank=logits.shape.rank)
-        biases = tf.cast(tf.stack(self.domain_biases, axis=0), logits.dtype)
-        return logits + tf.tensordot(one_hot, biases, axes=1)
+        # Each sentence's copy ([batch, 1, ..., units]), from the domain scope that the
+        # model binds in training, evaluation, beam search and the SavedModel.
+        return logits + self.per_sentence("output_bias", logits.shape.rank, logits.dtype)
 
 
 class DomainBiasTransformer(MultiDomainTransformer):

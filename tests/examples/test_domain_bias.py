@@ -75,7 +75,7 @@ class DomainBiasFamilyTest(tf.test.TestCase):
         favourite = vocabulary[-1]
         bias = np.zeros([layer.units], np.float32)
         bias[len(vocabulary) - 1] = 100.0  # Its id: its line (the unknown word comes after).
-        layer.domain_biases[1].assign(bias)
+        layer.copies("output_bias")[2].assign(bias)  # General copy first.
         features = helpers.source_features(
             model, ["a b c", "a b c", "a b c"], ["medical", "religious", "generic"]
         )
