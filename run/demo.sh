@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The README's main command: builds the default corpus, trains Mixed (two seeds), LDR,
+# The README's main command (docs/demo.md): builds the default corpus, trains Mixed (two seeds), LDR,
 # Factorized PA (on top of Mixed), the FT_* baselines and a domain classifier, evaluates them
 # per domain (BLEU, chrF, contrastive lexical choice) and writes results/demo/report.md.
-#   bash run/demo.sh            # the default run (times: README, "What the demo gives here")
+#   bash run/demo.sh            # the default run (times and figures: docs/demo.md)
 #   bash run/demo.sh --quick    # a smoke run with tiny budgets (results/demo-quick)
 #   bash run/demo.sh --full     # also DC, LDR^1 and word-level domain mixing
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Optional: builds Horovod from source into .venv, against the pinned TensorFlow, with Gloo
 # (no MPI needed). Not part of the README's two commands; needed only for `--horovod` training
-# (README, "Several GPUs and machines: --num_gpus and Horovod").
+# (docs/scale.md, "N processes, on one machine or several: Horovod"; docs/installation.md).
 #
 #   bash run/install_horovod.sh          # CPU collectives (Gloo): what the tests and CPU runs use
 #   bash run/install_horovod.sh --gpu    # plus NCCL GPU collectives (needs CUDA and NCCL)

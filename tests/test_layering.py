@@ -1,4 +1,5 @@
-"""The package's layers: no module imports a layer above its own (README, Architecture)."""
+"""The package's layers: no module imports a layer above its own, nor another part of its
+own layer (``docs/architecture.md``, "The package")."""
 
 import ast
 import os

@@ -9,8 +9,9 @@ git) from the code and from the files the commands write:
   (:func:`ldr_opennmt.registry.describe`, :func:`~ldr_opennmt.registry.capabilities`);
 - ``api/*.md``: one ``automodule`` per module of the package, by sub-package (the
   modules are found by walking the package, so a new module is documented by itself);
-- ``demo/report.md``: the demo's latest report (``results/demo/report.md``, written by
-  ``bash run/demo.sh``) with its date, or a note saying it has not run here.
+- ``demo-report.md``: the demo's latest report (``results/demo/report.md``, written by
+  ``bash run/demo.sh``) with the date, machine and command its first line records, or a
+  note saying it has not run here.
 
 It then checks, and reports as build warnings (errors under ``-W``, as ``run/docs.sh``
 and ``tests/test_docs.py`` build):
@@ -45,8 +46,6 @@ API_SKIP = ("ldr_opennmt.cli",)  # The commands: see the command reference.
 #: Docstrings whose markup is not valid reStructuredText yet: shown verbatim (a literal
 #: block) instead of failing the build. Fix the docstring, then remove its entry.
 VERBATIM_DOCSTRINGS = {
-    # ``|C_i|`` outside a literal reads as a substitution reference.
-    "ldr_opennmt.training.corpora.sampling",
     # The "Returns:" literal ``{"values": {domain|"all": ...}`` spans two lines.
     "ldr_opennmt.evaluation.contrastive.scoring.label_shift",
 }
@@ -137,40 +136,61 @@ def api_pages():
     return pages
 
 
-def demo_report_page():
-    """The demo's latest report with its date, for ``docs/demo.md`` to include; or why
-    there is none. Its headings go two levels down (under the page's section) and its
-    images (``bleu.png``) are copied next to it."""
-    if not os.path.isfile(DEMO_REPORT):
+#: The first line of the demo's report (``run/experiments/demo.py``, ``PROVENANCE``):
+#: when (UTC), on which machine and by which command it was written.
+DEMO_PROVENANCE = re.compile(
+    r"^Written (?P<written>\d{4}-\d\d-\d\d \d\d:\d\d UTC) on (?P<machine>.+) by"
+    r" `(?P<command>[^`]+)`\.$"
+)
+
+
+def demo_report_page(report=DEMO_REPORT, target=os.path.join(GENERATED, "demo")):
+    """The demo's latest report (:obj:`report`) with its date, machine and command, for
+    ``docs/demo.md`` to include; or why there is none. Its first line
+    (:data:`DEMO_PROVENANCE`) becomes the sentence that introduces it; a report written
+    before the demo recorded them is dated by the file's time. Its headings go two levels
+    down (under the page's section) and its images (``bleu.png``) are copied to
+    :obj:`target`."""
+    if not os.path.isfile(report):
         return (
             "No report here yet: `bash run/demo.sh` writes `results/demo/report.md`"
             " (`results/` is not in the repository: it is this machine's), and the next"
-            " `bash run/docs.sh` shows it on this page, with its date.\n"
+            " `bash run/docs.sh` shows it on this page, with its date and machine.\n"
         )
-    written = datetime.datetime.fromtimestamp(
-        os.path.getmtime(DEMO_REPORT), tz=datetime.timezone.utc
-    ).strftime("%Y-%m-%d %H:%M UTC")
-    source = os.path.dirname(DEMO_REPORT)
-    target = os.path.join(GENERATED, "demo")
+    with open(report, encoding="utf-8") as f:
+        text = f.read().splitlines()
+    provenance = DEMO_PROVENANCE.match(text[0]) if text else None
+    if provenance:
+        text = text[1:]
+        intro = (
+            "`results/demo/report.md`, written %(written)s on %(machine)s by `%(command)s`"
+            ' (its first line; rows of its "Time" table marked "earlier run" were measured'
+            " by an earlier run of the same stages).\n\n" % provenance.groupdict()
+        )
+    else:
+        written = datetime.datetime.fromtimestamp(
+            os.path.getmtime(report), tz=datetime.timezone.utc
+        ).strftime("%Y-%m-%d %H:%M UTC")
+        intro = (
+            "`results/demo/report.md`, as `bash run/demo.sh` wrote it on %s (the file's"
+            " time: the report predates the line that records its date, machine and"
+            ' command; its "Time" section has the time per step measured there).\n\n' % written
+        )
+    source = os.path.dirname(report)
     os.makedirs(target, exist_ok=True)
     for name in os.listdir(source):
         if name.endswith(".png"):
             shutil.copyfile(os.path.join(source, name), os.path.join(target, name))
     lines, fence = [], False
-    with open(DEMO_REPORT, encoding="utf-8") as f:
-        for line in f.read().splitlines():
-            if line.lstrip().startswith("```"):
-                fence = not fence
-            if not fence and line.startswith("#"):
-                line = "##" + line
-            # Images: relative to docs/demo.md, the page that includes this text.
-            line = re.sub(r"\]\(([\w.-]+\.png)\)", r"](_generated/demo/\1)", line)
-            lines.append(line)
-    return (
-        "`results/demo/report.md`, as `bash run/demo.sh` wrote it on %s (the file's"
-        ' time; the report does not name the machine: its "Time" section has the time'
-        " per step measured there).\n\n%s\n" % (written, "\n".join(lines))
-    )
+    for line in text:
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if not fence and line.startswith("#"):
+            line = "##" + line
+        # Images: relative to docs/demo.md, the page that includes this text.
+        line = re.sub(r"\]\(([\w.-]+\.png)\)", r"](_generated/demo/\1)", line)
+        lines.append(line)
+    return intro + "\n".join(lines) + "\n"
 
 
 def top_level_keys():

@@ -129,8 +129,8 @@ def domain_names(data_config):
 def sampling(corpora, alpha):
     """The domain distribution and the OpenNMT-tf ``train_files_weights`` giving it.
 
-    P(domain i) = |C_i|^alpha / sum_j |C_j|^alpha. OpenNMT-tf multiplies each
-    weight by the corpus size before normalizing
+    ``P(domain i) = |C_i|^alpha / sum_j |C_j|^alpha``, ``|C_i|`` being the size of
+    corpus ``i``. OpenNMT-tf multiplies each weight by the corpus size before normalizing
     (:func:`opennmt.data.normalize_weights`), hence the weights ``|C_i|^(alpha - 1)``.
 
     Returns:

@@ -1,4 +1,5 @@
-"""The README's main command: the whole multi-domain experiment on the default corpus.
+"""The README's main command (``docs/demo.md``): the whole multi-domain experiment on the
+default corpus.
 
     bash run/demo.sh [--quick] [--full]
     PYTHONPATH=run python -m experiments.demo [--quick] [--full]    # the same, from the root
@@ -7,8 +8,10 @@ The experiment is a list of declared stages (:class:`experiments.common.Stage`),
 its inputs, its outputs and a stamp of what it depends on (:mod:`ldr_opennmt.stamps`):
 
 1. ``corpus``: builds the default corpus (``ldr-data build default``, cleaning filters
-   reported; its stamp is the corpus's own ``DONE``) and the contrastive items from it;
-2. ``train``, one stage per system of :data:`SYSTEMS`, a short list of registry families
+   reported; its stamp is the corpus's own ``DONE``) and ``items``, the contrastive items
+   from it;
+2. one training stage per system of :data:`SYSTEMS` (named by its directory: ``mixed``,
+   ``ldr``, ...), a short list of registry families
    (:mod:`ldr_opennmt.registry`: model definition, row title, stage-1 family and label
    modes are the registry's) with this run's options: Mixed (twice: seeds 1 and 2, the
    run-to-run spread every difference is judged by) and LDR, small Transformers from
@@ -18,15 +21,18 @@ its inputs, its outputs and a stamp of what it depends on (:mod:`ldr_opennmt.sta
    adds DC, LDR^1 (alpha = 1) and word-level domain mixing;
 3. fine-tunes Mixed on each domain (the FT_* baselines), trains a domain classifier and
    labels the test sets with it (LDR_pred);
-4. ``translate``, one stage per system: its test translations (``ldr-eval``) with oracle,
+4. ``eval_<system>``, one stage per system: its test translations (``ldr-eval``) with oracle,
    generic and wrong labels for the families that read them, predicted labels for LDR;
-5. ``contrastive``, one stage per system of the contrastive lexical-choice test (``ldr-eval
-   contrastive``): Mixed, DC, LDR and Factorized PA in every label mode;
+5. ``contrastive_<system>``, one stage per system of the contrastive lexical-choice test
+   (``ldr-eval contrastive``): Mixed, DC, LDR and Factorized PA in every label mode;
 6. ``score`` (BLEU, chrF, significance, the contrastive summary) and ``report``:
    ``report.md`` with the corpus and cleaning tables, classifier precision/recall, BLEU and
    chrF tables with the seed spread, the contrastive tables, "what this shows and what it
    cannot" (generated from the figures), example translations, time and speed per stage,
-   configurations and the commands to rerun any step.
+   configurations and the commands to rerun any step. Its first line says when (UTC), on
+   which machine (CPU model and cores, from ``/proc/cpuinfo``) and by which command it was
+   written (:func:`provenance`): facts the report stage's stamp file records, never compares,
+   so that a rerun with the same inputs keeps the report and the line that dates it.
 
 A stage is skipped while its stamp matches (the same checkpoint files, configuration,
 input files and options; ``OUT/stages/NAME.json``), saying so; one whose inputs changed
@@ -38,9 +44,11 @@ nothing changed takes seconds.
 
 import argparse
 import dataclasses
+import datetime
 import functools
 import json
 import os
+import platform
 import sys
 import time
 from typing import Any, Mapping, Optional, Tuple
@@ -171,6 +179,15 @@ TRANSLATES = 10.0
 #: About what --full adds to the default run (DC, LDR^1 and Mixing, trained and evaluated).
 FULL_EXTRA_MINUTES = 20
 
+#: The report's first line (:func:`provenance_line`): when (UTC), on which machine and by
+#: which command it was written. ``docs/_ext/ldr_docs.py`` reads it back.
+PROVENANCE = "Written %(written)s on %(machine)s by `%(command)s`."
+#: The command the report names (``bash run/demo.sh`` and the arguments given).
+DEMO_COMMAND = ["bash", "run/demo.sh"]
+#: The report's layout, part of its stamp: 2 since its first line is :data:`PROVENANCE`
+#: (a report of layout 1 is written again, from the same results, by the next run).
+REPORT_LAYOUT = 2
+
 BUDGETS = {
     # The recipe of the small models (measured 2026-11-23 on the README's 2-core machine,
     # BLEU on the first 200 test sentences per domain): batches mixing domains with
@@ -182,9 +199,9 @@ BUDGETS = {
     # 0.13 s per Mixed step, 0.23 s per Procedure 1 LDR step; Mixed averaged 14.0 BLEU
     # after 2500 steps, 15.9 after 3000, 16.6 after 3500, 20.0 after 4500, and a run of
     # 4000 steps left the two Mixed seeds 3.2 apart (17.8 and 14.6). So the default takes
-    # 4500 steps: 28 minutes at that speed (the two runs and their tables: README, "What
-    # the demo gives here"); on a slower host it takes longer, and the report prints the
-    # time per step it measured.
+    # 4500 steps: 28 minutes at that speed (the two runs and their tables: docs/demo.md, "Two
+    # default runs, recorded by hand"); on a slower host it takes longer, and the report
+    # prints the time per step it measured and the machine it ran on.
     "default": {
         "steps": 4500,
         "warmup": 800,
@@ -692,15 +709,26 @@ class Plan:
                 loaded.append(json.load(f))
         return tuple(loaded)
 
-    def report_stage(self, write, mode, start):
+    def report_stage(self, write, mode, start, command):
         """Writes ``report.md`` (:obj:`write`: a callable of the total time) from the
-        results, the configurations and the commands."""
+        results, the configurations and the commands.
+
+        Its first line is :func:`provenance_line`: the date, the machine and
+        :obj:`command` (the demo's command line, a list). They are recorded, not compared:
+        the stage writes its stamp file itself (``OUT/stages/report.json``, after the
+        report) with them in the record (:func:`ldr_opennmt.stamps.write`), so that a rerun
+        with the same inputs keeps the report and the line that dates it. (Rows of its time
+        table marked "earlier run" were measured by an earlier run of the same stages.)
+        """
         path = os.path.join(self.steps.out, "report.md")
+        stamp_path = os.path.join(self.steps.stages_dir, "report.json")
         configs_dir = self.steps.configs_dir
+        due = {}
 
         def stamp():
             configs = sorted(os.listdir(configs_dir))
-            return stamps.make_stamp(
+            due["stamp"] = stamps.make_stamp(
+                layout=REPORT_LAYOUT,
                 mode=mode,
                 budget=self.budget,
                 results=stamps.files_digest(
@@ -712,11 +740,66 @@ class Plan:
                 ],
                 commands=self.steps.commands,
             )
+            return due["stamp"]
 
         def run(cores):
-            write_lines_atomic(path, write(time.time() - start).splitlines())
+            record = provenance(command)
+            lines = [provenance_line(record), ""] + write(time.time() - start).splitlines()
+            write_lines_atomic(path, lines)
+            # After the report: a stamp file is never ahead of what it vouches for.
+            stamps.write(stamp_path, due["stamp"], complete=True, **record)
 
-        return common.Stage("report", "report", "6/6", stamp, [path], run, timed=False)
+        return common.Stage(
+            "report", "report", "6/6", stamp, [path], run, stamp_path=stamp_path, timed=False
+        )
+
+
+def cpu_model(cpuinfo):
+    """The CPU model of a ``/proc/cpuinfo`` text (its first ``model name``; ``Model`` or
+    ``cpu model`` on other architectures), or ``None``."""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+            return value.strip()
+    return None
+
+
+def machine(cpuinfo_path="/proc/cpuinfo"):
+    """This machine in a few words: its CPU model (:func:`cpu_model` of
+    :obj:`cpuinfo_path`, else :func:`platform.processor`) and core count, e.g.
+    ``AMD EPYC 7B13 (2 cores)``; ``(8 cores, 2 usable)`` when this process may run on
+    fewer."""
+    try:
+        with open(cpuinfo_path, encoding="utf-8", errors="replace") as f:
+            model = cpu_model(f.read())
+    except OSError:
+        model = None
+    model = model or platform.processor() or platform.machine() or "an unknown CPU"
+    cores = os.cpu_count() or 0
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # Not on Linux.
+        usable = cores
+    if usable and usable != cores:
+        return "%s (%d cores, %d usable)" % (model, cores, usable)
+    return "%s (%d cores)" % (model, cores)
+
+
+def provenance(command, now=None):
+    """What the report's first line says: ``{"written": "YYYY-MM-DD HH:MM UTC", "machine":
+    ..., "command": ...}`` (:obj:`command`: a list, shell-quoted here; :obj:`now`: an aware
+    :class:`datetime.datetime`, default the current time)."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return {
+        "written": now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "command": common.command_line(command),
+    }
+
+
+def provenance_line(record):
+    """The report's first line (:data:`PROVENANCE`) from a :func:`provenance` record."""
+    return PROVENANCE % record
 
 
 def _arguments(argv):
@@ -755,6 +838,7 @@ def _arguments(argv):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
     os.chdir(ROOT)
     steps = common.Steps(args.out)  # A link given as --out is resolved once.
@@ -809,7 +893,7 @@ def main(argv=None):
         budget=budget,
         extras=extras,
     )
-    steps.run_stages([plan.report_stage(write, args.mode, start)])
+    steps.run_stages([plan.report_stage(write, args.mode, start, DEMO_COMMAND + argv)])
     print(classification.format_table(classifier_scores))
     print(evaluate.format_tables(results))
     print("\n".join(extras["findings"]))
@@ -1072,7 +1156,8 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "Does a system prefer the domain's translation of an ambiguous word (*host*: armée /"
         " hôte, *spirit*: esprit / alcool, *line*: ligne / cordeau, ...) when it scores the"
         " reference against variants using another domain's word? Items built from the"
-        " corpus by `ldr-eval contrastive` (see README); forced decoding, no beam search.",
+        " corpus by `ldr-eval contrastive` (see docs/evaluation.md); forced decoding, no beam"
+        " search.",
         "",
         extras["contrastive"],
         "",

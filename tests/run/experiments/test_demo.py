@@ -1,6 +1,19 @@
+import datetime
+import json
+import os
+import sys
+import types
+from unittest import mock
+
 import tensorflow as tf
 
 from experiments import common, demo
+from ldr_opennmt import stamps
+
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "_ext")
+)
+import ldr_docs  # noqa: E402  (docs/_ext on the path)
 
 DOMAINS = ["medical", "religious", "software"]
 
@@ -125,6 +138,161 @@ class PriorityTest(tf.test.TestCase):
                 "contrastive_ldr",
             ],
         )
+
+
+CPUINFO = (
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\n"
+    "processor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
+)
+WRITTEN = datetime.datetime(2026, 11, 24, 13, 5, tzinfo=datetime.timezone.utc)
+
+
+class ProvenanceTest(tf.test.TestCase):
+    """The report's first line: when (UTC), on which machine and by which command."""
+
+    def test_cpu_model(self):
+        self.assertEqual(demo.cpu_model(CPUINFO), "AMD EPYC 7B13")
+        self.assertEqual(demo.cpu_model("processor\t: 0\nModel\t\t: Raspberry Pi 4\n"),
+                         "Raspberry Pi 4")  # fmt: skip
+        self.assertIsNone(demo.cpu_model("processor\t: 0\nmodel name\t:\n"))
+
+    def test_machine_names_the_cpu_and_its_cores(self):
+        path = os.path.join(self.get_temp_dir(), "cpuinfo")
+        with open(path, "w") as f:
+            f.write(CPUINFO)
+        with mock.patch.object(os, "cpu_count", return_value=2), mock.patch.object(
+            os, "sched_getaffinity", return_value={0, 1}, create=True
+        ):
+            self.assertEqual(demo.machine(path), "AMD EPYC 7B13 (2 cores)")
+        with mock.patch.object(os, "cpu_count", return_value=8), mock.patch.object(
+            os, "sched_getaffinity", return_value={0, 1}, create=True
+        ):
+            self.assertEqual(demo.machine(path), "AMD EPYC 7B13 (8 cores, 2 usable)")
+        # No /proc/cpuinfo: what the platform says, still with the cores.
+        self.assertRegex(demo.machine(os.path.join(self.get_temp_dir(), "none")), r" \(\d+ cores")
+
+    def test_the_line_is_utc_and_names_the_command(self):
+        paris = datetime.timezone(datetime.timedelta(hours=1))
+        with mock.patch.object(demo, "machine", return_value="AMD EPYC 7B13 (2 cores)"):
+            record = demo.provenance(
+                ["bash", "run/demo.sh", "--quick", "--out", "my results"],
+                now=datetime.datetime(2026, 11, 24, 14, 5, tzinfo=paris),
+            )
+        self.assertEqual(
+            record,
+            {
+                "written": "2026-11-24 13:05 UTC",
+                "machine": "AMD EPYC 7B13 (2 cores)",
+                "command": "bash run/demo.sh --quick --out 'my results'",
+            },
+        )
+        line = demo.provenance_line(record)
+        self.assertEqual(
+            line,
+            "Written 2026-11-24 13:05 UTC on AMD EPYC 7B13 (2 cores) by"
+            " `bash run/demo.sh --quick --out 'my results'`.",
+        )
+        # What the documentation reads back.
+        self.assertEqual(ldr_docs.DEMO_PROVENANCE.match(line).groupdict(), record)
+
+
+class ReportStageTest(tf.test.TestCase):
+    """The report records its date and machine; a rerun with the same inputs keeps them."""
+
+    def setUp(self):
+        super().setUp()
+        root = self.get_temp_dir()
+        self.steps = common.Steps(os.path.join(root, "out"))
+        args = types.SimpleNamespace(data=os.path.join(root, "corpus"), cache=None)
+        self.plan = demo.Plan(args, dict(demo.BUDGETS["quick"]), self.steps)
+        os.makedirs(args.data, exist_ok=True)
+        self._put(os.path.join(args.data, "corpus.json"), {"domains": DOMAINS})
+        self._put(self.plan.scores_path, {"rows": []})
+        self._put(self.plan.contrastive_path, {"rows": []})
+        self._put(self.plan.classification_path, {"accuracy": 0.9})
+        self._put(os.path.join(self.steps.configs_dir, "data.yml"), {"data": {}})
+        self.report = os.path.join(self.steps.out, "report.md")
+        self.stamp_path = os.path.join(self.steps.stages_dir, "report.json")
+
+    def _put(self, path, content):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(content, f)
+
+    def _run(self, written, machine="AMD EPYC 7B13 (2 cores)"):
+        def record(command, now=None):
+            return {"written": written, "machine": machine, "command": " ".join(command)}
+
+        stage = self.plan.report_stage(
+            lambda total: "# Multi-domain demo (quick)\n\nThe figures.",
+            "quick",
+            0.0,
+            ["bash", "run/demo.sh", "--quick"],
+        )
+        with mock.patch.object(demo, "provenance", record), mock.patch.object(common, "log") as log:
+            self.steps.run_stages([stage])
+        with open(self.report) as f:
+            lines = f.read().splitlines()
+        return lines, "\n".join(call.args[0] for call in log.call_args_list)
+
+    def test_the_first_line_is_recorded_not_compared(self):
+        lines, log = self._run("2026-11-24 13:05 UTC")
+        self.assertIn("report: runs (no stamp", log)
+        first = (
+            "Written 2026-11-24 13:05 UTC on AMD EPYC 7B13 (2 cores) by"
+            " `bash run/demo.sh --quick`."
+        )
+        self.assertEqual(lines[:3], [first, "", "# Multi-domain demo (quick)"])
+        record = stamps.read(self.stamp_path)
+        self.assertTrue(record["complete"])
+        self.assertEqual(record["written"], "2026-11-24 13:05 UTC")
+        self.assertEqual(record["machine"], "AMD EPYC 7B13 (2 cores)")
+        self.assertEqual(record["command"], "bash run/demo.sh --quick")
+        self.assertNotIn("written", json.dumps(record[stamps.INPUTS]))
+        # Another day, another machine, the same inputs: the report is kept, with its line.
+        lines, log = self._run("2026-11-25 08:00 UTC", machine="another CPU (64 cores)")
+        self.assertIn("report: skipped, done from the same inputs", log)
+        self.assertEqual(lines[0], first)
+        self.assertEqual(stamps.read(self.stamp_path)["written"], "2026-11-24 13:05 UTC")
+        # Other results: written again, saying why, with the new date and machine.
+        self._put(self.plan.scores_path, {"rows": [], "changed": True})
+        lines, log = self._run("2026-11-25 08:00 UTC", machine="another CPU (64 cores)")
+        self.assertIn("report: runs (results differ)", log)
+        self.assertEqual(
+            lines[0],
+            "Written 2026-11-25 08:00 UTC on another CPU (64 cores) by `bash run/demo.sh --quick`.",
+        )
+        self.assertEqual(stamps.read(self.stamp_path)["machine"], "another CPU (64 cores)")
+
+    def test_a_report_of_the_former_layout_is_written_again(self):
+        self._run("2026-11-24 13:05 UTC")
+        record = stamps.read(self.stamp_path)
+        inputs = dict(record.pop(stamps.INPUTS))
+        del inputs["layout"]  # As the report stage wrote it before the first line.
+        record.pop("format")
+        stamps.write(self.stamp_path, inputs, **record)
+        _, log = self._run("2026-11-25 08:00 UTC")
+        self.assertIn("report: runs (layout added)", log)
+
+    def test_the_documentation_shows_the_date_machine_and_command(self):
+        self._run("2026-11-24 13:05 UTC")
+        target = os.path.join(self.get_temp_dir(), "generated")
+        page = ldr_docs.demo_report_page(self.report, target)
+        self.assertTrue(
+            page.startswith(
+                "`results/demo/report.md`, written 2026-11-24 13:05 UTC on AMD EPYC 7B13"
+                " (2 cores) by `bash run/demo.sh --quick`"
+            ),
+            page,
+        )
+        self.assertEqual(page.count("2026-11-24 13:05 UTC"), 1)  # The line is not repeated.
+        self.assertIn("\n### Multi-domain demo (quick)\n", page)
+        # A report written before the line existed: dated by the file's time.
+        with open(self.report, "w") as f:
+            f.write("# Multi-domain demo (quick)\n")
+        os.utime(self.report, (WRITTEN.timestamp(), WRITTEN.timestamp()))
+        page = ldr_docs.demo_report_page(self.report, target)
+        self.assertIn("wrote it on 2026-11-24 13:05 UTC (the file's time", page)
 
 
 if __name__ == "__main__":
