@@ -1,7 +1,7 @@
 """Per-domain precision and recall of a domain classifier (LDR_pred), and their table."""
 
+from ldr_opennmt import reports
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.reports import markdown_table
 
 
 def precision_recall(references, predictions, domains):
@@ -76,4 +76,4 @@ def format_table(scores):
         ["all (accuracy)", "", _pct(scores["accuracy"]), "", "%d" % scores["sentences"], ""]
     )
     header = ["domain", "precision", "recall", "F1", "sentences", "predicted"]
-    return markdown_table(header, rows)
+    return reports.markdown_table(header, rows)

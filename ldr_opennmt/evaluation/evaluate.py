@@ -27,10 +27,12 @@ Models that ignore domains (Mixed) are translated once. Each output (and
 ``scores.json``, ``table.md``, ``bleu.png``) is written under an exclusive temporary
 name and renamed when complete, so an interrupted evaluation resumes from the
 translations it already has. A translation is reused only while its system's stamp
-(``NAME.stamp``, see :func:`translation_stamp`) still matches: the same checkpoint (path
-and content), decoding options and vocabularies, the same source sentences and, per label
-mode, the same labels. Only files under a stamp are ever removed or replaced: a file at a
-system's translation path without its stamp is refused (:func:`check_outputs`). System
+(``NAME.stamp``, a :mod:`ldr_opennmt.stamps` file, see :func:`translation_stamp`) still
+matches: the same checkpoint files (a model retrained at the same path differs), decoding
+options and vocabularies, the same source sentences and, per label mode, the same labels;
+the log says why translations are redone (``checkpoint differs``). Only files under a stamp
+are ever removed or replaced: a file at a system's translation path without its stamp is
+refused (:func:`check_outputs`). System
 names become file names (:func:`~ldr_opennmt.evaluation.systems.system_file_name`): a name
 that looks like a path is refused where a :class:`~ldr_opennmt.evaluation.systems.System` is
 made, and so are two systems of one name or of one file name.
@@ -42,7 +44,6 @@ The systems are :mod:`ldr_opennmt.evaluation.systems`'s, the ensembles' weights
 
 import collections
 import functools
-import hashlib
 import json
 import os
 import tempfile
@@ -51,7 +52,7 @@ import tensorflow as tf
 from tqdm import tqdm
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import ensembles
+from ldr_opennmt import ensembles, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.domains import GENERIC
 from ldr_opennmt.errors import UserError
@@ -66,7 +67,6 @@ from ldr_opennmt.evaluation.systems import (
     MODES,
     check_system_domains,
     check_system_names,
-    digest_file,
 )
 from ldr_opennmt.utils import atomic_output, read_lines, write_lines, write_lines_atomic
 
@@ -208,53 +208,26 @@ def read_test_set(corpus_dir, src, tgt, domains, max_sentences=None, pred_dir=No
     return EvaluationData(sources, references, counts, predicted)
 
 
-def _digest_lines(lines):
-    digest = hashlib.sha256()
-    for line in lines:
-        digest.update(line.encode("utf-8") + b"\n")
-    return digest.hexdigest()
-
-
 def translation_stamp(system, sources):
-    """What a system's translations of :obj:`sources` depend on, but the labels.
+    """What a system's translations of :obj:`sources` depend on, but the labels (a
+    :func:`ldr_opennmt.stamps.make_stamp`).
 
     Returns:
-      A JSON-able dict: the checkpoint's path and the SHA-256 of its ``.index`` file (which
-      holds a checksum of every tensor, so a model retrained to the same step in the same
-      directory differs), :meth:`System.decoding_options`, :meth:`System.vocabularies`,
-      and the number and SHA-256 of the source lines given to the model. The labels are
-      stamped per mode (:func:`evaluate`).
+      A JSON-able dict: the SHA-256 of the checkpoint's files (``checkpoint``: its ``.index``
+      and every data shard, :meth:`System.checkpoint_digest`, so that a model retrained in
+      the same directory, even to the same step, differs), :meth:`System.decoding_options`,
+      :meth:`System.vocabularies`, and the number and SHA-256 of the source lines given to
+      the model. The labels are stamped per mode, in the stamp file's record
+      (``{"format": 1, "inputs": STAMP, "modes": {MODE: labels SHA-256}}``, see
+      :func:`evaluate`).
     """
-    checkpoint = system.checkpoint()
-    return {
-        "checkpoint": checkpoint,
-        "checkpoint_index_sha256": digest_file(checkpoint + ".index"),
-        "decoding": system.decoding_options(),
-        "vocabularies": system.vocabularies(),
-        "sentences": len(sources),
-        "sources_sha256": _digest_lines(sources),
-    }
-
-
-def _read_stamp(path):
-    """A stamp written by :func:`evaluate`, or ``{}`` (none, or an older format: its
-    translations are then redone)."""
-    if not os.path.exists(path):
-        return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            stamp = json.load(f)
-    except ValueError:  # Not JSON (UnicodeDecodeError is a ValueError too).
-        return {}
-    if not isinstance(stamp, dict) or not isinstance(stamp.get("modes"), dict):
-        return {}
-    return stamp
-
-
-def _write_stamp(path, inputs, modes):
-    """Writes a system's stamp: :func:`translation_stamp` and ``{mode: labels SHA-256}``."""
-    stamp = {"inputs": inputs, "modes": modes}
-    write_lines_atomic(path, [json.dumps(stamp, indent=2, sort_keys=True)])
+    return stamps.make_stamp(
+        checkpoint=system.checkpoint_digest(),
+        decoding=system.decoding_options(),
+        vocabularies=system.vocabularies(),
+        sentences=len(sources),
+        sources_sha256=stamps.lines_digest(sources),
+    )
 
 
 def _translation_path(out_dir, name, mode, tgt):
@@ -330,8 +303,13 @@ def _prepare_ensembles(systems, system_modes, corpus_dir, info, counts, out_dir,
                     % system.name
                 )
             open_domain.check_classifier(classifier, system)
-        if ensembles.ENS_LEARNED in modes and open_domain.needs_fit(system):
-            tf.get_logger().info("Fitting the ens-learned weights of %s", system.name)
+        if ensembles.ENS_LEARNED not in modes:
+            continue
+        decision = open_domain.learned_weights_decision(system, corpus_dir, src, tgt)
+        if not decision:
+            tf.get_logger().info(
+                "Fitting the ens-learned weights of %s: %s", system.name, decision.reason
+            )
             record = open_domain.fit_learned_weights(system, corpus_dir, src, tgt)
             tf.get_logger().info(
                 "%s: ens-learned weights %s",
@@ -410,9 +388,11 @@ def evaluate(
     labels = functools.partial(
         _label_lines, domains=domains, test_set=test_set, pred_dir=pred_dir, soft=soft
     )
-    stamps = _stamps(systems, system_modes, test_set.sources, labels)
+    system_stamps = _stamps(systems, system_modes, test_set.sources, labels)
     os.makedirs(out_dir, exist_ok=True)
-    outputs = _translate(systems, system_modes, stamps, test_set.sources, labels, out_dir, info)
+    outputs = _translate(
+        systems, system_modes, system_stamps, test_set.sources, labels, out_dir, info
+    )
     if cache_only:
         return None
     rows, hypotheses = _score(outputs, test_set, domains, detok)
@@ -481,19 +461,19 @@ def _stamps(systems, system_modes, sources, labels):
     return [
         (
             translation_stamp(system, sources),
-            {mode: _digest_lines(labels(mode, system)) for mode in system_modes[system.name]},
+            {mode: stamps.lines_digest(labels(mode, system)) for mode in system_modes[system.name]},
         )
         for system in systems
     ]
 
 
-def _translate(systems, system_modes, stamps, sources, labels, out_dir, info):
+def _translate(systems, system_modes, system_stamps, sources, labels, out_dir, info):
     """Translates, per system, what its stamp does not cover yet (:func:`_translate_system`).
 
     Args:
       systems: The systems.
       system_modes: ``{system name: label modes}``.
-      stamps: Their stamps (:func:`_stamps`).
+      system_stamps: Their stamps (:func:`_stamps`).
       sources: The source lines.
       labels: ``labels(mode, system)``: the label lines (:func:`_label_lines`).
       out_dir: The output directory.
@@ -504,7 +484,7 @@ def _translate(systems, system_modes, stamps, sources, labels, out_dir, info):
     """
     outputs = collections.OrderedDict()
     for system, (stamp, label_digests) in zip(
-        tqdm(systems, desc="translating", unit="system", disable=None), stamps
+        tqdm(systems, desc="translating", unit="system", disable=None), system_stamps
     ):
         chosen = system_modes[system.name]
         paths = {
@@ -524,19 +504,23 @@ def _translate(systems, system_modes, stamps, sources, labels, out_dir, info):
 def _kept_translations(system, chosen, paths, stamp, label_digests, out_dir):
     """The translations of a system that its stamp still covers; removes the others.
 
-    A translation is reused only if the stamp says it was made by the same checkpoint with
-    the same decoding options on the same sentences and labels; otherwise it is removed (a
-    stale file never looks valid) and redone. Only files of a system with a stamp are
-    removed: without one, :func:`check_outputs` found none there.
+    A translation is reused only if the stamp file records the same stamp
+    (:func:`ldr_opennmt.stamps.matches`: the same checkpoint files, decoding options and
+    sentences) and, for its mode, the same labels; otherwise it is removed (a stale file
+    never looks valid) and redone. Only files of a system with a stamp file are removed:
+    without one, :func:`check_outputs` found none there.
 
     Returns:
-      ``(kept, previous)``: ``{mode: labels SHA-256}`` of the translations kept, and the
-      stamp read (:func:`_read_stamp`).
+      ``(kept, valid, decision)``: ``{mode: labels SHA-256}`` of the translations kept, of
+      those the stamp file records under the same stamp (``{}`` if it records another), and
+      the :class:`~ldr_opennmt.stamps.Decision` on the stamp file.
     """
     stamp_path = _stamp_path(out_dir, system.file_name)
     owned = os.path.lexists(stamp_path)
-    previous = _read_stamp(stamp_path)
-    valid = previous["modes"] if previous.get("inputs") == stamp else {}
+    decision = stamps.matches(stamp_path, stamp)
+    valid = decision.record.get("modes") if decision else None
+    if not isinstance(valid, dict):
+        valid = {}
     kept = {
         mode: digest
         for mode, digest in valid.items()
@@ -547,7 +531,24 @@ def _kept_translations(system, chosen, paths, stamp, label_digests, out_dir):
     for mode in MODES:
         if owned and mode not in kept and os.path.lexists(paths[mode]):
             os.remove(paths[mode])
-    return kept, previous
+    return kept, valid, decision
+
+
+def _redo_reason(decision, valid, missing, paths, label_digests):
+    """Why the modes :obj:`missing` of a system are translated, in one line: what differs
+    from its stamp file (:attr:`ldr_opennmt.stamps.Decision.reason`, e.g. ``checkpoint
+    differs``), or per mode, other labels or a translation not made or lost."""
+    if not decision:
+        return decision.reason
+    reasons = []
+    for mode in missing:
+        if mode not in valid:
+            reasons.append("%s not translated yet" % mode)
+        elif valid[mode] != label_digests[mode]:
+            reasons.append("labels of %s differ" % mode)
+        else:
+            reasons.append("missing: %s" % paths[mode])
+    return "; ".join(reasons)
 
 
 def _translate_system(system, chosen, paths, stamp, label_digests, sources, labels, out_dir, info):
@@ -569,14 +570,20 @@ def _translate_system(system, chosen, paths, stamp, label_digests, sources, labe
       UserError: if the model gives another number of translations than of sources.
     """
     stamp_path = _stamp_path(out_dir, system.file_name)
-    kept, previous = _kept_translations(system, chosen, paths, stamp, label_digests, out_dir)
+    kept, valid, decision = _kept_translations(system, chosen, paths, stamp, label_digests, out_dir)
     missing = [m for m in chosen if m not in kept]
     if not missing:
         return
-    if kept != previous.get("modes") or previous.get("inputs") != stamp:
+    tf.get_logger().info(
+        "Translating %s (%s): %s",
+        system.name,
+        ", ".join(missing),
+        _redo_reason(decision, valid, missing, paths, label_digests),
+    )
+    if not decision or kept != valid:
         # The stale entries go first: a mode redone with other labels and killed after
         # its file is written must not match the old entry in a later run.
-        _write_stamp(stamp_path, stamp, kept)
+        stamps.write(stamp_path, stamp, modes=kept)
     # One inference run per system (one model load and trace): the test set is
     # repeated once per label mode. Its input and output files live in an exclusive
     # temporary directory, removed even if the translation fails.
@@ -599,7 +606,7 @@ def _translate_system(system, chosen, paths, stamp, label_digests, sources, labe
         write_lines_atomic(paths[mode], translations[i * len(sources) : (i + 1) * len(sources)])
         kept[mode] = label_digests[mode]
     # Written after the translations: one killed in between is redone, never trusted.
-    _write_stamp(stamp_path, stamp, kept)
+    stamps.write(stamp_path, stamp, modes=kept)
 
 
 def _score(outputs, test_set, domains, detok):

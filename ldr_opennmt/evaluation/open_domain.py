@@ -7,22 +7,24 @@
   view scores the references once, by forced decoding: OpenNMT-tf's ``score`` with
   token-level scores; :func:`ldr_opennmt.ensembles.fit_weights` then runs EM), stored as
   ``ensemble.json`` in the model directory, where ``ldr-main``, ``ldr-eval`` and the
-  SavedModel export read it.
+  SavedModel export read it. The file is a :mod:`ldr_opennmt.stamps` file: its stamp
+  (:func:`learned_weights_stamp`: the checkpoint's files, the dev data, the views and the
+  vocabularies) says whether ``ldr-eval`` reuses the weights or fits them again
+  (:func:`learned_weights_decision`).
 """
 
 import datetime
-import json
 import os
 import tempfile
 
 import numpy as np
 import yaml
 
-from ldr_opennmt import ensembles
+from ldr_opennmt import ensembles, stamps
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation.systems import System
 from ldr_opennmt.models.classifier import POSTERIOR_OPTION
-from ldr_opennmt.utils import atomic_output, read_lines, write_lines, write_lines_atomic
+from ldr_opennmt.utils import read_lines, write_lines, write_lines_atomic
 
 
 def system_domains(system):
@@ -73,11 +75,12 @@ def soft_labels(classifier, source_file, output, work_dir):
     return labels
 
 
-def view_token_log_probs(system, sources, targets, work_dir):
+def view_token_log_probs(system, sources, targets, work_dir, checkpoint=None):
     """Each view's log-probability of each reference token: ``[tokens, views]``.
 
     One ``score`` run with token-level scores: the pairs are repeated once per view,
-    with the view's name as their label.
+    with the view's name as their label, with :obj:`checkpoint` (default: the system's
+    latest).
     """
     domains = system_domains(system)
     views = ensembles.view_names(domains)
@@ -91,7 +94,7 @@ def view_token_log_probs(system, sources, targets, work_dir):
         runner.score(
             [paths[0], paths[1]],
             predictions_file=paths[2],
-            checkpoint_path=system.checkpoint(),
+            checkpoint_path=checkpoint or system.checkpoint(),
             output_file=scores,
         )
         lines = read_lines(scores)
@@ -110,29 +113,78 @@ def view_token_log_probs(system, sources, targets, work_dir):
     return np.array(per_view).T
 
 
-def needs_fit(system):
-    """Whether the ens-learned weights of :obj:`system` must be fitted: none stored or
-    configured, or stored for another checkpoint (the model trained on since)."""
+def _dev_paths(corpus_dir, domains, src, tgt):
+    """The tokenized dev files of each domain: ``[(source, target)]``.
+
+    Raises:
+      UserError: ``dev set of DOMAIN: PATH: no such file``.
+    """
+    pairs = []
+    for domain in domains:
+        paths = tuple(os.path.join(corpus_dir, "dev.%s.%s" % (domain, lang)) for lang in (src, tgt))
+        for path in paths:
+            if not os.path.exists(path):
+                raise UserError("dev set of %s: %s: no such file" % (domain, path))
+        pairs.append(paths)
+    return pairs
+
+
+def learned_weights_stamp(system, corpus_dir, src, tgt, checkpoint=None):
+    """What the ens-learned weights of :obj:`system` depend on
+    (:func:`ldr_opennmt.stamps.make_stamp`): the SHA-256 of the checkpoint's files
+    (``checkpoint``; a model retrained at the same path differs), of the dev files of its
+    domains (``dev``), its views and its vocabularies. The number of dev sentences per
+    domain is the fit's choice (``ldr-eval fit-ensemble --per-domain``), recorded but not
+    compared.
+
+    Args:
+      system: The :class:`~ldr_opennmt.evaluation.systems.System`.
+      corpus_dir: A corpus built by ``ldr-data``.
+      src: The source language.
+      tgt: The target language.
+      checkpoint: The checkpoint prefix (default: the system's latest).
+
+    Raises:
+      UserError: if the checkpoint is incomplete or a dev file is missing.
+    """
+    domains = system_domains(system)
+    paths = [path for pair in _dev_paths(corpus_dir, domains, src, tgt) for path in pair]
+    return stamps.make_stamp(
+        checkpoint=system.checkpoint_digest(checkpoint),
+        dev=stamps.files_digest(paths),
+        views=ensembles.view_names(domains),
+        vocabularies=system.vocabularies(),
+    )
+
+
+def learned_weights_decision(system, corpus_dir, src, tgt):
+    """Whether the ens-learned weights of :obj:`system` can be used as they are.
+
+    They can when they are configured (``data: ensemble_weights``, no ``ensemble.json``), or
+    when its ``ensemble.json`` records the :func:`learned_weights_stamp` of this checkpoint
+    and dev data; not when none are stored or configured, nor when they were fitted for
+    other weights (the model trained on since, or retrained at the same path), other dev
+    data, or before the file had a stamp.
+
+    Returns:
+      A :class:`ldr_opennmt.stamps.Decision` (true: reuse); its ``reason`` says what
+      differs (``checkpoint differs``).
+    """
     path = os.path.join(system.model_dir, ensembles.WEIGHTS_FILE)
     if not os.path.exists(path):
-        return system.finalized_config()["data"].get(ensembles.CONFIG_KEY) is None
-    with open(path, encoding="utf-8") as f:
-        try:
-            record = json.load(f)
-        except ValueError:
-            return True
-    return not isinstance(record, dict) or record.get("checkpoint") != system.checkpoint()
+        if system.finalized_config()["data"].get(ensembles.CONFIG_KEY) is not None:
+            return stamps.Decision(
+                True, "configured (data: %s)" % ensembles.CONFIG_KEY, None, False
+            )
+        return stamps.Decision(False, "no fitted weights (%s)" % path, None, False)
+    return stamps.matches(path, learned_weights_stamp(system, corpus_dir, src, tgt))
 
 
 def balanced_dev(corpus_dir, domains, src, tgt, per_domain):
     """The first :obj:`per_domain` tokenized dev pairs of each domain: ``(sources,
     targets, pairs per domain)`` (a smaller dev set gives all its pairs)."""
     sources, targets, counts = [], [], []
-    for domain in domains:
-        paths = [os.path.join(corpus_dir, "dev.%s.%s" % (domain, lang)) for lang in (src, tgt)]
-        for path in paths:
-            if not os.path.exists(path):
-                raise UserError("dev set of %s: %s: no such file" % (domain, path))
+    for paths in _dev_paths(corpus_dir, domains, src, tgt):
         pairs = list(zip(read_lines(paths[0]), read_lines(paths[1])))[:per_domain]
         sources.extend(pair[0] for pair in pairs)
         targets.extend(pair[1] for pair in pairs)
@@ -152,7 +204,8 @@ def fit_learned_weights(system, corpus_dir, src, tgt, per_domain=200, work_dir=N
       work_dir: A directory for temporary files (default: the model directory).
 
     Returns:
-      The record written to ``{model_dir}/ensemble.json``.
+      The content of ``{model_dir}/ensemble.json``: the weights and what they were fitted
+      on, and their stamp (``inputs``, :func:`learned_weights_stamp`).
     """
     domains = system_domains(system)
     if not domains:
@@ -160,8 +213,13 @@ def fit_learned_weights(system, corpus_dir, src, tgt, per_domain=200, work_dir=N
     refusal = system.ensemble_refusal
     if refusal:
         raise UserError("system %s: %s" % (system.name, refusal))
+    checkpoint = system.checkpoint()
+    # Before the fit: the files it reads, as they are when it starts.
+    stamp = learned_weights_stamp(system, corpus_dir, src, tgt, checkpoint)
     sources, targets, counts = balanced_dev(corpus_dir, domains, src, tgt, per_domain)
-    log_probs = view_token_log_probs(system, sources, targets, work_dir or system.model_dir)
+    log_probs = view_token_log_probs(
+        system, sources, targets, work_dir or system.model_dir, checkpoint
+    )
     weights, likelihood = ensembles.fit_weights(log_probs)
     record = {
         "views": ensembles.view_names(domains),
@@ -173,11 +231,8 @@ def fit_learned_weights(system, corpus_dir, src, tgt, per_domain=200, work_dir=N
         "tokens": int(log_probs.shape[0]),
         "sentences_per_domain": dict(zip(domains, counts)),
         "corpus": os.path.abspath(corpus_dir),
-        "checkpoint": system.checkpoint(),
+        "checkpoint": checkpoint,
         "fitted": datetime.datetime.now().isoformat(timespec="seconds"),
     }
-    path = os.path.join(system.model_dir, ensembles.WEIGHTS_FILE)
-    with atomic_output(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=2)
-    return record
+    stamps.write(os.path.join(system.model_dir, ensembles.WEIGHTS_FILE), stamp, **record)
+    return stamps.canonical(dict(record, format=stamps.FORMAT, inputs=stamp))

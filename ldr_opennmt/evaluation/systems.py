@@ -8,13 +8,12 @@ System names become file names: a name that looks like a path is refused where a
 (:func:`check_system_names`).
 """
 
-import hashlib
 import json
 import re
 
 import tensorflow as tf
 
-from ldr_opennmt import ensembles
+from ldr_opennmt import ensembles, stamps
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.names import check_path_name, check_unique
 from ldr_opennmt.training.runner import Runner
@@ -59,15 +58,6 @@ TRAINING_ONLY_PARAMS = frozenset(
         "weight_decay",
     ]
 )
-
-
-def digest_file(path):
-    """The SHA-256 of a file's bytes (read through ``tf.io.gfile``), in hexadecimal."""
-    digest = hashlib.sha256()
-    with tf.io.gfile.GFile(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 #: Each run of these characters in a system name becomes ``_`` in its file names.
@@ -231,6 +221,26 @@ class System:
         except UserError as e:
             raise UserError("system %s: %s" % (self.name, e)) from e
 
+    def checkpoint_digest(self, checkpoint=None):
+        """The SHA-256 of a checkpoint's files, its ``.index`` and every data shard
+        (:func:`ldr_opennmt.stamps.checkpoint_digest`, read through ``tf.io.gfile``): a model
+        retrained at the same path differs.
+
+        Args:
+          checkpoint: The checkpoint prefix (default: :meth:`checkpoint`).
+
+        Raises:
+          UserError: ``system NAME: PREFIX: not a complete checkpoint ...``.
+        """
+        if checkpoint is None:
+            checkpoint = self.checkpoint()
+        try:
+            return stamps.checkpoint_digest(
+                checkpoint, open_file=tf.io.gfile.GFile, glob=tf.io.gfile.glob
+            )
+        except UserError as e:
+            raise UserError("system %s: %s" % (self.name, e)) from e
+
     def finalized_config(self):
         """The configuration :meth:`translate` runs with (user files, automatic
         configuration and OpenNMT-tf's defaults); computed once."""
@@ -263,7 +273,7 @@ class System:
         reordered at the same size still loads the checkpoint, but translates otherwise)."""
         data = self.finalized_config().get("data") or {}
         return {
-            key: digest_file(value)
+            key: stamps.file_digest(value, open_file=tf.io.gfile.GFile)
             for key, value in sorted(data.items())
             if key.endswith("_vocabulary") and isinstance(value, str) and tf.io.gfile.exists(value)
         }

@@ -1,4 +1,5 @@
 import tensorflow as tf
+
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 

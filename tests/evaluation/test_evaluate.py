@@ -16,12 +16,14 @@ import tensorflow as tf
 import yaml
 from parameterized import parameterized
 
+from ldr_opennmt import stamps
 from ldr_opennmt.cli import evaluate as cli
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import evaluate
 from tests import corpus as tiny
 from tests import helpers
+from tests.evaluation.common import logged
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -292,6 +294,7 @@ class InputsAndReuseTest(tf.test.TestCase):
         }
         self.checkpoint = os.path.join(self.root, "ckpt-1")
         _write_lines(self.checkpoint + ".index", ["weights 1"])
+        _write_lines(self.checkpoint + ".data-00000-of-00001", ["values 1"])
         self.out = os.path.join(self.root, "eval")
 
     def _config(self, name, definition, **params):
@@ -455,6 +458,38 @@ class InputsAndReuseTest(tf.test.TestCase):
         # A stamp of the former format (checkpoint and sentence count): redone.
         _write_lines(os.path.join(self.out, "LDR.stamp"), [self.checkpoint, "12 sentences"])
         self.assertLen(self._evaluate(("oracle",), config=length), 3)
+
+    def test_a_model_retrained_at_the_same_path_is_translated_again(self):
+        # Other values in the checkpoint's data shard, at the same path and with the same
+        # .index: the stamp used to hash the .index only, and kept the former translations.
+        modes = ("oracle", "wrong")
+        with logged() as logs:
+            self.assertLen(self._evaluate(modes, cache_only=True), 6)
+        self.assertIn("Translating LDR (oracle, wrong): no stamp", "\n".join(logs))
+        with open(os.path.join(self.out, "LDR.stamp")) as f:
+            record = json.load(f)
+        self.assertEqual(sorted(record), ["format", "inputs", "modes"])
+        self.assertEqual(record["inputs"]["checkpoint"], stamps.checkpoint_digest(self.checkpoint))
+        self.assertEqual(sorted(record["modes"]), ["oracle", "wrong"])
+        # Unchanged: reused.
+        with logged() as logs:
+            self.assertEqual(self._evaluate(modes, cache_only=True), [])
+        self.assertNotIn("Translating", "\n".join(logs))
+        _write_lines(self.checkpoint + ".data-00000-of-00001", ["values 2"])
+        with logged() as logs:
+            self.assertLen(self._evaluate(modes, cache_only=True), 6)
+        self.assertIn("Translating LDR (oracle, wrong): checkpoint differs", "\n".join(logs))
+        self.assertEqual(self._evaluate(modes, cache_only=True), [])
+        # A shard more (a checkpoint saved otherwise): another checkpoint too.
+        os.remove(self.checkpoint + ".data-00000-of-00001")
+        for i in range(2):
+            _write_lines("%s.data-%05d-of-00002" % (self.checkpoint, i), ["values 2"][: 1 - i])
+        self.assertLen(self._evaluate(modes, cache_only=True), 6)
+        # A shard missing: refused before anything is translated or removed.
+        os.remove(self.checkpoint + ".data-00001-of-00002")
+        with self.assertRaisesRegex(UserError, "^system LDR: .*ckpt-1: not a complete checkpoint"):
+            self._evaluate(modes, cache_only=True)
+        self.assertLen(_read(os.path.join(self.out, "LDR.wrong.fr")), 12)
 
     def test_results_replace_planted_links(self):
         # Every output is renamed over its path: a link there (or at the old temporary

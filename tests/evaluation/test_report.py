@@ -5,6 +5,7 @@ import tempfile
 from unittest import mock
 
 import tensorflow as tf
+
 from ldr_opennmt.evaluation import report
 
 

@@ -24,10 +24,13 @@ cancels out.
 Models that ignore labels (Mixed; domain mixing, labels for training only) are scored once;
 their follow rate, from the same scores, is what a system that does not listen to the label
 gets (their label effect is 0). Scores are written per system and mode (under exclusive
-temporary names, renamed when complete) and reused while the checkpoint, the items and the
-corpus tokenizers are unchanged (``NAME.contrastive.stamp``, written before them). Only
-files under a stamp are ever removed: a score file without its system's stamp is refused
-(:func:`check_outputs`), and so are two systems of one name.
+temporary names, renamed when complete) and reused while the system's stamp matches
+(``NAME.contrastive.stamp``, a :mod:`ldr_opennmt.stamps` file written before them, see
+:func:`scores_stamp`): the same checkpoint files (a model retrained at the same path
+differs), items, corpus tokenizers, vocabularies and domains; the log says why scores are
+redone (``checkpoint differs``). Only files under a stamp are ever removed: a score file
+without its system's stamp is refused (:func:`check_outputs`), and so are two systems of one
+name.
 
 The results are written by :mod:`ldr_opennmt.evaluation.contrastive.report`.
 """
@@ -38,8 +41,10 @@ import json
 import os
 import tempfile
 
+import tensorflow as tf
 from tqdm import tqdm
 
+from ldr_opennmt import stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import evaluate as evaluate_lib
@@ -51,9 +56,39 @@ from ldr_opennmt.utils import read_lines, write_lines, write_lines_atomic
 MODES = ("oracle", "generic", "wrong", "flipped")
 
 
-def _digest(path):
+def _items_sha1(path):
+    """The SHA-1 of the items file, which names it in the results (``items_sha1``); whether
+    scores are reused is the stamp's to say (:func:`scores_stamp`)."""
     with open(path, "rb") as f:
         return hashlib.sha1(f.read()).hexdigest()
+
+
+def scores_stamp(system, checkpoint, items_path, corpus_dir, info):
+    """What a system's scores of the items depend on (a
+    :func:`ldr_opennmt.stamps.make_stamp`).
+
+    Args:
+      system: The :class:`~ldr_opennmt.evaluation.systems.System`.
+      checkpoint: The checkpoint it scores with.
+      items_path: The items file.
+      corpus_dir: The corpus (its BPE models tokenize the items).
+      info: Its ``info.json`` (its domains, in order: the ``wrong`` labels follow them).
+
+    Returns:
+      The SHA-256 of the checkpoint's files (``checkpoint``,
+      :meth:`~ldr_opennmt.evaluation.systems.System.checkpoint_digest`), of the items file
+      (``items``), of the corpus' source and target BPE models (``tokenizers``), the
+      system's vocabularies and domains (what its labels mean), and the corpus' domains.
+    """
+    bpe = [os.path.join(corpus_dir, "bpe.%s" % info[key]) for key in ("source_lang", "target_lang")]
+    return stamps.make_stamp(
+        checkpoint=system.checkpoint_digest(checkpoint),
+        items=stamps.file_digest(items_path),
+        tokenizers=stamps.files_digest(bpe),
+        vocabularies=system.vocabularies(),
+        system_domains=system.domains,
+        domains=info["domains"],
+    )
 
 
 def _candidates(item, mode, domains):
@@ -310,11 +345,6 @@ def evaluate(
         items_path = os.path.join(out_dir, ITEMS_FILE)
         build_items(corpus_dir, items_path)
     items = read_items(items_path, domains)
-    digest = _digest(items_path)
-    tokenizers_digest = "".join(
-        _digest(os.path.join(corpus_dir, "bpe.%s" % info[key]))[:12]
-        for key in ("source_lang", "target_lang")
-    )
     tokenizers = (
         corpus_lib.load_tokenizer(corpus_dir, info["source_lang"]),
         corpus_lib.load_tokenizer(corpus_dir, info["target_lang"]),
@@ -324,15 +354,15 @@ def evaluate(
     for system in tqdm(systems, desc="scoring", unit="system", disable=None):
         chosen = tuple(system_modes.get(system.name, modes)) if system.uses_domains else ("oracle",)
         checkpoint = system.checkpoint()
-        # Scores are reused only for the same checkpoint, items and tokenizers.
-        stamp = [checkpoint, "items %s" % digest, "tokenizers %s" % tokenizers_digest]
+        # Scores are reused only for the same checkpoint files, items and tokenizers.
+        stamp = scores_stamp(system, checkpoint, items_path, corpus_dir, info)
         outputs = _scores(system, chosen, items, domains, tokenizers, out_dir, stamp)
         if not cache_only:
             rows += _rows(system, chosen, outputs, checkpoint, items, domains)
 
     if cache_only:
         return None
-    results = _results(items_path, digest, domains, items, rows)
+    results = _results(items_path, _items_sha1(items_path), domains, items, rows)
     write_report(results, out_dir)
     return results
 
@@ -366,18 +396,19 @@ def _scores(system, chosen, items, domains, tokenizers, out_dir, stamp):
       domains: The domain order.
       tokenizers: The source and target tokenizers.
       out_dir: The output directory.
-      stamp: The lines of the system's stamp (``NAME.contrastive.stamp``): what its scores
-        depend on.
+      stamp: What its scores depend on (:func:`scores_stamp`), recorded in its stamp file
+        (``NAME.contrastive.stamp``).
 
     Returns:
       ``{mode: score file}``.
     """
     outputs = {mode: _scores_path(out_dir, system.file_name, mode) for mode in chosen}
     stamp_path = _stamp_path(out_dir, system.file_name)
-    previous = read_lines(stamp_path) if os.path.isfile(stamp_path) else None
-    if previous != stamp:
-        # Only under a stamp (check_outputs found no file without one); those of other
-        # runs too: the new stamp will cover them.
+    decision = stamps.matches(stamp_path, stamp)
+    if not decision:
+        # The stamp file covers every mode's scores of the system, those of other runs
+        # too (the new stamp will cover them); without one (check_outputs found no score
+        # file then) nothing is removed. An unreadable stamp file (a former format) is one.
         if os.path.lexists(stamp_path):
             for mode in MODES:
                 path = _scores_path(out_dir, system.file_name, mode)
@@ -386,9 +417,15 @@ def _scores(system, chosen, items, domains, tokenizers, out_dir, stamp):
         # Written before any score file, so that each is covered by the stamp of the
         # inputs it was computed from (a run killed after the scores used to leave them
         # under the previous stamp, valid again for those inputs).
-        write_lines_atomic(stamp_path, stamp)
+        stamps.write(stamp_path, stamp)
     missing = [mode for mode in chosen if not os.path.exists(outputs[mode])]
     if missing:
+        tf.get_logger().info(
+            "Scoring the contrastive items with %s (%s): %s",
+            system.name,
+            ", ".join(missing),
+            decision.reason if not decision else "not scored yet",
+        )
         _score_system(system, items, missing, domains, tokenizers, out_dir, outputs)
     return outputs
 

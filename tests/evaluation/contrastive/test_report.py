@@ -4,6 +4,7 @@ import json
 import os
 
 import tensorflow as tf
+
 from ldr_opennmt.evaluation.contrastive import report as report_lib
 
 

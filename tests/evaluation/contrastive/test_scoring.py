@@ -12,6 +12,7 @@ import tensorflow as tf
 import yaml
 from opennmt.utils import checkpoint as checkpoint_util
 
+from ldr_opennmt import stamps
 from ldr_opennmt.cli import evaluate as cli
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
@@ -22,6 +23,7 @@ from ldr_opennmt.evaluation.contrastive import scoring as scoring_lib
 from ldr_opennmt.training.runner import Runner
 from tests import corpus as tiny
 from tests import helpers
+from tests.evaluation.common import logged
 from tests.evaluation.contrastive import common
 
 _TINY_SIZES = "num_layers=1, num_units=16, num_heads=2, ffn_inner_dim=32, dropout=0.0"
@@ -80,8 +82,9 @@ class SummaryTest(tf.test.TestCase):
         self.assertAllClose(result["margin"]["a"], 0.0)
 
 
-def _save_untrained(directory, name, corpus_dir):
-    """A model directory with a random checkpoint: a "trained" tiny model, without training."""
+def _save_untrained(directory, name, corpus_dir, seed=3):
+    """A model directory with a random checkpoint: a "trained" tiny model, without training
+    (another :obj:`seed`: another model, "retrained" at the same path)."""
     model_dir = os.path.join(directory, name)
     os.makedirs(model_dir)
     with open(os.path.join(model_dir, "model_description.py"), "w") as f:
@@ -106,7 +109,7 @@ def _save_untrained(directory, name, corpus_dir):
     final = runner.finalized_config()
     model = runner.new_model(final)
     model.create_variables()
-    helpers.randomize_weights(model, seed=3)
+    helpers.randomize_weights(model, seed=seed)
     checkpoint_util.Checkpoint.from_config(final, model).save(1)
     return path
 
@@ -267,6 +270,9 @@ class ScoringTest(helpers.SharedDirTestCase):
         shutil.copytree(self.out, out)
         systems = [evaluate.System("ldr", [self.configs["ldr"]])]
         score_system = scoring_lib._score_system
+        other = os.path.join(self.get_temp_dir(), "other-weights")
+        tiny.write_lines(other + ".index", ["other index"])
+        tiny.write_lines(other + ".data-00000-of-00001", ["other weights"])
 
         def fake_score(runner, features_file, predictions_file=None, **kwargs):
             with open(predictions_file) as f:
@@ -278,7 +284,7 @@ class ScoringTest(helpers.SharedDirTestCase):
             raise KeyboardInterrupt
 
         with mock.patch.object(
-            evaluate.System, "checkpoint", autospec=True, return_value="other-weights"
+            evaluate.System, "checkpoint", autospec=True, return_value=other
         ), mock.patch.object(
             Runner, "score", autospec=True, side_effect=fake_score
         ), mock.patch.object(
@@ -293,6 +299,44 @@ class ScoringTest(helpers.SharedDirTestCase):
                 scoring_lib.evaluate(
                     self.corpus, systems, out, items_path=self.items, modes=["oracle"]
                 )
+
+    def test_a_model_retrained_at_the_same_path_is_scored_again(self):
+        # The stamp used to name the checkpoint by its path: a model retrained at the same
+        # path kept the scores of the former weights.
+        directory = os.path.join(self.get_temp_dir(), "retrained")
+        os.makedirs(directory)
+        config = _save_untrained(directory, "ldr", self.corpus)
+        out = os.path.join(directory, "out")
+        scores = os.path.join(out, "ldr.oracle.contrastive.jsonl")
+
+        def run():
+            system = evaluate.System("ldr", [config])
+            with logged() as logs:
+                results = scoring_lib.evaluate(
+                    self.corpus, [system], out, items_path=self.items, modes=["oracle"]
+                )
+            with open(scores) as f:
+                return results, f.read(), "\n".join(logs)
+
+        results, before, logs = run()
+        self.assertIn("Scoring the contrastive items with ldr (oracle): no stamp", logs)
+        with open(os.path.join(out, "ldr.contrastive.stamp")) as f:
+            record = json.load(f)
+        checkpoint = os.path.join(directory, "ldr", "ckpt-1")
+        self.assertEqual(record["format"], 1)
+        self.assertEqual(record["inputs"]["checkpoint"], stamps.checkpoint_digest(checkpoint))
+        # Unchanged: reused.
+        with mock.patch.object(Runner, "score", side_effect=AssertionError("scored again")):
+            self.assertEqual(run()[:2], (results, before))
+        # Retrained (other weights) in the same directory, to the same step.
+        shutil.rmtree(os.path.join(directory, "ldr"))
+        self.assertEqual(_save_untrained(directory, "ldr", self.corpus, seed=4), config)
+        self.assertTrue(os.path.exists(checkpoint + ".index"))
+        _, after, logs = run()
+        self.assertIn("Scoring the contrastive items with ldr (oracle): checkpoint differs", logs)
+        self.assertNotEqual(after, before)
+        with mock.patch.object(Runner, "score", side_effect=AssertionError("scored again")):
+            self.assertEqual(run()[1], after)
 
     def test_files_it_did_not_write_are_left_alone(self):
         # A score file without its system's stamp is not the evaluation's: it used to be
