@@ -1252,24 +1252,8 @@ def _load_user_modules(config):
 
 
 def _as_row(system, config):
-    """The :class:`Row` of :obj:`system` (a row name, or a row), in a TensorFlow process.
-
-    A name missing from the run's rows is looked up in the whole table, then (for
-    ``run/gpu_check.py``'s systems of its own) taken as a row without a family, trained
-    in ``DOMAIN_TRAINING``'s mode, that only a replaced :func:`_build_model` builds.
-    """
-    if isinstance(system, Row):
-        return system
-    try:
-        return _row(config, system)
-    except KeyError:
-        pass
-    if system in globals().get("NAMES", [system]):
-        for row in build_rows(config["size"], config.get("user_modules") or ()):
-            if row.name == system:
-                return row
-    training = globals().get("DOMAIN_TRAINING", {}).get(system)
-    return Row(system, system, domains=list(DOMAINS), domain_training=training, model=system)
+    """The :class:`Row` of :obj:`system`: a row, or the name of one of the run's rows."""
+    return system if isinstance(system, Row) else _row(config, system)
 
 
 def _build_model(system, config):
@@ -1612,12 +1596,10 @@ def make_size(layers, units, heads):
     return dict(num_layers=layers, num_units=units, num_heads=heads, ffn_inner_dim=4 * units)
 
 
-def make_config(args, workdir):
-    """The JSON-serializable configuration shared with the measurement processes.
-
-    Its ``rows`` are the rows that ``args.families`` selects (every row by default, a
-    name that selects nothing skipped: :func:`parse_args` has refused it), as plain dicts.
-    """
+def base_config(args, workdir):
+    """The JSON-serializable configuration shared with the measurement processes, but for
+    its rows: the sizes and settings of :obj:`args` (``run/gpu_check.py`` adds rows of its
+    own)."""
     keys = list(DEFAULTS) + ["threads", "quantization", "seed", "quick"]
     config = {key: getattr(args, key) for key in keys}
     config["parts"] = list(args.parts)
@@ -1625,6 +1607,16 @@ def make_config(args, workdir):
     config["user_modules"] = list(getattr(args, "user_module", None) or [])
     config["workdir"] = workdir
     config["size"] = make_size(args.layers, args.units, args.heads)
+    return config
+
+
+def make_config(args, workdir):
+    """The JSON-serializable configuration shared with the measurement processes.
+
+    Its ``rows`` are the rows that ``args.families`` selects (every row by default, a
+    name that selects nothing skipped: :func:`parse_args` has refused it), as plain dicts.
+    """
+    config = base_config(args, workdir)
     rows = build_rows(config["size"], config["user_modules"])
     selected = select_rows(rows, config["families"], strict=False)
     config["rows"] = [dataclasses.asdict(row) for row in selected]
@@ -1860,48 +1852,6 @@ def main(argv=None):
         write_atomically(args.out, report)
         _log("report written to %s" % args.out)
     return 1 if failed else 0
-
-
-# run/gpu_check.py names its systems through the tables this module used to write out
-# (NAMES, TRAIN_SYSTEMS, FAMILIES, DOMAIN_TRAINING): the same tables, derived from the row
-# table on first use, until it reads the rows itself. They are derived in a process of
-# their own, once (the environment passes them on to gpu_check's children): gpu_check
-# probes the CUDA libraries before TensorFlow loads them, and must not import it.
-_DERIVED_TABLES = ("NAMES", "TRAIN_SYSTEMS", "FAMILIES", "DOMAIN_TRAINING")
-_DERIVED_TABLES_ENV = "LDR_BENCHMARK_TABLES"
-
-
-def derived_tables():
-    """The former tables (see above), derived from the row table at the default size."""
-    rows = build_rows(make_size(DEFAULTS["layers"], DEFAULTS["units"], DEFAULTS["heads"]))
-    families = list(dict.fromkeys(row.family for row in rows if row.family))
-    groups = families + [name.split("_")[0] for name in families] + [ENSEMBLES]
-    return dict(
-        NAMES={row.name: row.title for row in rows},
-        TRAIN_SYSTEMS=[row.name for row in rows if row.train],
-        FAMILIES={group: sorted(_named(group, rows)) for group in groups},
-        DOMAIN_TRAINING={row.name: row.domain_training for row in rows if row.family and row.train},
-    )
-
-
-def __getattr__(name):
-    if name not in _DERIVED_TABLES:
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
-    tables = os.environ.get(_DERIVED_TABLES_ENV)
-    if not tables:
-        code = "import json, runpy, sys; "
-        code += "print(json.dumps(runpy.run_path(sys.argv[1])['derived_tables']()))"
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-        tables = subprocess.run(
-            [sys.executable, "-c", code, os.path.abspath(__file__)],
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-        ).stdout.splitlines()[-1]
-        os.environ[_DERIVED_TABLES_ENV] = tables
-    globals().update(json.loads(tables))
-    return globals()[name]
 
 
 if __name__ == "__main__":

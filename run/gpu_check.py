@@ -20,7 +20,8 @@ libdevice), says in one line that there is no GPU, and exits 0. On a GPU machine
    XLA (``--jit_compile``), with OpenNMT-tf's own training step, and the loss must stay
    finite; the mixed precision + XLA run is the "few hundred steps" (``--steps``);
 3. under float16 + XLA, the parameters of domains absent from every batch stay
-   bit-identical (Procedure 1, joint training, DC and the Factorized designs);
+   bit-identical (LDR in Procedure 1, joint training and on both sides, DC and the
+   Factorized designs: :func:`row_checks`);
 4. an LDR SavedModel translates with domain labels on the GPU (``ldr-translate``'s
    :class:`ldr_opennmt.serving.client.Translator`), and so does its folded CTranslate2
    model (``device="cuda"``, float32 and float16);
@@ -33,7 +34,20 @@ one shape and XLA compiles each step function once, during the warm-up steps, be
 step is timed), the same model builders and the same timed loop
 (:func:`benchmarks._measure_training`, median step after ``--warmup`` steps). Each
 measurement runs in its own process, one after the other; this process never imports
-TensorFlow, so it holds no GPU memory.
+TensorFlow, so it holds no GPU memory (and the CUDA libraries are checked before
+TensorFlow loads them).
+
+The systems are rows of ``run/benchmarks.py``'s table (``benchmarks.Row``), read from
+the family registry (:func:`check_rows`), never listed here: the benchmark's training
+rows, vanilla first; after a family's rows, its model with LDR on the target side too,
+for a family whose builder takes ``target_ldr``; and one row for each registered family
+the benchmark does not measure (the RNNs). What a row gets is read from its family's
+capabilities: no XLA run for a family whose model refuses ``set_jit_compile`` (the RNNs),
+a bit-identity check for a family whose sentences select their domain's parameters
+(labels needed) and that trains without a frozen base. ``--families`` selects rows as
+``run/bench.sh`` does (family names, groups, row names). The registry imports
+TensorFlow, so a child process reads it and returns the run's configuration, rows
+included, which this process writes into ``config.json`` for the measurement processes.
 
 A script of the repository, not of the installed package: ``run/gpu_check.sh`` sets up
 the environment (with the GPU libraries if ``source run/setup_env.sh --gpu`` installed
@@ -41,6 +55,7 @@ them) and runs it with ``run/`` on ``sys.path``.
 """
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import math
@@ -66,34 +81,14 @@ MODE_NAMES = {FP32: "float32", MIXED: "mixed precision", MIXED_XLA: "mixed preci
 GPU_POLICY = "mixed_float16"
 
 VANILLA = benchmarks.VANILLA
-#: Families the benchmark does not build: LDR on both sides and the RNNs.
-EXTRA_NAMES = {
-    "ldr_target": "LDR, source and target",
-    "ldr_rnn": "LDR RNN",
-    "dc_rnn": "DC RNN",
-    "mixed_rnn": "Mixed RNN",
-}
-EXTRA_DOMAIN_TRAINING = {
-    "ldr_target": "procedure1",
-    "ldr_rnn": "procedure1",
-    "dc_rnn": "joint",
-    "mixed_rnn": "joint",
-}
-NAMES = dict(benchmarks.NAMES, **EXTRA_NAMES)
-#: Families that ldr-opennmt refuses to train under --jit_compile (XLA cannot compile
-#: OpenNMT-tf 2.32's AttentionalRNNDecoder training loop): their long run is the mixed
-#: precision one, and their XLA cell says so.
-NO_XLA = ("ldr_rnn", "dc_rnn", "mixed_rnn")
-#: Every training system: the benchmark's (vanilla first), then the extra families.
-TRAIN_SYSTEMS = list(benchmarks.TRAIN_SYSTEMS) + list(EXTRA_NAMES)
-FAMILIES = dict(
-    {k: v for k, v in benchmarks.FAMILIES.items() if k != "ensembles"},
-    ldr=("ldr", "ldr_joint", "ldr_procedure1", "ldr_target"),
-    rnn=("ldr_rnn", "dc_rnn", "mixed_rnn"),
-)
-#: Systems whose absent domains must stay bit-identical (they have domain regions and
-#: train without a frozen base).
-FROZEN_SYSTEMS = ("ldr_procedure1", "ldr_joint", "dc", "fact_pa", "fact_sf", "fact_df")
+#: The architecture the benchmark builds at its size; the others' rows carry theirs.
+TRANSFORMER = "transformer"
+#: The builder argument that puts LDR embeddings on the target side too: a family of the
+#: benchmark whose builder takes it gets a row with it (:func:`check_rows`).
+TARGET_SIDE = "target_ldr"
+#: The family of the translation check (its SavedModel with labels, its fold into
+#: CTranslate2): LDR, the method of the issues' CTranslate2 targets.
+TRANSLATE_FAMILY = "ldr_transformer"
 #: The domain trained alone in the second phase of the bit-identity check.
 PRESENT_DOMAIN = "d0"
 
@@ -323,29 +318,30 @@ def _set_policy(config, mode):
 
 
 def _install_builder(config, mode):
-    """Makes :func:`benchmarks._build_model` build the extra families too, and every
+    """Makes :func:`benchmarks._build_model` build every row of this check, and every
     model with XLA under ``mixed_xla`` (as ``onmt-main --jit_compile``:
-    ``model.set_jit_compile(True)``)."""
+    ``model.set_jit_compile(True)``).
+
+    A row of a family of another architecture than the Transformer (the RNNs) carries
+    its sizes in its builder arguments (:func:`check_rows`); the benchmark builds the
+    others at its Transformer size.
+    """
     build = benchmarks._build_model
 
     def _build(system, bench_config):
-        from ldr_opennmt import models
+        from ldr_opennmt import registry
 
-        rnn = QUICK_RNN_SIZE if config["quick"] else RNN_SIZE
-        size = bench_config["size"]
-        if system == "ldr_target":
-            model = models.ldr_transformer(target_ldr=True, **size)
-        elif system in ("ldr_rnn", "dc_rnn", "mixed_rnn"):
-            model = getattr(models, system)(**rnn)
+        row = benchmarks._as_row(system, bench_config)
+        family = registry.get(row.family) if row.family else None
+        if family is not None and family.architecture != TRANSFORMER:
+            model = family.build(**row.kwargs)
         else:
-            model = build(system, bench_config)
+            model = build(row, bench_config)
         if mode == MIXED_XLA:
             model.set_jit_compile(True)
         return model
 
     benchmarks._build_model = _build
-    for system, training in EXTRA_DOMAIN_TRAINING.items():
-        benchmarks.DOMAIN_TRAINING.setdefault(system, training)
 
 
 def _gpu_memory_mib():
@@ -391,7 +387,7 @@ def _frozen(config, system):
     tf.random.set_seed(config["seed"])
     model = benchmarks._build_model(system, config)
     params = {"optimizer": "Adam", "learning_rate": 1e-3}
-    params["domain_training"] = benchmarks.DOMAIN_TRAINING[system]
+    params["domain_training"] = benchmarks._as_row(system, config).domain_training
     model.initialize(benchmarks._data_config(system, config), params=params)
     optimizer = model.get_optimizer()
     trainer = opennmt.training.Trainer(model, optimizer)
@@ -443,17 +439,19 @@ def _frozen(config, system):
 
 
 def _translate(config):
-    """An LDR SavedModel and its folded CTranslate2 models translate with labels on the GPU."""
+    """An LDR SavedModel and its folded CTranslate2 models translate with labels on the GPU
+    (the benchmark's inference row of :data:`TRANSLATE_FAMILY`)."""
     import ctranslate2
     import tensorflow as tf
 
     from ldr_opennmt.serving import client, ct2_export
 
     tf.random.set_seed(config["seed"])
-    system = "ldr"
-    model = benchmarks._build_model(system, config)
+    row = benchmarks.Row(**config["translate"])
+    system = row.name
+    model = benchmarks._build_model(row, config)
     model.initialize(
-        benchmarks._data_config(system, config),
+        benchmarks._data_config(row, config),
         params={
             "beam_width": config["beam"],
             "maximum_decoding_length": config["decode_length"],
@@ -511,7 +509,9 @@ def _translate(config):
 def run_task(task, workdir):
     """Runs one task of a child process and writes its result file."""
     kind, _, rest = task.partition(":")
-    if kind == "probe":
+    if kind == "config":
+        result = _config_task(workdir)
+    elif kind == "probe":
         result = _probe_tensorflow()
     elif kind == "versions":
         result = _probe_versions()
@@ -580,13 +580,14 @@ def training_table(config, results):
         headers += ["%s ms/step" % name, "%s tokens/s" % name, "%s tokens/s × vanilla" % name]
     headers += ["long run", "loss per sentence after it", "peak GPU MiB in it"]
     rows = []
+    titles = _titles(config)
     for system in config["systems"]:
-        row = [NAMES[system], "n/a"]
+        row = [titles[system], "n/a"]
         for mode in modes:
             entry = results.get(mode, {}).get(system)
             base = results.get(mode, {}).get(VANILLA) or {}
-            if mode == MIXED_XLA and system in NO_XLA:
-                row += ["n/a (no XLA for RNNs)", "n/a", "n/a"]
+            if mode == MIXED_XLA and system in config["no_xla"]:
+                row += ["n/a (no XLA for this family)", "n/a", "n/a"]
                 continue
             if entry is None or "error" in entry:
                 row += [_cell_error(entry) if entry else "n/a", "n/a", "n/a"]
@@ -600,6 +601,10 @@ def training_table(config, results):
                 ),
             ]
         last = long_mode(config, system)
+        if last is None:
+            row += ["none (no XLA for this family)", "n/a", "n/a"]
+            rows.append(row)
+            continue
         entry = results.get(last, {}).get(system) or {}
         row.append("%s, %d steps" % (MODE_NAMES[last], steps_of(config, last, system)))
         row.append(
@@ -611,12 +616,25 @@ def training_table(config, results):
 
 
 def long_mode(config, system):
-    """The mode of a family's long run (``--steps`` steps, loss checked)."""
-    if MIXED_XLA in config["modes"] and system not in NO_XLA:
-        return MIXED_XLA
-    if MIXED in config["modes"]:
-        return MIXED
-    return config["modes"][-1]
+    """The mode of a family's long run (``--steps`` steps, loss checked): mixed precision +
+    XLA, else mixed precision, else its last mode; ``None`` if it trains in none of the
+    run's modes (``--modes mixed_xla`` for a family that refuses XLA)."""
+    modes = [mode for mode in config["modes"] if (mode, system) in _trained(config)]
+    for mode in (MIXED_XLA, MIXED):
+        if mode in modes:
+            return mode
+    return modes[-1] if modes else None
+
+
+def _trained(config):
+    """``[(mode, system)]`` of a run's training tasks, XLA left out for the rows whose
+    model refuses it (``config["no_xla"]``)."""
+    return [
+        (mode, system)
+        for mode in config["modes"]
+        for system in config["systems"]
+        if not (mode == MIXED_XLA and system in config["no_xla"])
+    ]
 
 
 def steps_of(config, mode, system):
@@ -626,18 +644,15 @@ def steps_of(config, mode, system):
 
 
 def tasks_of(config):
-    """The training tasks (``train:MODE:SYSTEM``), XLA left out for :data:`NO_XLA`."""
-    return [
-        "train:%s:%s" % (mode, system)
-        for mode in config["modes"]
-        for system in config["systems"]
-        if not (mode == MIXED_XLA and system in NO_XLA)
-    ]
+    """The training tasks (``train:MODE:SYSTEM``), XLA left out for the rows whose model
+    refuses it (``config["no_xla"]``)."""
+    return ["train:%s:%s" % task for task in _trained(config)]
 
 
 def evaluate_checks(info, config, results):
     """``[(check, "PASS" | "FAIL", detail)]`` of a GPU run."""
     checks = []
+    titles = _titles(config)
     gpus = info["gpus"]
     checks.append(
         (
@@ -664,14 +679,15 @@ def evaluate_checks(info, config, results):
     for mode in config["modes"]:
         entries = results.get(mode, {})
         bad = [
-            "%s (%s)" % (NAMES[s], e.get("error") or "loss %s" % e.get("last_loss"))
+            "%s (%s)" % (titles[s], e.get("error") or "loss %s" % e.get("last_loss"))
             for s, e in entries.items()
             if "error" in e or not e.get("finite_loss")
         ]
         long_runs = sorted({steps_of(config, mode, s) for s in entries})
         detail = "%d of %d families" % (len(entries) - len(bad), len(entries))
-        if mode == MIXED_XLA and any(s in NO_XLA for s in config["systems"]):
-            detail += " (not the RNNs: ldr-opennmt refuses --jit_compile for them)"
+        no_xla = [titles[s] for s in config["systems"] if s in config["no_xla"]]
+        if mode == MIXED_XLA and no_xla:
+            detail += " (not %s: ldr-opennmt refuses --jit_compile for them)" % ", ".join(no_xla)
         checks.append(
             (
                 "training, %s, %s steps, finite loss"
@@ -686,7 +702,7 @@ def evaluate_checks(info, config, results):
         half = config["mixed_policy"][len("mixed_") :]
         for system, entry in frozen.items():
             if "error" in entry:
-                bad.append("%s: %s" % (NAMES[system], entry["error"]))
+                bad.append("%s: %s" % (titles[system], entry["error"]))
                 continue
             ok = (
                 entry["absent_changed"] == 0
@@ -699,7 +715,7 @@ def evaluate_checks(info, config, results):
                 "%s: %d absent-domain variables, %d changed; %d of %d present-domain "
                 "variables changed; compute %s"
                 % (
-                    NAMES[system],
+                    titles[system],
                     entry["absent_variables"],
                     entry["absent_changed"],
                     entry["present_changed"],
@@ -708,7 +724,7 @@ def evaluate_checks(info, config, results):
                 )
             )
             if not ok:
-                bad.append(NAMES[system])
+                bad.append(titles[system])
         checks.append(
             (
                 "%s + XLA: absent domains' parameters bit-identical" % half,
@@ -845,12 +861,135 @@ def format_report(info, config, results, checks, machine, elapsed=None):
     return "\n".join(lines) + "\n"
 
 
+# The rows (a TensorFlow process: the registry builds tiny models).
+
+
+def _xla_refusal(family):
+    """Why :obj:`family`'s model refuses XLA (``set_jit_compile``), or ``None``."""
+    from ldr_opennmt.errors import UserError
+
+    try:
+        family.build_tiny().set_jit_compile(True)
+    except UserError as e:
+        return str(e)
+    return None
+
+
+def _own_row(family, name, title, size, **fields):
+    """A row of :obj:`family` that the benchmark's table does not have, trained in its
+    default mode on the benchmark's domains; at :obj:`size` (its builder arguments) for
+    a family of another architecture than the Transformer."""
+    from ldr_opennmt import registry
+
+    caps = registry.capabilities(family.name)
+    model = family.build_tiny()
+    values = dict(
+        family=family.name,
+        family_title=family.title,
+        kwargs=dict(size) if family.architecture != TRANSFORMER else {},
+        domains=list(benchmarks.DOMAINS),
+        domain_training=caps.default_domain_training,
+        tf=False,
+        model=name,
+        labels=(
+            benchmarks.FEED_NONE if caps.labels == registry.LABEL_NONE else benchmarks.FEED_DOMAIN
+        ),
+        domain_tokens=isinstance(getattr(type(model), "domain_tokens", None), property),
+    )
+    values.update(fields)
+    return benchmarks.Row(name, title, **values)
+
+
+def check_rows(table, rnn_size):
+    """The rows this check trains, from the family registry (none is written here).
+
+    Args:
+      table: The benchmark's row table (``benchmarks.build_rows``).
+      rnn_size: The size (builder arguments) of the families of another architecture.
+
+    Returns:
+      A list of ``benchmarks.Row``, vanilla first: the training rows of :obj:`table`;
+      after the rows of a family whose builder takes :data:`TARGET_SIDE`, its model with
+      that argument (``PREFIX_target``, PREFIX its name's first word), in the family's
+      default training mode; then a row for each registered family with no row in
+      :obj:`table` (the RNNs), named after it, in its default training mode.
+    """
+    import inspect
+
+    from ldr_opennmt import registry
+
+    trained = [row for row in table if row.train]
+    rows = []
+    for index, row in enumerate(trained):
+        rows.append(row)
+        following = trained[index + 1].family if index + 1 < len(trained) else None
+        if row.family is None or following == row.family:
+            continue
+        family = registry.get(row.family)
+        if TARGET_SIDE in inspect.signature(family.builder).parameters:
+            name = "%s_target" % family.name.split("_")[0]
+            title = "%s, source and target" % family.title
+            rows.append(_own_row(family, name, title, rnn_size, kwargs={TARGET_SIDE: True}))
+    measured = {row.family for row in table}
+    for family in registry.families():
+        if family.name not in measured:
+            rows.append(_own_row(family, family.name, family.title, rnn_size))
+    return rows
+
+
+def translate_row(table):
+    """The row of the translation check: :data:`TRANSLATE_FAMILY`'s SavedModel row."""
+    return next(r for r in table if r.family == TRANSLATE_FAMILY and r.tf and not r.ensemble)
+
+
+def row_checks(rows):
+    """What the rows get besides training, from their families' capabilities.
+
+    Returns:
+      ``(no_xla, frozen)``: the names of the rows whose model refuses XLA (no mixed
+      precision + XLA run), and of those whose absent domains' parameters must stay
+      bit-identical: their family has domain parameters that each sentence selects by its
+      label (labels needed), trains without a frozen base (``requires_base``: its base
+      model is frozen by design) and takes XLA.
+    """
+    from ldr_opennmt import registry
+
+    no_xla, frozen = [], []
+    for row in rows:
+        if row.family is None:
+            continue
+        family = registry.get(row.family)
+        caps = registry.capabilities(family.name)
+        if _xla_refusal(family):
+            no_xla.append(row.name)
+        elif (
+            caps.domain_parameters
+            and caps.labels == registry.LABEL_NEEDED
+            and not caps.requires_base
+        ):
+            frozen.append(row.name)
+    return no_xla, frozen
+
+
+def _titles(config):
+    """``{row name: title}`` of a run's rows."""
+    return {row.name: row.title for row in benchmarks.config_rows(config)}
+
+
 # The driver.
 
 
 def make_config(args, workdir):
-    """The configuration shared with the child processes: :func:`benchmarks.make_config`'s
-    (sizes, data, inference settings) plus this check's settings."""
+    """The configuration shared with the child processes: :func:`benchmarks.base_config`'s
+    (sizes, data, inference settings), the rows that ``--families`` selects
+    (:func:`check_rows`) and this check's settings.
+
+    Reads the registry, hence imports TensorFlow: :func:`run_checks` calls it in a child
+    process.
+
+    Raises:
+      ValueError: for a ``--families`` name that selects no row.
+    """
     values = dict(benchmarks.QUICK if args.quick else benchmarks.DEFAULTS)
     for key in ("layers", "units", "heads", "vocab", "length", "batch", "warmup", "steps"):
         values[key] = getattr(args, key)
@@ -860,30 +999,63 @@ def make_config(args, workdir):
         seed=args.seed,
         quick=args.quick,
         parts=[benchmarks.TRAIN],
-        families=list(args.families),
+        families=list(args.families or []),
         **values,
     )
-    config = benchmarks.make_config(bench_args, workdir)
+    config = benchmarks.base_config(bench_args, workdir)
+    table = benchmarks.build_rows(config["size"])
+    rows = check_rows(table, QUICK_RNN_SIZE if args.quick else RNN_SIZE)
+    for name in args.families or []:
+        try:
+            benchmarks.select_rows(rows, [name])
+        except ValueError:
+            raise ValueError(
+                "--families: %r names no row of this check (registered families, groups or "
+                "rows: %s)" % (name, ", ".join(benchmarks.family_names(rows)))
+            ) from None
+    selected = benchmarks.select_rows(rows, args.families)
+    no_xla, frozen = row_checks(selected)
     config.update(
+        rows=[dataclasses.asdict(row) for row in selected],
+        systems=[row.name for row in selected],
+        no_xla=no_xla,
+        frozen_systems=frozen,
+        translate=dataclasses.asdict(translate_row(table)),
         timing_steps=args.timing_steps,
         frozen_steps=args.frozen_steps,
         modes=list(args.modes),
         mixed_policy=args.mixed_policy,
-        systems=selected_systems(args.families),
     )
     return config
 
 
-def selected_systems(families):
-    """The training systems of :obj:`families`, vanilla first."""
-    chosen = {system for family in families for system in FAMILIES[family]}
-    return [s for s in TRAIN_SYSTEMS if s == VANILLA or s in chosen]
+def _config_task(workdir):
+    """The child process of :func:`make_config`: the arguments from ``args.json``."""
+    with open(os.path.join(workdir, "args.json")) as f:
+        args = argparse.Namespace(**json.load(f))
+    try:
+        return make_config(args, workdir)
+    except ValueError as e:
+        return {"usage_error": str(e)}
 
 
 def run_checks(args, info, workdir):
-    """Trains, checks and translates on the GPU; returns (config, results)."""
+    """Trains, checks and translates on the GPU; returns (config, results).
+
+    Raises:
+      SystemExit: (status 2) for a ``--families`` name that selects no row.
+    """
     os.makedirs(os.path.join(workdir, "data"), exist_ok=True)
-    config = make_config(args, workdir)
+    with open(os.path.join(workdir, "args.json"), "w") as f:
+        json.dump(vars(args), f)
+    config = run_child("config", workdir)
+    config.pop("seconds_total", None)
+    if "usage_error" in config:
+        sys.stderr.write("%s: error: %s\n" % (PROG, config["usage_error"]))
+        raise SystemExit(2)
+    if "error" in config:
+        raise SystemExit("%s: error: reading the rows failed: %s" % (PROG, config["error"]))
+    _log("%d systems: %s" % (len(config["systems"]), ", ".join(config["systems"])))
     sentences = max(3000, config["sentences"], 16 * config["batch"])
     config["data_sentences"] = sentences
     config["paths"] = benchmarks.write_data(
@@ -898,7 +1070,7 @@ def run_checks(args, info, workdir):
         json.dump(config, f, indent=2)
     tasks = tasks_of(config)
     if not args.skip_frozen:
-        tasks += ["frozen:%s" % s for s in FROZEN_SYSTEMS if s in config["systems"]]
+        tasks += ["frozen:%s" % s for s in config["frozen_systems"]]
     if not args.skip_translate:
         tasks.append("translate")
     results = {}
@@ -932,11 +1104,11 @@ def parse_args(argv=None):
     parser.add_argument(
         "--families",
         nargs="+",
-        choices=list(FAMILIES),
-        default=list(FAMILIES),
-        help="Families to train besides vanilla (default: all): "
-        + "; ".join("%s: %s" % (k, ", ".join(v)) for k, v in FAMILIES.items())
-        + ".",
+        help="What to train besides vanilla (always trained, the reference); default: every "
+        "row. As run/bench.sh's --families: registered family names (e.g. ldr_transformer, "
+        "`ldr-main --list-families`), groups of families (their name's first word: ldr, "
+        "factorized, mixing...) or row names (e.g. ldr_joint, ldr_target). Checked once the "
+        "GPU is found (the registry imports TensorFlow).",
     )
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--quick", action="store_true", help="Tiny sizes (checks that it runs).")

@@ -23,7 +23,7 @@ from unittest import mock
 import gpu_check
 import pytest
 
-from ldr_opennmt import gpu
+from ldr_opennmt import gpu, registry
 from ldr_opennmt.cli import main as ldr_main
 from ldr_opennmt.errors import UserError
 from tests import helpers
@@ -438,9 +438,15 @@ class GpuCheckTest(unittest.TestCase):
         self.assertIn("run/setup_env.sh --gpu", lines[0])
 
     def test_plan(self):
-        args = gpu_check.parse_args(["--quick", "--families", "ldr", "rnn"])
+        # The group ldr: the families whose name begins with ldr_ (LDR and the LDR RNN).
+        args = gpu_check.parse_args(["--quick", "--families", "ldr"])
         config = gpu_check.make_config(args, self.directory)
-        self.assertEqual(config["systems"][0], "vanilla")
+        self.assertEqual(
+            config["systems"], ["vanilla", "ldr_joint", "ldr_procedure1", "ldr_target", "ldr_rnn"]
+        )
+        self.assertEqual(config["no_xla"], ["ldr_rnn"])
+        self.assertEqual(config["frozen_systems"], ["ldr_joint", "ldr_procedure1", "ldr_target"])
+        self.assertEqual(config["translate"]["name"], "ldr")
         tasks = gpu_check.tasks_of(config)
         self.assertIn("train:mixed_xla:ldr_procedure1", tasks)
         self.assertIn("train:mixed:ldr_rnn", tasks)
@@ -448,11 +454,28 @@ class GpuCheckTest(unittest.TestCase):
         self.assertEqual(gpu_check.long_mode(config, "ldr_rnn"), gpu_check.MIXED)
         self.assertEqual(gpu_check.steps_of(config, "mixed_xla", "vanilla"), args.steps)
         self.assertEqual(gpu_check.steps_of(config, "fp32", "vanilla"), args.timing_steps)
+        # Only XLA asked for: the family that refuses it has no run at all.
+        xla_only = dict(config, modes=[gpu_check.MIXED_XLA])
+        self.assertIsNone(gpu_check.long_mode(xla_only, "ldr_rnn"))
+        self.assertEqual(len(gpu_check.tasks_of(xla_only)), 4)
+        table = gpu_check.training_table(xla_only, {})
+        self.assertIn("| LDR (RNN) | n/a | n/a (no XLA for this family) |", table)
         self.assertEqual(config["size"]["num_units"], 64)
         paper = gpu_check.make_config(gpu_check.parse_args([]), self.directory)
         self.assertEqual(
             paper["size"], dict(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048)
         )
+        rows = {row.name: row for row in gpu_check.benchmarks.config_rows(paper)}
+        self.assertEqual(rows["ldr_rnn"].kwargs, gpu_check.RNN_SIZE)
+        # The groups and names of run/bench.sh; a name that selects nothing is refused.
+        args = gpu_check.parse_args(["--quick", "--families", "factorized", "dc_rnn", "ttm"])
+        config = gpu_check.make_config(args, self.directory)
+        self.assertEqual(
+            config["systems"], ["vanilla", "fact_pa", "fact_sf", "fact_df", "ttm", "dc_rnn"]
+        )
+        args = gpu_check.parse_args(["--quick", "--families", "rnn"])
+        with self.assertRaisesRegex(ValueError, "'rnn' names no row of this check"):
+            gpu_check.make_config(args, self.directory)
 
     def test_report(self):
         args = gpu_check.parse_args(["--quick", "--families", "ldr"])
@@ -501,12 +524,105 @@ class GpuCheckTest(unittest.TestCase):
         self.assertTrue(report.startswith("# GPU check: NVIDIA H100 80GB HBM3\n"))
         self.assertIn("| LDR Procedure 1 | 10 | 10.0 | 1000 | 1.00x |", report)
 
+    def test_unknown_family_on_the_gpu_path(self):
+        # Checked by the child process that reads the registry: one line, exit status 2.
+        directory = os.path.join(self.directory, "run")
+        command = "bash run/gpu_check.sh --allow_cpu --quick --families no_such_family "
+        command += "--workdir %s" % shlex.quote(directory)
+        result = _bash(command, _base_env(fake_venv(self.directory)))
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn(
+            "run/gpu_check.sh: error: --families: 'no_such_family' names no row of this check "
+            "(registered families, groups or rows: mixed_transformer, ",
+            result.stderr,
+        )
+        self.assertFalse(os.path.exists(os.path.join(directory, "config.json")))  # Nothing ran.
+
     def test_no_gpu_status(self):
         info = dict(libraries=dict.fromkeys(gpu.CUDA_LIBRARIES), mismatches=[])
         info["failing"] = list(gpu.CUDA_LIBRARIES)
         self.assertEqual(gpu_check.no_gpu_status(info), 0)  # Nothing installed: fine.
         info["failing"] = ["libcudnn.so.8"]
         self.assertEqual(gpu_check.no_gpu_status(info), 1)  # A partial set: broken.
+
+
+class GpuCheckRowsTest(unittest.TestCase):
+    """gpu_check's systems are rows of the registry (issue 33): no family list of its own."""
+
+    def test_no_other_list_of_families(self):
+        with open(os.path.join(ROOT, "run", "gpu_check.py"), encoding="utf-8") as f:
+            source = f.read()
+        self.assertNotIn('"fact_pa"', source)
+        # No family or row name is written out in the script, but for the family of the
+        # translation check (one family, not a list); "mixed" is also a precision mode.
+        table = gpu_check.benchmarks.build_rows(gpu_check.benchmarks.make_size(1, 16, 2))
+        rows = gpu_check.check_rows(table, gpu_check.QUICK_RNN_SIZE)
+        names = set(registry.names()) | {row.name for row in table + rows}
+        names -= {gpu_check.VANILLA, gpu_check.TRANSLATE_FAMILY, *gpu_check.MODES}
+        quoted = [n for n in sorted(names) if '"%s"' % n in source or "'%s'" % n in source]
+        self.assertEqual(quoted, [])
+        for table_name in ("NAMES", "TRAIN_SYSTEMS", "FAMILIES", "DOMAIN_TRAINING"):
+            self.assertFalse(hasattr(gpu_check.benchmarks, table_name), table_name)
+            self.assertFalse(hasattr(gpu_check, table_name), table_name)
+
+    def test_rows_come_from_the_registry(self):
+        table = gpu_check.benchmarks.build_rows(gpu_check.benchmarks.make_size(1, 16, 2))
+        rows = gpu_check.check_rows(table, gpu_check.QUICK_RNN_SIZE)
+        by_name = {row.name: row for row in rows}
+        self.assertEqual(len(by_name), len(rows))
+        # The benchmark's training rows, in its order, vanilla first.
+        trained = [row for row in table if row.train]
+        self.assertEqual([row for row in rows if row in trained], trained)
+        self.assertEqual(rows[0].name, gpu_check.VANILLA)
+        # Every registered family is trained; those the benchmark does not measure get a
+        # row named after them, in their default mode, at their architecture's size.
+        for family in registry.families():
+            own = [row for row in rows if row.family == family.name]
+            self.assertTrue(own, family.name)
+            if family.name not in {row.family for row in table}:
+                caps = registry.capabilities(family.name)
+                self.assertEqual([row.name for row in own], [family.name])
+                self.assertEqual(own[0].title, family.title)
+                self.assertEqual(own[0].domain_training, caps.default_domain_training)
+                if family.architecture != "transformer":
+                    self.assertEqual(own[0].kwargs, gpu_check.QUICK_RNN_SIZE)
+        # LDR on both sides: the family's builder argument, after the family's rows.
+        target = by_name["ldr_target"]
+        self.assertEqual((target.family, target.kwargs), ("ldr_transformer", {"target_ldr": True}))
+        self.assertEqual(target.title, "LDR, source and target")
+        self.assertEqual(target.domain_training, "procedure1")
+        names = [row.name for row in rows]
+        self.assertEqual(names.index("ldr_target"), names.index("ldr_procedure1") + 1)
+        # What the rows get, from the families' capabilities.
+        no_xla, frozen = gpu_check.row_checks(rows)
+        rnn = [f.name for f in registry.families() if f.architecture == "rnn"]
+        self.assertEqual(no_xla, rnn)
+        self.assertEqual(
+            frozen,
+            ["dc", "ldr_joint", "ldr_procedure1", "ldr_target", "fact_pa", "fact_sf"] + ["fact_df"],
+        )
+        for name in frozen:
+            family = registry.get(by_name[name].family)
+            self.assertNotEqual(family.finetune, "base")
+            self.assertFalse(registry.capabilities(family.name).requires_base)
+        base = [row.name for row in rows if row.family and registry.get(row.family).finetune]
+        self.assertIn("adapters", base)
+        self.assertNotIn("adapters", frozen)  # Trained on a frozen base model.
+        self.assertEqual(gpu_check.translate_row(table).name, "ldr")
+
+    def test_imports_no_tensorflow(self):
+        # The CUDA libraries are checked before TensorFlow loads them: neither the import
+        # nor the command line imports it.
+        code = (
+            "import sys, gpu_check; gpu_check.parse_args(['--families', 'ldr', 'dc_rnn']); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('tensorflow', 'ldr_opennmt', 'opennmt')))"
+        )
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "run"))
+        output = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        self.assertEqual(output.stdout.splitlines(), ["[]"], output.stderr)
 
 
 @pytest.mark.slow
@@ -532,6 +648,8 @@ class GpuCheckOnCpuTest(unittest.TestCase):
         for system in ("vanilla", "ldr_joint", "ldr_procedure1", "ldr_target"):
             entry = results["mixed_xla"][system]
             self.assertTrue(entry["finite_loss"], (system, entry))
+        self.assertEqual(list(results["frozen"]), raw["config"]["frozen_systems"])
+        self.assertIn("ldr_target", results["frozen"])
         for system, entry in results["frozen"].items():
             self.assertEqual(entry["absent_changed"], 0, system)
             self.assertGreater(entry["absent_variables"], 0, system)

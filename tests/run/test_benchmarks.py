@@ -370,6 +370,16 @@ class RowTableTest(unittest.TestCase):
                 self.assertNotIn('"%s"' % row.name, source)
                 self.assertNotIn("'%s'" % row.name, source)
 
+    def test_no_tables_beside_the_rows(self):
+        # run/gpu_check.py reads the rows too (issue 33): the tables derived for it are
+        # gone, and a name that is no row of the run is no row.
+        for name in ("NAMES", "TRAIN_SYSTEMS", "FAMILIES", "DOMAIN_TRAINING", "derived_tables"):
+            self.assertFalse(hasattr(benchmarks, name), name)
+        config = {"rows": [dataclasses.asdict(r) for r in _selected(["ldr_transformer"])]}
+        self.assertEqual(benchmarks._as_row("ldr_joint", config).family, "ldr_transformer")
+        with self.assertRaisesRegex(KeyError, "no row 'dc'"):
+            benchmarks._as_row("dc", config)
+
 
 if __name__ == "__main__":
     unittest.main()
