@@ -1,6 +1,8 @@
-"""``ldr-translate``: translate text with an exported multi-domain SavedModel.
+"""``ldr-translate``: translate text with an exported multi-domain SavedModel, or with the
+CTranslate2 models of ``ldr-export ctranslate2`` (one per domain).
 
-See :mod:`ldr_opennmt.serving.client` for what it does.
+See :mod:`ldr_opennmt.serving.client` and :mod:`ldr_opennmt.serving.ct2_client` for what it
+does.
 """
 
 import argparse
@@ -14,9 +16,15 @@ PROG = "ldr-translate"
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Translates text with an exported multi-domain SavedModel.",
+        description="Translates text with an exported multi-domain SavedModel, or with the "
+        "CTranslate2 models of ldr-export ctranslate2 (each line with its domain's model).",
     )
-    parser.add_argument("--export", required=True, help="The SavedModel directory.")
+    parser.add_argument(
+        "--export",
+        required=True,
+        help="The SavedModel directory, or an ldr-export ctranslate2 directory (with its "
+        "manifest.json).",
+    )
     domain = parser.add_mutually_exclusive_group(required=True)
     domain.add_argument("--domain", help="The domain of every line (a declared name or generic).")
     domain.add_argument(
@@ -33,6 +41,18 @@ def parse_args(argv):
         "may not exceed, or no limit. Longer lines are counted in one warning line.",
     )
     parser.add_argument(
+        "--beam_size",
+        type=int,
+        help="CTranslate2 directory only: the beam size (default 1: greedy, as ldr-serve). A "
+        "SavedModel decodes with its exported params: beam_width.",
+    )
+    parser.add_argument(
+        "--max_decoding_length",
+        type=int,
+        help="CTranslate2 directory only: most target tokens per translation (default 256, as "
+        "ldr-serve). A SavedModel has its exported params: maximum_decoding_length.",
+    )
+    parser.add_argument(
         "--tokenized",
         action="store_true",
         help="The input is tokenized (tokens separated by spaces) and so is the output: "
@@ -46,6 +66,9 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch_size must be >= 1, got %d" % args.batch_size)
+    for name in ("beam_size", "max_decoding_length"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error("--%s must be >= 1, got %d" % (name, getattr(args, name)))
     if args.max_source_length is not None and args.max_source_length < 1:
         parser.error("--max_source_length must be >= 1, got %d" % args.max_source_length)
     return args

@@ -5,7 +5,10 @@
     ldr-translate --export export/ldr --domain medical < in.txt > out.txt
     ldr-translate --export export/ldr --domain_file in.domain --input in.txt --output out.txt
 
-The export is the directory written by ``onmt-main ... export`` (or ``ldr-main``).
+The export is the directory written by ``onmt-main ... export`` (or ``ldr-main``), or
+the directory of ``ldr-export ctranslate2`` (one CTranslate2 model per domain, recognised by
+its ``manifest.json``), which :mod:`ldr_opennmt.serving.ct2_client` translates with the same
+checks (each line with its domain's model).
 Each input line is tokenized with the source tokenizer exported with the model
 (``assets.extra/``: the pyonmttok options and BPE model of ``source_tokenization``,
 see :mod:`ldr_opennmt.assets`), translated by the ``serving_default``
@@ -68,6 +71,7 @@ from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.serving import ct2_export
 from ldr_opennmt.utils import decode_lines, read_lines, write_lines_atomic
 
 STDIN = "<stdin>"
@@ -144,6 +148,22 @@ def _check_output(path):
         ) from None
     os.close(fd)
     os.remove(probe)
+
+
+def _check_decoding_options(args):
+    """Refuses the decoding options of a CTranslate2 directory on a SavedModel export
+    (its decoding is exported).
+
+    Raises:
+      UserError: if one is given.
+    """
+    for name in ("beam_size", "max_decoding_length"):
+        if getattr(args, name, None) is not None:
+            raise UserError(
+                "--%s: only for an ldr-export ctranslate2 directory: the SavedModel %s decodes "
+                "as it was exported (params: beam_width, maximum_decoding_length)"
+                % (name, args.export)
+            )
 
 
 def read_inference_info(export_dir):
@@ -257,8 +277,18 @@ def label_policy(export_dir, domains, info, takes_domain):
 
     Returns:
       ``(ignored, ensemble_refusal)``: why the labels are ignored and why ensemble labels
-      are refused, each ``None`` when they are not.
+      are refused, each ``None`` when they are not, each prefixed with :obj:`export_dir`
+      (:func:`label_reasons` without it).
     """
+    return tuple(
+        None if reason is None else "%s: %s" % (export_dir, reason)
+        for reason in label_reasons(domains, info, takes_domain)
+    )
+
+
+def label_reasons(domains, info, takes_domain):
+    """:func:`label_policy`'s reasons, without the export's name (``ldr-serve`` gives them
+    in its answers)."""
     if not takes_domain:
         ignored = (
             "the model reads no domain label to translate (its %s signature has no domain "
@@ -275,9 +305,7 @@ def label_policy(export_dir, domains, info, takes_domain):
     else:
         ignored = None
     refusal = (info.get(ENSEMBLE_REFUSAL) or None) if ignored is None else ignored
-    return tuple(
-        None if reason is None else "%s: %s" % (export_dir, reason) for reason in (ignored, refusal)
-    )
+    return ignored, refusal
 
 
 def _read_labels(args, input_name, num_lines, domains, ensemble_refusal=None):
@@ -472,6 +500,12 @@ class Translator:
         self.stopped = 0
         self.limit = None
 
+    @property
+    def num_hypotheses(self):
+        """The hypotheses the export gives per sentence (its ``params: num_hypotheses``),
+        or ``None`` if its signature does not say."""
+        return self._signature.structured_outputs["tokens"].shape[1]
+
     def __call__(self, tokens, labels):
         """Translates a batch of token lists with their domain labels.
 
@@ -481,6 +515,16 @@ class Translator:
 
         Returns:
           The best hypothesis of each sentence, as a list of tokens.
+        """
+        return [hypotheses[0] for hypotheses, _ in self.translate_batch(tokens, labels)]
+
+    def translate_batch(self, tokens, labels):
+        """Translates a batch of token lists with their domain labels, as :meth:`__call__`.
+
+        Returns:
+          One ``(hypotheses, scores)`` per sentence: every hypothesis of the export, best
+          first, as token lists, and their log-probabilities (empty if the export gives
+          none).
         """
         tokens, _ = truncate_sentences(tokens, self.maximum_source_length)
         length = max(len(sentence) for sentence in tokens)
@@ -494,12 +538,19 @@ class Translator:
             inputs["domain"] = tf.constant(labels, tf.string)
         with _SAVED_MODEL_LOCK:
             outputs = self._signature(**inputs)
-            hypotheses = outputs["tokens"].numpy()[:, 0]
-            lengths = outputs["length"].numpy()[:, 0]
-            self._count_stopped(lengths, hypotheses.shape[-1])
+            hypotheses = outputs["tokens"].numpy()
+            lengths = outputs["length"].numpy()
+            scores = outputs["log_probs"].numpy() if "log_probs" in outputs else None
+            self._count_stopped(lengths[:, 0], hypotheses.shape[-1])
         return [
-            [token.decode("utf-8") for token in hypothesis[:hypothesis_length]]
-            for hypothesis, hypothesis_length in zip(hypotheses, lengths)
+            (
+                [
+                    [token.decode("utf-8") for token in hypothesis[:hypothesis_length]]
+                    for hypothesis, hypothesis_length in zip(sentence, sentence_lengths)
+                ],
+                [] if scores is None else [float(score) for score in scores[i]],
+            )
+            for i, (sentence, sentence_lengths) in enumerate(zip(hypotheses, lengths))
         ]
 
     def _count_stopped(self, lengths, steps):
@@ -557,10 +608,18 @@ def _write_output(path, lines):
 def run(args):
     """Translates as :obj:`args` says (see :func:`main`).
 
+    An ``ldr-export ctranslate2`` directory (with its ``manifest.json``) is translated by
+    :mod:`ldr_opennmt.serving.ct2_client`, a SavedModel here.
+
     Raises:
       UserError: on bad input, before any output.
     """
+    if ct2_export.is_export(args.export):
+        from ldr_opennmt.serving import ct2_client  # pylint: disable=import-outside-toplevel
+
+        return ct2_client.run(args)
     _check_export(args.export)
+    _check_decoding_options(args)
     _check_output(args.output)
     info = read_inference_info(args.export)
     limit = source_length_limit(args.export, info, args.max_source_length)

@@ -1,23 +1,36 @@
-"""``ldr-serve``: an HTTP server on the CTranslate2 models of ``ldr-export ctranslate2``.
+"""``ldr-serve``: an HTTP translation server for multi-domain models.
 
 ::
 
-    ldr-serve --model_dir export/ct2 --port 8000
+    ldr-serve --model_dir export/ct2 --port 8000              # ldr-export ctranslate2
+    ldr-serve --model_dir export/ldr --classifier export/clf  # a SavedModel, a classifier
     curl -s localhost:8000/translate -H 'Content-Type: application/json' \\
       -d '{"sentences": ["The cell is here."], "domain": "medical"}'
 
-The directory holds one CTranslate2 model per domain (and ``generic``) and a
-``manifest.json`` (:mod:`ldr_opennmt.serving.ct2_export`); every model is loaded at start.
-Raw text comes in and goes out: each model's tokenizers are those exported in its
-``assets.extra/`` (read by :func:`ldr_opennmt.assets.load_tokenizer`, as ``ldr-translate``
-reads them; a model exported without tokenization takes and gives space-separated tokens).
+``--model_dir`` is either the directory of ``ldr-export ctranslate2`` (one CTranslate2 model
+per domain and ``generic``, with its ``manifest.json``), or a SavedModel exported by
+``ldr-main export`` / ``onmt-main export``, which takes a domain per sentence: the families
+that do not fold (domain mixing, residual adapters, TTM, ML, AdvL, RNNs) are served that way
+(:mod:`ldr_opennmt.serving.backends`). Raw text comes in and goes out, with the tokenizers
+exported in ``assets.extra/`` (as ``ldr-translate`` reads them; a model exported without
+tokenization takes and gives space-separated tokens).
 
-**Batching.** Each domain has a queue and ``--inter_threads`` worker threads (its
-Translator's ``inter_threads``). A worker takes the oldest request, then waits up to
-``--max_wait_ms`` for other requests of the same domain (and the same ``beam_size`` and
-``num_hypotheses``) until the batch holds ``--max_batch_size`` sentences, and decodes them in
-one ``translate_batch`` call. A request's sentences of one domain always go into one batch,
-whole; each request gets back exactly its own results, in its order.
+**Domains.** A request gives a domain for all its sentences or one per sentence. A model
+that reads no label (domain mixing, ML, AdvL, Mixed: :func:`~ldr_opennmt.serving.client.
+label_policy`) translates a named domain as ``generic`` and says so (``"domain_choice":
+"ignored: ..."``), as ``ldr-translate`` warns. A sentence without a domain goes to the
+domain classifier when the server has one (``--classifier``, the project's classifier
+exported as a SavedModel: :mod:`ldr_opennmt.serving.domain_classifier`), else to
+``generic``; a request may ask for another way (``"unlabelled"``: ``generic``,
+``classifier``, or an ensemble of domain views, ``ens-uniform``, ``ens-learned``,
+``ens-soft``, on a SavedModel whose family has them). A SavedModel also takes ensemble labels
+as domains.
+
+**Batching.** Concurrent requests are grouped into batches per queue (a CTranslate2
+domain, the SavedModel, the classifier): a worker takes the oldest job, then waits up to
+``--max_wait_ms`` for more until the batch holds ``--max_batch_size`` sentences
+(:mod:`ldr_opennmt.serving.batching`). Each request gets back exactly its own results, in
+its order.
 
 **Limits.** A body larger than ``--max_request_bytes`` is refused (413), and so are more
 than ``--max_sentences`` sentences or a sentence of more than ``--max_sentence_tokens``
@@ -28,27 +41,43 @@ field; no request can stop the server.
 """
 
 import asyncio
-import collections
-import concurrent.futures
 import contextlib
 import json
 import os
+import sys
 import threading
-import time
 
-import ctranslate2
 import fastapi
 import pydantic
 from fastapi import responses
 
-from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import client, ct2_export
+from ldr_opennmt.serving import backends, batching
+from ldr_opennmt.serving.backends import RequestError
+from ldr_opennmt.serving.domain_classifier import DomainClassifier
 
-#: How a sentence's domain was chosen.
+PROG = "ldr-serve"
+
+#: How a sentence's domain was chosen (``domain_choice``).
 GIVEN = "given"
 NO_LABEL = "generic: no label"
+CLASSIFIER = "classifier"
+ENSEMBLE = "ensemble"
+IGNORED = "ignored: "
+
+#: What to do with a sentence without a domain (the request's ``unlabelled``).
+UNLABELLED_GENERIC = "generic"
+UNLABELLED_CLASSIFIER = "classifier"
+ENS_SOFT = "ens-soft"
+UNLABELLED = (
+    UNLABELLED_GENERIC,
+    UNLABELLED_CLASSIFIER,
+    ensembles.ENS_UNIFORM,
+    ensembles.ENS_LEARNED,
+    ENS_SOFT,
+)
 
 
 class Options:
@@ -57,6 +86,7 @@ class Options:
     def __init__(
         self,
         model_dir,
+        classifier=None,
         max_batch_size=32,
         max_wait_ms=5.0,
         max_request_bytes=1 << 20,
@@ -69,8 +99,11 @@ class Options:
         inter_threads=1,
         intra_threads=1,
         device="cpu",
+        lazy=False,
+        max_loaded_models=None,
     ):
         self.model_dir = model_dir
+        self.classifier = classifier
         self.max_batch_size = max_batch_size
         self.max_wait_ms = max_wait_ms
         self.max_request_bytes = max_request_bytes
@@ -83,6 +116,9 @@ class Options:
         self.inter_threads = inter_threads
         self.intra_threads = intra_threads
         self.device = device
+        # A cap on the loaded models loads them on first use.
+        self.lazy = lazy or max_loaded_models is not None
+        self.max_loaded_models = max_loaded_models
         self.check()
 
     def check(self):
@@ -104,185 +140,8 @@ class Options:
                 raise UserError("--%s must be >= 0, got %s" % (name, getattr(self, name)))
         if not self.timeout_s > 0:
             raise UserError("--timeout_s must be > 0, got %s" % self.timeout_s)
-
-
-class RequestError(Exception):
-    """A refused request: an HTTP status and a one-line message."""
-
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status = status
-
-
-class DomainModel:
-    """One domain's CTranslate2 Translator and tokenizers."""
-
-    def __init__(self, name, path, options):
-        self.name = name
-        self.path = path
-        self.source_tokenizer = assets_lib.load_tokenizer(path, "source")
-        self.target_tokenizer = assets_lib.load_tokenizer(path, "target")
-        # An export of the package's own SavedModel assets may say how many source tokens
-        # the model takes (CTranslate2 exports have none today: then --max_sentence_tokens).
-        self.maximum_source_length = client.read_inference_info(path).get(
-            client.MAXIMUM_SOURCE_LENGTH
-        )
-        self.translator = ctranslate2.Translator(
-            path,
-            device=options.device,
-            inter_threads=options.inter_threads,
-            intra_threads=options.intra_threads,
-        )
-
-    def tokenize(self, text):
-        return client._tokenize(self.source_tokenizer, text)
-
-    def detokenize(self, tokens):
-        return client._detokenize(self.target_tokenizer, tokens)
-
-
-def load_models(options):
-    """Loads every domain of the export (``{domain: DomainModel}``).
-
-    Raises:
-      UserError: if the directory is not an export of ``ldr-export ctranslate2`` or a
-        model cannot be loaded.
-    """
-    model_dir = options.model_dir
-    if not os.path.isdir(model_dir):
-        raise UserError("--model_dir: %s: directory not found" % model_dir)
-    if not ct2_export.is_export(model_dir):
-        raise UserError(
-            "--model_dir: %s: not an export of ldr-export ctranslate2 (no %s of format %s)"
-            % (model_dir, ct2_export.MANIFEST, ct2_export.FORMAT)
-        )
-    manifest = ct2_export.read_manifest(model_dir)
-    models = {}
-    for domain, directory in manifest["domains"].items():
-        path = os.path.join(model_dir, directory)
-        try:
-            models[domain] = DomainModel(domain, path, options)
-        except (RuntimeError, ValueError, OSError) as e:
-            if isinstance(e, UserError):
-                raise
-            raise UserError("%s: cannot load the CTranslate2 model (%s)" % (path, e)) from None
-    if domains_lib.GENERIC not in models:
-        raise UserError(
-            "--model_dir: %s has no %s model: sentences without a domain need one "
-            "(export it with ldr-export ctranslate2 --domains ... generic)"
-            % (model_dir, domains_lib.GENERIC)
-        )
-    return models
-
-
-class Job:
-    """One request's sentences of one domain, decoded together in one batch."""
-
-    def __init__(self, tokens, beam_size, num_hypotheses):
-        self.tokens = tokens
-        self.key = (beam_size, num_hypotheses)
-        self.future = concurrent.futures.Future()
-
-
-class DomainQueue:
-    """The pending jobs of one domain and the worker threads that batch and decode them."""
-
-    def __init__(self, model, options):
-        self.model = model
-        self.options = options
-        self.jobs = collections.deque()
-        self.condition = threading.Condition()
-        self.closed = False
-        self.batches = 0
-        self.sentences = 0
-        self.largest_batch = 0
-        self.threads = [
-            threading.Thread(
-                target=self._work, name="ldr-serve-%s-%d" % (model.name, i), daemon=True
-            )
-            for i in range(options.inter_threads)
-        ]
-        for thread in self.threads:
-            thread.start()
-
-    def put(self, job):
-        with self.condition:
-            self.jobs.append(job)
-            self.condition.notify_all()
-
-    def close(self):
-        with self.condition:
-            self.closed = True
-            self.condition.notify_all()
-        for thread in self.threads:
-            thread.join(timeout=10)
-
-    def _take(self):
-        """The next batch: the oldest job, then compatible jobs that arrive within
-        ``max_wait_ms``, up to ``max_batch_size`` sentences (``None`` once closed)."""
-        with self.condition:
-            while not self.jobs and not self.closed:
-                self.condition.wait()
-            if not self.jobs:
-                return None
-            first = self.jobs.popleft()
-            batch, size = [first], len(first.tokens)
-            deadline = time.monotonic() + self.options.max_wait_ms / 1000.0
-            while size < self.options.max_batch_size and not self.closed:
-                match = next((job for job in self.jobs if job.key == first.key), None)
-                if match is not None:
-                    if size + len(match.tokens) > self.options.max_batch_size:
-                        break
-                    self.jobs.remove(match)
-                    batch.append(match)
-                    size += len(match.tokens)
-                    continue
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self.condition.wait(remaining)
-            return batch
-
-    def _work(self):
-        while True:
-            batch = self._take()
-            if batch is None:
-                return
-            # Jobs whose request timed out were cancelled: not decoded.
-            batch = [job for job in batch if job.future.set_running_or_notify_cancel()]
-            if not batch:
-                continue
-            beam_size, num_hypotheses = batch[0].key
-            tokens = [sentence for job in batch for sentence in job.tokens]
-            try:
-                results = self.model.translator.translate_batch(
-                    tokens,
-                    beam_size=beam_size,
-                    num_hypotheses=num_hypotheses,
-                    max_decoding_length=self.options.max_decoding_length,
-                    return_scores=True,
-                )
-            except Exception as e:  # pylint: disable=broad-except
-                for job in batch:
-                    job.future.set_exception(e)
-                continue
-            with self.condition:
-                self.batches += 1
-                self.sentences += len(tokens)
-                self.largest_batch = max(self.largest_batch, len(tokens))
-            start = 0
-            for job in batch:
-                job.future.set_result(results[start : start + len(job.tokens)])
-                start += len(job.tokens)
-
-    def stats(self):
-        with self.condition:
-            return {
-                "batches": self.batches,
-                "sentences": self.sentences,
-                "largest_batch": self.largest_batch,
-                "queued_jobs": len(self.jobs),
-            }
+        if self.max_loaded_models is not None and self.max_loaded_models < 1:
+            raise UserError("--max_loaded_models must be >= 1, got %s" % self.max_loaded_models)
 
 
 class TranslateRequest(pydantic.BaseModel):
@@ -291,21 +150,37 @@ class TranslateRequest(pydantic.BaseModel):
 
     sentences: list[str] = pydantic.Field(..., description="Raw source sentences.")
     domain: str | None = pydantic.Field(
-        None, description="The domain of every sentence (a declared domain or generic)."
+        None,
+        description="The domain of every sentence (a domain of GET /domains; on a SavedModel "
+        "that has them, an ensemble label too). null: none.",
     )
     domains: list[str | None] | None = pydantic.Field(
-        None, description="One domain per sentence (null: no label, translated as generic)."
+        None, description="One domain per sentence (null: none)."
     )
-    beam_size: int = pydantic.Field(None, description="Beam size (default 1: greedy).")
+    unlabelled: str | None = pydantic.Field(
+        None,
+        description="For the sentences without a domain: generic, classifier (--classifier), "
+        "or an ensemble of domain views (SavedModel): ens-uniform, ens-learned, ens-soft "
+        "(the classifier's posterior). Default: classifier with --classifier, else generic.",
+    )
+    beam_size: int = pydantic.Field(
+        None, description="Beam size (CTranslate2; default 1: greedy). A SavedModel has its own."
+    )
     num_hypotheses: int = pydantic.Field(
-        None, description="Translations returned per sentence (<= beam_size, default 1)."
+        None, description="Translations returned per sentence (default 1)."
     )
 
 
 class Translation(pydantic.BaseModel):
     text: str
-    domain: str
-    domain_choice: str = pydantic.Field(..., description="'given' or 'generic: no label'.")
+    domain: str = pydantic.Field(
+        ..., description="The domain (or ensemble label) the sentence was translated with."
+    )
+    domain_choice: str = pydantic.Field(
+        ...,
+        description="'given', 'generic: no label', 'classifier', 'ensemble', or 'ignored: "
+        "WHY' (the model reads no label).",
+    )
     hypotheses: list[str]
     scores: list[float]
 
@@ -314,20 +189,88 @@ class TranslateResponse(pydantic.BaseModel):
     translations: list[Translation]
 
 
-class Server:
-    """The models, their queues and the request checks (one per application)."""
+class _Request:
+    """A checked request: its sentences, how each was routed, and the decoding options."""
 
-    def __init__(self, options, models=None):
+    def __init__(self, sentences, routes, tokens, unlabelled, beam_size, num_hypotheses):
+        self.sentences = sentences
+        #: Per sentence ``[route, domain, choice]``: the backend's label (a CTranslate2
+        #: domain, a SavedModel label), the domain answered and how it was chosen; route
+        #: ``None`` until the classifier has labelled the sentence.
+        self.routes = routes
+        self.tokens = tokens
+        self.unlabelled = unlabelled
+        self.beam_size = beam_size
+        self.num_hypotheses = num_hypotheses
+
+
+class Server:
+    """The backend, the classifier, the queues and the request checks (one per application).
+
+    Args:
+      options: :class:`Options`.
+      backend: A backend to serve instead of ``options.model_dir`` (tests).
+      classifier: A classifier instead of ``options.classifier`` (tests).
+    """
+
+    def __init__(self, options, backend=None, classifier=None):
         self.options = options
-        self.models = models if models is not None else load_models(options)
-        self.queues = {name: DomainQueue(model, options) for name, model in self.models.items()}
+        self.backend = backend if backend is not None else backends.load(options)
+        try:
+            if classifier is None and options.classifier:
+                if self.backend.ignored is not None:
+                    # Every sentence is translated as generic: nothing to label.
+                    print(
+                        "%s: warning: --classifier %s is not loaded: %s: %s"
+                        % (PROG, options.classifier, options.model_dir, self.backend.ignored),
+                        file=sys.stderr,
+                    )
+                else:
+                    classifier = DomainClassifier(options.classifier)
+            self.classifier = classifier
+            self._check_classifier()
+        except BaseException:
+            self.backend.close()
+            raise
+        self.classifier_queue = None
+        if self.classifier is not None:
+            self.classifier_queue = batching.BatchQueue(
+                CLASSIFIER, self._classify, options.max_batch_size, options.max_wait_ms
+            )
+        self.default_unlabelled = (
+            UNLABELLED_CLASSIFIER
+            if self.classifier is not None and self.backend.ignored is None
+            else UNLABELLED_GENERIC
+        )
         self.queued = 0
         self.queued_lock = threading.Lock()
         self.refused_overload = 0
 
+    def _check_classifier(self):
+        """Refuses a classifier with a domain the model does not have."""
+        if self.classifier is None or self.backend.ignored is not None:
+            return
+        missing = [d for d in self.classifier.domains if d not in self.backend.labels]
+        if missing:
+            raise UserError(
+                "--classifier: %s predicts %s, which %s has no model for (it has: %s)"
+                % (
+                    self.classifier.export_dir,
+                    ", ".join(missing),
+                    self.options.model_dir,
+                    ", ".join(self.backend.labels),
+                )
+            )
+
     def close(self):
-        for queue in self.queues.values():
-            queue.close()
+        self.backend.close()
+        if self.classifier_queue is not None:
+            self.classifier_queue.close()
+
+    def _classify(self, key, token_lists):
+        return self.classifier(token_lists)
+
+    # Checks.
 
     def _field(self, body, name, kind, default=None):
         value = body.get(name, default)
@@ -341,26 +284,101 @@ class Server:
             raise RequestError(422, "%s: expected a string, got %s" % (name, _short(value)))
         return value
 
-    def _domain(self, label, field):
-        if label is None:
-            return domains_lib.GENERIC, NO_LABEL
+    def _ensemble_refusal(self, label):
+        """Why the backend does not translate the ensemble label :obj:`label` (or ``None``)."""
+        if self.backend.ensemble_refusal:
+            return self.backend.ensemble_refusal
+        if label.strip(domains_lib.ASCII_SPACE) == ensembles.ENS_LEARNED:
+            return self.backend.learned_refusal
+        return None
+
+    def _given(self, label, field):
+        """``[route, domain, choice]`` of a sentence given :obj:`label`."""
         if not isinstance(label, str):
             raise RequestError(
                 422, "%s: expected a domain name or null, got %s" % (field, _short(label))
             )
-        if label not in self.models:
+        backend = self.backend
+        if ensembles.is_ensemble_label(label):
+            refusal = self._ensemble_refusal(label)
+            if refusal:
+                raise RequestError(
+                    422, "%s: ensemble label %s: %s" % (field, _short(label), refusal)
+                )
+            stripped = label.strip(domains_lib.ASCII_SPACE)
+            if stripped not in (ensembles.ENS_UNIFORM, ensembles.ENS_LEARNED):
+                try:
+                    ensembles.parse_label(stripped, backend.declared, where=field)
+                except UserError as e:
+                    raise RequestError(422, _one_line(e)) from None
+            return [stripped, stripped, GIVEN]
+        known = label in backend.labels or (backend.ignored is not None and not backend.declared)
+        if not known:
             raise RequestError(
                 422,
                 "%s: unknown domain %s (this server has: %s)"
-                % (field, _short(label), ", ".join(self.models)),
+                % (field, _short(label), ", ".join(backend.labels)),
             )
-        return label, GIVEN
+        if backend.ignored is not None:
+            choice = GIVEN if label == domains_lib.GENERIC else IGNORED + backend.ignored
+            return [domains_lib.GENERIC, domains_lib.GENERIC, choice]
+        return [label, label, GIVEN]
+
+    def _unlabelled_mode(self, body):
+        """The request's ``unlabelled`` (checked against what this server has)."""
+        mode = self._field(body, "unlabelled", str)
+        if mode is None:
+            return self.default_unlabelled
+        if mode not in UNLABELLED:
+            raise RequestError(
+                422, "unlabelled: must be one of %s, got %s" % (", ".join(UNLABELLED), _short(mode))
+            )
+        if mode.startswith(ensembles.RESERVED_PREFIX):
+            refusal = self._ensemble_refusal(mode)
+            if refusal:
+                raise RequestError(422, "unlabelled: %s: %s" % (_short(mode), refusal))
+        # A model that reads no label translates every sentence as generic: no classifier.
+        needs_classifier = mode == ENS_SOFT or (
+            mode == UNLABELLED_CLASSIFIER and self.backend.ignored is None
+        )
+        if needs_classifier and self.classifier is None:
+            raise RequestError(
+                422,
+                "unlabelled: %s needs a domain classifier, and this server has none (start it "
+                "with --classifier)" % _short(mode),
+            )
+        return mode
+
+    def _unlabelled(self, mode):
+        """``[route, domain, choice]`` of a sentence without a label (route ``None``: the
+        classifier decides)."""
+        if self.backend.ignored is not None or mode == UNLABELLED_GENERIC:
+            return [domains_lib.GENERIC, domains_lib.GENERIC, NO_LABEL]
+        if mode in (UNLABELLED_CLASSIFIER, ENS_SOFT):
+            return [None, None, CLASSIFIER if mode == UNLABELLED_CLASSIFIER else ENSEMBLE]
+        return [mode, mode, ENSEMBLE]  # ens-uniform, ens-learned.
+
+    def _tokenize(self, i, sentence, route):
+        backend = self.backend
+        tokens = backend.tokenize(route, sentence)
+        limit = self.options.max_sentence_tokens
+        if backend.source_limit(route) is not None:
+            limit = min(limit, backend.source_limit(route))
+        if not tokens:
+            raise RequestError(422, "sentences[%d]: empty sentence (no tokens)" % i)
+        if len(tokens) > limit:
+            raise RequestError(
+                422,
+                "sentences[%d]: %d tokens, more than this server's limit of %d"
+                % (i, len(tokens), limit),
+            )
+        return tokens
 
     def parse(self, data):
         """Checks a request body (bytes).
 
         Returns:
-          ``(sentences, [(domain, choice)], [tokens], beam_size, num_hypotheses)``.
+          A :class:`_Request`.
 
         Raises:
           RequestError: on the first mistake found.
@@ -410,41 +428,25 @@ class Server:
                     "domains: %d labels for %d sentences (one per sentence, null for none)"
                     % (len(labels), len(sentences)),
                 )
-            chosen = [self._domain(label, "domains[%d]" % i) for i, label in enumerate(labels)]
+            fields = ["domains[%d]" % i for i in range(len(labels))]
         else:
-            label = self._field(body, "domain", str)
-            chosen = [self._domain(label, "domain")] * len(sentences)
-        beam_size = self._field(body, "beam_size", int, 1)
-        if not 1 <= beam_size <= self.options.max_beam_size:
-            raise RequestError(
-                422,
-                "beam_size: must be between 1 and %d, got %d"
-                % (self.options.max_beam_size, beam_size),
-            )
-        num_hypotheses = self._field(body, "num_hypotheses", int, 1)
-        if not 1 <= num_hypotheses <= beam_size:
-            raise RequestError(
-                422,
-                "num_hypotheses: must be between 1 and beam_size (%d), got %d"
-                % (beam_size, num_hypotheses),
-            )
-        tokens = []
-        for i, (sentence, (domain, _)) in enumerate(zip(sentences, chosen)):
-            model = self.models[domain]
-            sentence_tokens = model.tokenize(sentence)
-            limit = self.options.max_sentence_tokens
-            if model.maximum_source_length is not None:
-                limit = min(limit, model.maximum_source_length)
-            if not sentence_tokens:
-                raise RequestError(422, "sentences[%d]: empty sentence (no tokens)" % i)
-            if len(sentence_tokens) > limit:
-                raise RequestError(
-                    422,
-                    "sentences[%d]: %d tokens, more than this server's limit of %d"
-                    % (i, len(sentence_tokens), limit),
-                )
-            tokens.append(sentence_tokens)
-        return sentences, chosen, tokens, beam_size, num_hypotheses
+            labels = [self._field(body, "domain", str)] * len(sentences)
+            fields = ["domain"] * len(sentences)
+        unlabelled = self._unlabelled_mode(body)
+        routes = [
+            self._unlabelled(unlabelled) if label is None else self._given(label, field)
+            for label, field in zip(labels, fields)
+        ]
+        beam_size, num_hypotheses = self.backend.check_decoding(
+            self._field(body, "beam_size", int), self._field(body, "num_hypotheses", int)
+        )
+        tokens = [
+            self._tokenize(i, sentence, route or domains_lib.GENERIC)
+            for i, (sentence, (route, _, _)) in enumerate(zip(sentences, routes))
+        ]
+        return _Request(sentences, routes, tokens, unlabelled, beam_size, num_hypotheses)
+
+    # Translation.
 
     def _reserve(self, count):
         with self.queued_lock:
@@ -461,59 +463,120 @@ class Server:
         with self.queued_lock:
             self.queued -= count
 
-    async def translate(self, data):
-        """Translates a request body: the response as a dictionary."""
-        sentences, chosen, tokens, beam_size, num_hypotheses = self.parse(data)
-        by_domain = collections.OrderedDict()
-        for i, (domain, _) in enumerate(chosen):
-            by_domain.setdefault(domain, []).append(i)
-        self._reserve(len(sentences))
+    async def _label(self, request, jobs):
+        """Labels the sentences that wait for the classifier (route ``None``)."""
+        pending = [i for i, (route, _, _) in enumerate(request.routes) if route is None]
+        if not pending:
+            return
+        items = []
+        for i in pending:
+            tokens = self.classifier.tokenize(request.sentences[i])
+            items.append(tokens or request.tokens[i])
+        job = batching.Job(items)
+        jobs.append(job)
+        self.classifier_queue.put(job)
+        try:
+            results = await asyncio.wrap_future(job.future)
+        except Exception as e:  # pylint: disable=broad-except
+            raise RequestError(500, "classification failed: %s" % _one_line(e)) from None
+        for i, (domain, posterior) in zip(pending, results):
+            if request.unlabelled == ENS_SOFT:
+                label = self.classifier.soft_label(posterior)
+                request.routes[i] = [label, label, ENSEMBLE]
+            else:
+                request.routes[i] = [domain, domain, CLASSIFIER]
+                if self.backend.kind == backends.CTRANSLATE2 and domain != domains_lib.GENERIC:
+                    # The tokens of the domain's own tokenizer (the same in an export of
+                    # ldr-export ctranslate2, whose models share their assets).
+                    request.tokens[i] = self._tokenize(i, request.sentences[i], domain)
+
+    async def _translate(self, request):
         jobs = []
         try:
-            for domain, indices in by_domain.items():
-                job = Job([tokens[i] for i in indices], beam_size, num_hypotheses)
-                self.queues[domain].put(job)
-                jobs.append((domain, indices, job))
+            await self._label(request, jobs)
+            submitted = self.backend.submit(
+                [route for route, _, _ in request.routes],
+                request.tokens,
+                request.beam_size,
+                request.num_hypotheses,
+            )
+            jobs.extend(job for _, job in submitted)
             try:
-                results = await asyncio.wait_for(
-                    asyncio.gather(*(asyncio.wrap_future(job.future) for _, _, job in jobs)),
-                    timeout=self.options.timeout_s,
+                results = await asyncio.gather(
+                    *(asyncio.wrap_future(job.future) for _, job in submitted)
                 )
-            except asyncio.TimeoutError:
-                raise RequestError(
-                    504,
-                    "timeout: not translated within %g s (--timeout_s)" % self.options.timeout_s,
-                ) from None
             except Exception as e:  # pylint: disable=broad-except
                 raise RequestError(500, "translation failed: %s" % _one_line(e)) from None
         finally:
-            for _, _, job in jobs:
-                job.future.cancel()  # No-op once done; skips the decoding otherwise.
-            self._release(len(sentences))
-        translations = [None] * len(sentences)
-        for (domain, indices, _), domain_results in zip(jobs, results):
-            model = self.models[domain]
-            for i, result in zip(indices, domain_results):
-                hypotheses = [model.detokenize(h) for h in result.hypotheses]
+            for job in jobs:
+                job.future.cancel()  # No-op once done; skips the batch otherwise.
+        translations = [None] * len(request.sentences)
+        for (indices, _), job_results in zip(submitted, results):
+            for i, (hypotheses, scores) in zip(indices, job_results):
+                route, domain, choice = request.routes[i]
+                texts = [
+                    self.backend.detokenize(route, h) for h in hypotheses[: request.num_hypotheses]
+                ]
                 translations[i] = {
-                    "text": hypotheses[0],
+                    "text": texts[0],
                     "domain": domain,
-                    "domain_choice": chosen[i][1],
-                    "hypotheses": hypotheses,
-                    "scores": [float(score) for score in result.scores],
+                    "domain_choice": choice,
+                    "hypotheses": texts,
+                    "scores": scores[: request.num_hypotheses],
                 }
         return {"translations": translations}
+
+    async def translate(self, data):
+        """Translates a request body: the response as a dictionary.
+
+        Raises:
+          RequestError: on a refused or failed request.
+        """
+        request = self.parse(data)
+        self._reserve(len(request.sentences))
+        try:
+            return await asyncio.wait_for(self._translate(request), self.options.timeout_s)
+        except asyncio.TimeoutError:
+            raise RequestError(
+                504, "timeout: not translated within %g s (--timeout_s)" % self.options.timeout_s
+            ) from None
+        finally:
+            self._release(len(request.sentences))
+
+    def domains(self):
+        """``GET /domains``: the labels and the ways of translating unlabelled sentences."""
+        modes = [UNLABELLED_GENERIC]
+        if self.classifier is not None and self.backend.ignored is None:
+            modes.append(UNLABELLED_CLASSIFIER)
+        if self.backend.ensemble_refusal is None:
+            modes.append(ensembles.ENS_UNIFORM)
+            if self.backend.learned_refusal is None:
+                modes.append(ensembles.ENS_LEARNED)
+            if self.classifier is not None:
+                modes.append(ENS_SOFT)
+        return {
+            "domains": self.backend.labels,
+            "model": self.backend.kind,
+            "labels_ignored": self.backend.ignored,
+            "unlabelled": self.default_unlabelled,
+            "unlabelled_modes": modes,
+            "classifier_domains": None if self.classifier is None else self.classifier.domains,
+        }
 
     def health(self):
         with self.queued_lock:
             queued, refused = self.queued, self.refused_overload
-        return {
+        health = {
             "status": "ok",
+            "model": self.backend.kind,
             "queued_sentences": queued,
             "max_queued_sentences": self.options.max_queued_sentences,
             "refused_overload": refused,
-            "domains": {name: queue.stats() for name, queue in self.queues.items()},
         }
+        health.update(self.backend.health())
+        if self.classifier_queue is not None:
+            health["classifier"] = self.classifier_queue.stats()
+        return health
 
 
 def _short(value):
@@ -530,14 +593,14 @@ def _error(status, message):
     return responses.JSONResponse({"error": message}, status_code=status)
 
 
-def create_app(options, models=None):
-    """The FastAPI application of :obj:`options` (models loaded now; worker threads run
-    until the application shuts down).
+def create_app(options, backend=None, classifier=None):
+    """The FastAPI application of :obj:`options` (models loaded now, or on first use with
+    ``--lazy``; worker threads run until the application shuts down).
 
     Raises:
       UserError: if the export cannot be served.
     """
-    server = Server(options, models=models)
+    server = Server(options, backend=backend, classifier=classifier)
 
     @contextlib.asynccontextmanager
     async def lifespan(_):
@@ -546,8 +609,8 @@ def create_app(options, models=None):
 
     app = fastapi.FastAPI(
         title="ldr-serve",
-        description="Multi-domain translation with the CTranslate2 models of %s"
-        % os.path.abspath(options.model_dir),
+        description="Multi-domain translation with %s (%s)"
+        % (os.path.abspath(options.model_dir), server.backend.kind),
         lifespan=lifespan,
     )
     app.state.server = server
@@ -565,12 +628,13 @@ def create_app(options, models=None):
             400: {"description": "Malformed JSON"},
             413: {"description": "Body larger than --max_request_bytes"},
             422: {"description": "A field is wrong (the message names it)"},
+            500: {"description": "The model failed on the batch"},
             503: {"description": "Queue full: retry later"},
             504: {"description": "Not translated within --timeout_s"},
         },
     )
     async def translate(request: fastapi.Request):
-        """Translates raw sentences, with a domain per request or per sentence."""
+        """Translates raw sentences, with a domain per request or per sentence (or none)."""
         limit = options.max_request_bytes
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -582,18 +646,24 @@ def create_app(options, models=None):
                 return _error(413, "body: more than the limit of %d bytes" % limit)
             chunks.append(chunk)
         try:
-            return await server.translate(b"".join(chunks))
+            answer = await server.translate(b"".join(chunks))
         except RequestError as e:
             return _error(e.status, str(e))
+        # Serialized here: FastAPI would validate the answer against TranslateResponse
+        # (documentation only) first, which costs more than the translation of a sentence.
+        return responses.Response(
+            json.dumps(answer, ensure_ascii=False).encode("utf-8"), media_type="application/json"
+        )
 
     @app.get("/domains")
     async def domains():
-        """The domains this server translates (``generic`` included)."""
-        return {"domains": list(server.models), "default": domains_lib.GENERIC}
+        """The domains this server translates (``generic`` included), whether the model
+        reads them, and what it does with sentences without one."""
+        return server.domains()
 
     @app.get("/health")
     async def health():
-        """Liveness, queue length and batching counters per domain."""
+        """Liveness, queue length, batching counters per queue, loaded models."""
         return server.health()
 
     return app

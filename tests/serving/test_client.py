@@ -1,7 +1,5 @@
 """``ldr-translate`` on raw text against ``onmt-main infer``, and its bad input."""
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -20,10 +18,10 @@ import yaml
 from parameterized import parameterized
 
 from ldr_opennmt import models
-from ldr_opennmt.cli import translate
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.serving import client
 from tests import corpus, helpers
+from tests.serving.fixtures import run_client
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
@@ -66,25 +64,6 @@ def _run(command, *args):
 
 _write = corpus.write_lines
 _read = corpus.read_lines
-
-
-def run_client(*args, stdin=""):
-    """Runs ldr-translate in this process: (exit status, stdout, stderr)."""
-    stderr = io.StringIO()
-    fake_stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
-    fake_stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
-    status = 0
-    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(fake_stdout):
-        sys.stdin, saved_stdin = fake_stdin, sys.stdin
-        try:
-            translate.main(list(args))
-        except SystemExit as e:
-            status = e.code
-        finally:
-            sys.stdin = saved_stdin
-        fake_stdout.flush()
-        stdout = fake_stdout.buffer.getvalue().decode("utf-8")
-    return status, stdout, stderr.getvalue()
 
 
 def _long_lines_warnings(stderr):

@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -21,106 +20,34 @@ import urllib.error
 import urllib.request
 
 import ctranslate2
-import opennmt
 import pytest
 import tensorflow as tf
 
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt.cli import serve as serve_cli
-from ldr_opennmt.serving import ct2_export
+from ldr_opennmt.serving import backends, ct2_export, ct2_models
 from ldr_opennmt.serving import server as server_lib
 from tests import corpus, helpers
+from tests.serving import fixtures
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MAX_LENGTH = 10
-TOKENIZATION = {
-    "type": "OpenNMTTokenizer",
-    "params": {"mode": "aggressive", "joiner_annotate": True},
-}
+MAX_LENGTH = fixtures.MAX_LENGTH
 SOURCES = ["the big cell", "a host is here", "spirit", "cell host spirit now", "small red host."]
 DOMAINS = ["medical", "religious", "software", "generic"]
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+_free_port = fixtures.free_port
+# ldr-translate's decoding options for the server's (fixtures.ServerProcess).
+DECODING = ("--max_decoding_length", str(MAX_LENGTH))
 
 
 def _export(directory):
     """A tiny LDR model with tokenizers, its checkpoint, and its CTranslate2 export."""
-    paths = corpus.write_corpus(os.path.join(directory, "corpus"), count=20)
-    model = helpers.FAMILIES["ldr_transformer"]()
-    data = corpus.data_config(paths)
-    data["source_tokenization"] = TOKENIZATION
-    data["target_tokenization"] = TOKENIZATION
-    model.initialize(data, params={"beam_width": 1, "maximum_decoding_length": MAX_LENGTH})
-    model.create_variables()
-    helpers.randomize_weights(model, 5)
-    model_dir = os.path.join(directory, "model")
-    checkpoint = opennmt.utils.checkpoint.Checkpoint(model, model_dir=model_dir)
-    checkpoint_path = checkpoint.save(step=1)
-    output_dir = os.path.join(directory, "ct2")
-    ct2_export.export(model, output_dir, checkpoint_path=checkpoint_path)
-    return output_dir
+    model, _ = fixtures.tiny_model(directory)
+    return fixtures.ct2_directory(model, directory)
 
 
-class Server:
-    """``ldr-serve`` in a subprocess on a free port."""
-
-    def __init__(self, model_dir, *options):
-        self.port = _free_port()
-        executable = shutil.which("ldr-serve")
-        command = [executable] if executable else [sys.executable, "-m", "ldr_opennmt.cli.serve"]
-        command += ["--model_dir", model_dir, "--port", str(self.port), "--log_level", "warning"]
-        command += ["--max_decoding_length", str(MAX_LENGTH), "--intra_threads", "1"]
-        command += list(options)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True
-        )
-        deadline = time.monotonic() + 120
-        while True:
-            if self.process.poll() is not None:
-                raise AssertionError("ldr-serve exited: %s" % self.process.stdout.read())
-            try:
-                if self.get("/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise AssertionError("ldr-serve did not answer within 120 s")
-            time.sleep(0.2)
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process.stdout.close()
-
-    def _request(self, request):
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read())
-
-    def get(self, path):
-        return self._request("http://127.0.0.1:%d%s" % (self.port, path))
-
-    def post(self, body, path="/translate"):
-        data = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(
-            "http://127.0.0.1:%d%s" % (self.port, path),
-            data=data,
-            headers={"Content-Type": "application/json"},
-        )
-        return self._request(request)
+def Server(model_dir, *options):  # pylint: disable=invalid-name
+    """``ldr-serve`` on :obj:`model_dir`, answering."""
+    return fixtures.ServerProcess(model_dir, *options).wait()
 
 
 @pytest.mark.e2e
@@ -219,7 +146,7 @@ class ServerTest(helpers.SharedDirTestCase):
             self.assertEqual(len(translation["scores"]), 3)
 
     def test_concurrent_clients_are_batched_and_answered_their_own(self):
-        before = self.server.get("/health")[1]["domains"]
+        before = self.server.get("/health")[1]["queues"]
         clients = 8
         barrier = threading.Barrier(clients)
         requests = [
@@ -244,7 +171,7 @@ class ServerTest(helpers.SharedDirTestCase):
         for request, response in zip(requests, responses):
             domain = request["domain"]
             self._assert_translated(response, request["sentences"], [domain] * 2, ["given"] * 2)
-        after = self.server.get("/health")[1]["domains"]
+        after = self.server.get("/health")[1]["queues"]
         for domain in ("medical", "software"):
             sentences = after[domain]["sentences"] - before[domain]["sentences"]
             batches = after[domain]["batches"] - before[domain]["batches"]
@@ -279,6 +206,117 @@ class ServerTest(helpers.SharedDirTestCase):
         _refused(_no_generic, "--model_dir: .* has no generic model")
         _refused(_truncated, ".*/software: cannot load the CTranslate2 model")
 
+    def test_ldr_translate_on_the_directory_equals_the_server(self):
+        # Each line to its domain's model, by --domain_file or --domain: the server's text.
+        lines = SOURCES + SOURCES[:3]  # --max_sentences 8.
+        labels = ["medical", "generic", "software", "religious", "medical"] + DOMAINS[1:]
+        source = corpus.write_lines(os.path.join(self.dir, "in.txt"), lines)
+        label_file = corpus.write_lines(os.path.join(self.dir, "in.domain"), labels)
+        output = os.path.join(self.dir, "out.txt")
+        status, _, stderr = fixtures.run_client(
+            "--export", self.model_dir, "--domain_file", label_file, "--input", source,
+            "--output", output, "--batch_size", "3", *DECODING,
+        )  # fmt: skip
+        self.assertEqual(status, 0, stderr)
+        status, body = self.server.post({"sentences": lines, "domains": labels})
+        self.assertEqual(status, 200, body)
+        served = [translation["text"] for translation in body["translations"]]
+        self.assertEqual(corpus.read_lines(output), served)
+        for domain in ("religious", "generic"):
+            status, stdout, stderr = fixtures.run_client(
+                "--export", self.model_dir, "--domain", domain, *DECODING,
+                stdin="\n".join(SOURCES) + "\n",
+            )  # fmt: skip
+            self.assertEqual(status, 0, stderr)
+            served = self.server.post({"sentences": SOURCES, "domain": domain})[1]
+            self.assertEqual(
+                stdout.splitlines(), [t["text"] for t in served["translations"]], domain
+            )
+        # Beam search, as the server's beam_size.
+        status, stdout, stderr = fixtures.run_client(
+            "--export", self.model_dir, "--domain", "software", "--beam_size", "4", *DECODING,
+            stdin="\n".join(SOURCES) + "\n",
+        )  # fmt: skip
+        self.assertEqual(status, 0, stderr)
+        served = self.server.post({"sentences": SOURCES, "domain": "software", "beam_size": 4})
+        self.assertEqual(stdout.splitlines(), [t["text"] for t in served[1]["translations"]])
+
+    def test_ldr_translate_checks_on_the_directory(self):
+        source = corpus.write_lines(os.path.join(self.dir, "check.txt"), SOURCES[:3])
+        output = os.path.join(self.dir, "check.out")
+
+        def _error(*args, export=None):
+            status, stdout, stderr = fixtures.run_client(
+                "--export", export or self.model_dir, "--input", source, "--output", output, *args
+            )
+            self.assertEqual((status, stdout), (2, ""), stderr)
+            self.assertFalse(os.path.exists(output))
+            return stderr.strip().splitlines()[-1]
+
+        def _labels(name, labels):
+            return corpus.write_lines(os.path.join(self.dir, name), labels)
+
+        refusal = "%s: %s" % (self.model_dir, ct2_models.ENSEMBLE_REFUSAL)
+        self.assertEqual(
+            _error("--domain", "ens-uniform"),
+            "ldr-translate: error: --domain: ensemble label 'ens-uniform': %s" % refusal,
+        )
+        labels = _labels("ens.domain", ["medical", "medical:0.5 generic:0.5", "generic"])
+        self.assertEqual(
+            _error("--domain_file", labels),
+            "ldr-translate: error: %s:2: ensemble label 'medical:0.5 generic:0.5': %s"
+            % (labels, refusal),
+        )
+        labels = _labels("bad.domain", ["medical", "generic", "legal"])
+        self.assertEqual(
+            _error("--domain_file", labels),
+            "ldr-translate: error: %s:3: unknown domain label 'legal' (declared: medical, "
+            "religious, software, or generic)" % labels,
+        )
+        self.assertRegex(
+            _error("--domain_file", _labels("short.domain", ["medical", "generic"])),
+            r"short.domain:3: missing domain label \(2 labels, but .*check.txt has 3 lines\)$",
+        )
+        self.assertRegex(
+            _error("--domain", "medical", "--max_decoding_length", "0"),
+            "--max_decoding_length must be >= 1, got 0$",
+        )
+        # An export of some domains only: a declared domain without its model.
+        subset = os.path.join(self.dir, "subset")
+        shutil.rmtree(subset, ignore_errors=True)
+        shutil.copytree(self.model_dir, subset)
+        manifest = ct2_export.read_manifest(subset)
+        del manifest["domains"]["software"]
+        with open(os.path.join(subset, ct2_export.MANIFEST), "w") as f:
+            json.dump(manifest, f)
+        labels = _labels("subset.domain", ["medical", "software", "generic"])
+        self.assertEqual(
+            _error("--domain_file", labels, export=subset),
+            "ldr-translate: error: %s:2: domain 'software' has no model in %s (exported: "
+            "medical, religious, generic; export it with ldr-export ctranslate2 --domains)"
+            % (labels, subset),
+        )
+        # A model without domain-specific parameters: labels translated as generic, warned.
+        manifest["domain_specific"] = False
+        with open(os.path.join(subset, ct2_export.MANIFEST), "w") as f:
+            json.dump(manifest, f)
+        status, stdout, stderr = fixtures.run_client(
+            "--export", subset, "--domain_file", labels, "--input", source, *DECODING
+        )
+        self.assertEqual(status, 0, stderr)
+        self.assertRegex(
+            stderr,
+            "^ldr-translate: warning: %s:1: domain label 'medical' \\(and 1 other\\) ignored, "
+            "translated as generic: %s: MultiDomainTransformer has no domain-specific parameters "
+            "\\(manifest.json: domain_specific false\\)" % (labels, subset),
+        )
+        self.assertRegex(
+            stderr.splitlines()[-1],
+            r"^ldr-translate: warning: \d of 3 translations reached --max_decoding_length \(10\)",
+        )
+        generic = self.server.post({"sentences": SOURCES[:3], "domain": "generic"})[1]
+        self.assertEqual(stdout.splitlines(), [t["text"] for t in generic["translations"]])
+
     def test_benchmark_script(self):
         script = os.path.join(ROOT, "run", "bench_serve.py")
         url = "http://127.0.0.1:%d" % self.server.port
@@ -295,13 +333,47 @@ class ServerTest(helpers.SharedDirTestCase):
             self.assertGreaterEqual(float(row[4]), float(row[3]))
             self.assertGreater(float(row[5]), 0)
 
+    def test_serving_benchmark_script(self):
+        # run/serve_bench.py as docs/serving-benchmark.md runs it, briefly.
+        sentences = corpus.write_lines(os.path.join(self.dir, "bench.txt"), SOURCES)
+        report = os.path.join(self.dir, "bench.md")
+        argv = [sys.executable, os.path.join(ROOT, "run", "serve_bench.py")]
+        argv += ["--model_dir", self.model_dir, "--sentences", sentences, "--out", report]
+        argv += ["--clients", "1", "3", "--seconds", "0.5", "--max_batch_size", "2"]
+        argv += ["--max_decoding_length", str(MAX_LENGTH), "--parts", "load", "lazy"]
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+        verdicts = [line for line in run.stdout.splitlines() if line.startswith(("PASS", "MISS"))]
+        self.assertLen(verdicts, 2)
+        self.assertRegex(verdicts[0], r"^(PASS|MISS) throughput with 3 clients: \d+% of offline")
+        self.assertRegex(verdicts[1], r"^(PASS|MISS) p99 latency with 3 clients: [\d.]+x one batch")
+        with open(report) as f:
+            text = f.read()
+        self.assertIn("Offline, batches of 2:", text)
+        self.assertRegex(text, r"\n\| 3 \| \d+ \| 0 \|")  # 3 clients, no errors.
+        self.assertIn("| --lazy |", text)
+        self.assertIn("| --max_loaded_models 1 |", text)
+        self.assertNotIn("every domain loaded at start", text)  # Not asked for.
+
     def test_domains_health_and_openapi(self):
         self.assertEqual(
-            self.server.get("/domains"), (200, {"domains": DOMAINS, "default": "generic"})
+            self.server.get("/domains"),
+            (
+                200,
+                {
+                    "domains": DOMAINS,
+                    "model": "ctranslate2",
+                    "labels_ignored": None,
+                    "unlabelled": "generic",
+                    "unlabelled_modes": ["generic"],
+                    "classifier_domains": None,
+                },
+            ),
         )
         status, health = self.server.get("/health")
-        self.assertEqual((status, health["status"]), (200, "ok"))
-        self.assertEqual(sorted(health["domains"]), sorted(DOMAINS))
+        self.assertEqual((status, health["status"], health["model"]), (200, "ok", "ctranslate2"))
+        self.assertEqual(sorted(health["queues"]), sorted(DOMAINS))
+        self.assertEqual(sorted(health["models"]["loaded_models"]), sorted(DOMAINS))
         status, openapi = self.server.get("/openapi.json")
         self.assertEqual(status, 200)
         self.assertIn("/translate", openapi["paths"])
@@ -426,31 +498,34 @@ class OverloadTest(helpers.SharedDirTestCase):
             self.assertEqual((health["queued_sentences"], health["refused_overload"]), (0, 1))
             # The timed-out job is not decoded once its batch closes (3 s after it came).
             time.sleep(1.5)
-            self.assertEqual(server.get("/health")[1]["domains"]["generic"]["sentences"], 0)
+            self.assertEqual(server.get("/health")[1]["queues"]["generic"]["sentences"], 0)
             self.assertIsNone(server.process.poll())
         finally:
             server.stop()
 
 
-class _FailingTranslator:
-    def translate_batch(self, tokens, **kwargs):
-        raise RuntimeError("CTranslate2 trace\nout of memory")
-
-
 class _FailingModel:
     name = "generic"
     maximum_source_length = None
-    translator = _FailingTranslator()
+    loaded = True
+    loads = 1
+
+    def load(self):
+        pass
 
     def tokenize(self, text):
         return text.split()
 
+    def translate(self, tokens, **kwargs):
+        raise RuntimeError("CTranslate2 trace\nout of memory")
+
 
 class TranslationFailureTest(tf.test.TestCase):
     def test_a_failed_batch_is_a_500_and_the_server_goes_on(self):
+        options = server_lib.Options("unused", max_queued_sentences=2)
         server = server_lib.Server(
-            server_lib.Options("unused", max_queued_sentences=2),
-            models={"generic": _FailingModel()},
+            options,
+            backend=backends.CTranslate2Backend(options, models={"generic": _FailingModel()}),
         )
         try:
             for _ in range(3):  # The queue is released each time: never 503.
@@ -465,7 +540,7 @@ class TranslationFailureTest(tf.test.TestCase):
 
 class CommandLineTest(helpers.SharedDirTestCase):
     def test_not_an_export(self):
-        os.makedirs(self.dir)
+        os.makedirs(self.dir, exist_ok=True)
         helpers.assert_cli_error(
             self,
             serve_cli.main,
@@ -489,3 +564,72 @@ class CommandLineTest(helpers.SharedDirTestCase):
             ["--model_dir", self.dir, "--max_batch_size", "0"],
             "^--max_batch_size must be >= 1, got 0$",
         )
+
+    def test_lazy_options(self):
+        helpers.assert_cli_error(
+            self,
+            serve_cli.main,
+            ["--model_dir", self.dir, "--max_loaded_models", "0"],
+            "^--max_loaded_models must be >= 1, got 0$",
+        )
+        saved_model = os.path.join(self.dir, "saved_model")
+        os.makedirs(saved_model)
+        open(os.path.join(saved_model, "saved_model.pb"), "wb").close()
+        helpers.assert_cli_error(
+            self,
+            serve_cli.main,
+            ["--model_dir", saved_model, "--lazy"],
+            "^--lazy, --max_loaded_models: for an ldr-export ctranslate2 directory",
+        )
+
+
+class _FakeModel:
+    """A DomainModel stand-in that counts its loads."""
+
+    def __init__(self, fail=False):
+        self.loaded = False
+        self.loads = 0
+        self.fail = fail
+
+    def load(self):
+        if self.fail:
+            raise server_lib.UserError("cannot load")
+        if not self.loaded:
+            self.loaded = True
+            self.loads += 1
+
+    def unload(self):
+        self.loaded = False
+
+
+class LoadedModelsTest(tf.test.TestCase):
+    def test_least_recently_used_model_is_unloaded_first(self):
+        models = {name: _FakeModel() for name in ("a", "b", "c")}
+        loaded = ct2_models.LoadedModels(models, limit=2)
+        for name in ("a", "b", "a", "c"):  # c replaces b, the least recently used.
+            loaded.release(loaded.acquire(name) and name)
+        self.assertEqual([n for n, m in models.items() if m.loaded], ["a", "c"])
+        self.assertEqual(loaded.stats()["loaded_models"], ["a", "c"])
+        self.assertEqual((loaded.stats()["loads"], loaded.stats()["unloads"]), (3, 1))
+
+    def test_a_model_in_use_is_not_unloaded(self):
+        models = {name: _FakeModel() for name in ("a", "b")}
+        loaded = ct2_models.LoadedModels(models, limit=1)
+        loaded.acquire("a")
+        acquired = threading.Event()
+        thread = threading.Thread(target=lambda: (loaded.acquire("b"), acquired.set()))
+        thread.start()
+        self.assertFalse(acquired.wait(0.2))  # b waits while a decodes.
+        self.assertTrue(models["a"].loaded)
+        loaded.release("a")
+        self.assertTrue(acquired.wait(5))
+        thread.join()
+        self.assertEqual((models["a"].loaded, models["b"].loaded), (False, True))
+
+    def test_a_model_that_fails_to_load_frees_its_slot(self):
+        models = {"bad": _FakeModel(fail=True), "good": _FakeModel()}
+        loaded = ct2_models.LoadedModels(models, limit=1)
+        with self.assertRaisesRegex(server_lib.UserError, "cannot load"):
+            loaded.acquire("bad")
+        loaded.acquire("good")
+        self.assertEqual(loaded.stats()["loaded_models"], ["good"])

@@ -1,0 +1,147 @@
+"""Dynamic batching for ``ldr-serve``: the jobs of one queue grouped into batches.
+
+A :class:`Job` is one request's sentences for one queue (a domain's CTranslate2 model, the
+SavedModel, the domain classifier). A :class:`BatchQueue` has worker threads that each take
+the oldest job, then wait for more jobs with the same key (the decoding options, which one
+call must share) until the batch holds ``max_batch_size`` sentences or the oldest job came
+``max_wait_ms`` ago (a job that queued while the workers were busy does not wait again), and
+run the batch in one call. A job's sentences always go into one batch, whole (a job larger
+than ``max_batch_size`` runs alone), and each job gets back exactly its own results, in its
+order. A job whose request gave up (timed out) before its batch started is cancelled and
+not run.
+"""
+
+import collections
+import concurrent.futures
+import threading
+import time
+
+
+class Job:
+    """One request's sentences for one queue, run together in one batch.
+
+    Attributes:
+      items: The sentences' inputs (what the queue's ``run_batch`` takes, one per sentence).
+      key: Jobs of the same key may share a batch.
+      future: Set to the list of results (one per item) or to the batch's exception.
+    """
+
+    def __init__(self, items, key=None):
+        self.items = list(items)
+        self.key = key
+        self.future = concurrent.futures.Future()
+        self.created = time.monotonic()
+
+
+class BatchQueue:
+    """Pending jobs and the worker threads that batch and run them.
+
+    Args:
+      name: The queue's name (its threads' names, the statistics).
+      run_batch: ``run_batch(key, items) -> results``: runs one batch (the items of its
+        jobs, in order) and returns one result per item. An exception fails every job of
+        the batch; later batches run.
+      max_batch_size: Most items per batch (a larger job runs alone).
+      max_wait_ms: How long a batch waits for more jobs of its key.
+      threads: Worker threads (batches run at once).
+    """
+
+    def __init__(self, name, run_batch, max_batch_size, max_wait_ms, threads=1):
+        self.name = name
+        self.run_batch = run_batch
+        self.max_batch_size = max_batch_size
+        self.max_wait_ms = max_wait_ms
+        self.jobs = collections.deque()
+        self.condition = threading.Condition()
+        self.closed = False
+        self.batches = 0
+        self.sentences = 0
+        self.largest_batch = 0
+        self.busy_s = 0.0
+        self.threads = [
+            threading.Thread(target=self._work, name="ldr-serve-%s-%d" % (name, i), daemon=True)
+            for i in range(threads)
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def put(self, job):
+        """Queues :obj:`job` (its future is set once its batch has run)."""
+        with self.condition:
+            self.jobs.append(job)
+            self.condition.notify_all()
+
+    def close(self):
+        """Stops the workers once their current batch is done."""
+        with self.condition:
+            self.closed = True
+            self.condition.notify_all()
+        for thread in self.threads:
+            thread.join(timeout=10)
+
+    def _take(self):
+        """The next batch: the oldest job, then jobs of its key that arrive within
+        ``max_wait_ms``, up to ``max_batch_size`` items (``None`` once closed)."""
+        with self.condition:
+            while not self.jobs and not self.closed:
+                self.condition.wait()
+            if not self.jobs:
+                return None
+            first = self.jobs.popleft()
+            batch, size = [first], len(first.items)
+            # No job waits for others longer than max_wait_ms after it came: one that queued
+            # while the workers were busy is run with the jobs already there.
+            deadline = first.created + self.max_wait_ms / 1000.0
+            while size < self.max_batch_size and not self.closed:
+                match = next((job for job in self.jobs if job.key == first.key), None)
+                if match is not None:
+                    if size + len(match.items) > self.max_batch_size:
+                        break
+                    self.jobs.remove(match)
+                    batch.append(match)
+                    size += len(match.items)
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.condition.wait(remaining)
+            return batch
+
+    def _work(self):
+        while True:
+            batch = self._take()
+            if batch is None:
+                return
+            # Jobs whose request timed out were cancelled: not run.
+            batch = [job for job in batch if job.future.set_running_or_notify_cancel()]
+            if not batch:
+                continue
+            items = [item for job in batch for item in job.items]
+            start = time.monotonic()
+            try:
+                results = self.run_batch(batch[0].key, items)
+            except Exception as e:  # pylint: disable=broad-except
+                for job in batch:
+                    job.future.set_exception(e)
+                continue
+            with self.condition:
+                self.busy_s += time.monotonic() - start
+                self.batches += 1
+                self.sentences += len(items)
+                self.largest_batch = max(self.largest_batch, len(items))
+            offset = 0
+            for job in batch:
+                job.future.set_result(list(results[offset : offset + len(job.items)]))
+                offset += len(job.items)
+
+    def stats(self):
+        """Batches and sentences run, the largest batch, the seconds spent running batches
+        (all workers together), and the jobs waiting."""
+        with self.condition:
+            return {
+                "batches": self.batches,
+                "sentences": self.sentences,
+                "largest_batch": self.largest_batch,
+                "busy_s": round(self.busy_s, 3),
+                "queued_jobs": len(self.jobs),
+            }

@@ -1,0 +1,252 @@
+"""The CTranslate2 models of an ``ldr-export ctranslate2`` directory, as translators use them.
+
+Shared by ``ldr-serve`` (:mod:`ldr_opennmt.serving.server`) and ``ldr-translate``
+(:mod:`ldr_opennmt.serving.client`): opening the directory (:func:`open_export`), what its
+labels mean (:func:`label_policy`), each domain's model with its tokenizers
+(:class:`DomainModel`, loaded at once or on first use) and a cap on the models loaded at
+once (:class:`LoadedModels`, least recently used first out).
+"""
+
+import collections
+import os
+import threading
+
+import ctranslate2
+
+from ldr_opennmt import assets as assets_lib
+from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.serving import client, ct2_export
+
+#: Why a CTranslate2 directory translates no ensemble label.
+ENSEMBLE_REFUSAL = (
+    "a CTranslate2 export holds one model per domain and mixes no domain views (translate "
+    "ensembles with the SavedModel of ldr-main export)"
+)
+#: Default decoding options, the same for ``ldr-serve`` and ``ldr-translate``.
+MAX_DECODING_LENGTH = 256
+BEAM_SIZE = 1
+
+
+def open_export(model_dir, where="--model_dir"):
+    """Reads an ``ldr-export ctranslate2`` directory.
+
+    Args:
+      model_dir: The directory.
+      where: How messages name it.
+
+    Returns:
+      ``(manifest, {domain: model directory})``, in the manifest's order.
+
+    Raises:
+      UserError: if it is not such a directory, or a domain's model directory is missing.
+    """
+    if not os.path.isdir(model_dir):
+        raise UserError("%s: %s: directory not found" % (where, model_dir))
+    if not ct2_export.is_export(model_dir):
+        raise UserError(
+            "%s: %s: not an export of ldr-export ctranslate2 (no %s of format %s)"
+            % (where, model_dir, ct2_export.MANIFEST, ct2_export.FORMAT)
+        )
+    manifest = ct2_export.read_manifest(model_dir)
+    domains = manifest.get("domains")
+    if not isinstance(domains, dict) or not domains:
+        raise UserError(
+            "%s: domains: expected a mapping of domain to model directory"
+            % os.path.join(model_dir, ct2_export.MANIFEST)
+        )
+    paths = collections.OrderedDict()
+    for domain, directory in domains.items():
+        path = os.path.join(model_dir, str(directory))
+        if not os.path.isfile(os.path.join(path, "model.bin")):
+            raise UserError(
+                "%s: no CTranslate2 model (model.bin) for domain %r of %s"
+                % (path, domain, ct2_export.MANIFEST)
+            )
+        paths[domain] = path
+    return manifest, paths
+
+
+def declared_domains(manifest):
+    """The domains the exported model declares (``None``: it declares none)."""
+    return list(manifest.get("declared_domains") or []) or None
+
+
+def label_reasons(manifest):
+    """``(ignored, ensemble_refusal)`` of a CTranslate2 directory, as
+    :func:`ldr_opennmt.serving.client.label_reasons` gives them for a SavedModel: labels
+    are ignored when the model has no domain-specific parameters (every directory is the
+    same model); ensembles are always refused (:data:`ENSEMBLE_REFUSAL`)."""
+    ignored = None
+    if manifest.get("domain_specific") is False:
+        ignored = (
+            "%s has no domain-specific parameters (%s: domain_specific false): every domain "
+            "label gives the same translation" % (manifest.get("model"), ct2_export.MANIFEST)
+        )
+    return ignored, ENSEMBLE_REFUSAL
+
+
+class DomainModel:
+    """One domain's CTranslate2 model and tokenizers.
+
+    The tokenizers are loaded at once (their assets are checked); the CTranslate2 model at
+    once, or with ``load=False`` on first use (:meth:`load`), and it may be unloaded
+    (:meth:`unload`) to free its memory.
+    """
+
+    def __init__(
+        self, name, path, device="cpu", inter_threads=1, intra_threads=1, load=True, tokenized=False
+    ):
+        self.name = name
+        self.path = path
+        self.device = device
+        self.inter_threads = inter_threads
+        self.intra_threads = intra_threads
+        self.source_tokenizer = None if tokenized else assets_lib.load_tokenizer(path, "source")
+        self.target_tokenizer = None if tokenized else assets_lib.load_tokenizer(path, "target")
+        # An export of the package's own SavedModel assets may say how many source tokens
+        # the model takes (CTranslate2 exports have none today: then the caller's limit).
+        self.maximum_source_length = client.read_inference_info(path).get(
+            client.MAXIMUM_SOURCE_LENGTH
+        )
+        self.translator = None
+        self.loads = 0
+        self._lock = threading.Lock()
+        if load:
+            self.load()
+
+    @property
+    def loaded(self):
+        return self.translator is not None
+
+    def load(self):
+        """Loads the CTranslate2 model if it is not loaded.
+
+        Raises:
+          UserError: if CTranslate2 cannot load it.
+        """
+        with self._lock:
+            if self.translator is not None:
+                return
+            try:
+                self.translator = ctranslate2.Translator(
+                    self.path,
+                    device=self.device,
+                    inter_threads=self.inter_threads,
+                    intra_threads=self.intra_threads,
+                )
+            except (RuntimeError, ValueError, OSError) as e:
+                raise UserError(
+                    "%s: cannot load the CTranslate2 model (%s)" % (self.path, _one_line(e))
+                ) from None
+            self.loads += 1
+
+    def unload(self):
+        """Frees the CTranslate2 model (loaded again by :meth:`load`)."""
+        with self._lock:
+            self.translator = None
+
+    def tokenize(self, text):
+        return client._tokenize(self.source_tokenizer, text)
+
+    def detokenize(self, tokens):
+        return client._detokenize(self.target_tokenizer, tokens)
+
+    def translate(self, tokens, beam_size=BEAM_SIZE, num_hypotheses=1, max_decoding_length=None):
+        """Translates token lists (the model must be loaded).
+
+        Returns:
+          One ``(hypotheses, scores)`` per sentence: token lists, best first, and their
+          CTranslate2 scores.
+        """
+        results = self.translator.translate_batch(
+            tokens,
+            beam_size=beam_size,
+            num_hypotheses=num_hypotheses,
+            max_decoding_length=max_decoding_length or MAX_DECODING_LENGTH,
+            max_input_length=0,  # Never cut: the callers check or cut the lengths.
+            return_scores=True,
+        )
+        return [
+            (list(result.hypotheses), [float(score) for score in result.scores])
+            for result in results
+        ]
+
+
+class LoadedModels:
+    """Loads :class:`DomainModel` objects on use, at most :obj:`limit` at once.
+
+    :meth:`use` loads a domain's model if needed; when :obj:`limit` models are loaded, the
+    least recently used one that no thread is using is unloaded first (a thread waits while
+    every loaded model is in use). ``limit=None``: no cap.
+    """
+
+    def __init__(self, models, limit=None):
+        self.models = models
+        self.limit = limit
+        self.slots = collections.OrderedDict()  # Loaded (or loading) models, LRU first.
+        self.in_use = collections.Counter()
+        self.evictions = 0
+        self.condition = threading.Condition()
+        for name, model in models.items():
+            if model.loaded:
+                self.slots[name] = True
+
+    def acquire(self, name):
+        """The loaded model of :obj:`name`, held until :meth:`release`."""
+        model = self.models[name]
+        with self.condition:
+            while name not in self.slots:
+                if self.limit is None or len(self.slots) < self.limit:
+                    self.slots[name] = True
+                    break
+                victim = next((n for n in self.slots if not self.in_use[n]), None)
+                if victim is not None:
+                    # Unloaded under the lock: nobody holds it, so nobody is loading it.
+                    del self.slots[victim]
+                    self.models[victim].unload()
+                    self.evictions += 1
+                    self.slots[name] = True
+                    break
+                self.condition.wait()
+            self.slots.move_to_end(name)
+            self.in_use[name] += 1
+        try:
+            model.load()
+        except BaseException:
+            with self.condition:  # Its slot goes to the next model.
+                self.in_use[name] -= 1
+                if not self.in_use[name] and not model.loaded:
+                    self.slots.pop(name, None)
+                self.condition.notify_all()
+            raise
+        return model
+
+    def release(self, name):
+        with self.condition:
+            self.in_use[name] -= 1
+            self.condition.notify_all()
+
+    def stats(self):
+        with self.condition:
+            return {
+                "loaded_models": [n for n in self.slots if self.models[n].loaded],
+                "max_loaded_models": self.limit,
+                "loads": sum(model.loads for model in self.models.values()),
+                "unloads": self.evictions,
+            }
+
+
+def _one_line(error):
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
+def generic_required(model_dir, models):
+    """Raises :class:`UserError` if :obj:`models` has no ``generic`` model."""
+    if domains_lib.GENERIC not in models:
+        raise UserError(
+            "--model_dir: %s has no %s model: sentences without a domain need one "
+            "(export it with ldr-export ctranslate2 --domains ... generic)"
+            % (model_dir, domains_lib.GENERIC)
+        )
