@@ -278,8 +278,8 @@ FAMILIES = (
         builder=functools.partial(factorized_transformer, "pa"),
         title="Factorized PA",
         paper=FACTORIZED_PAPER,
-        summary="Per-domain blocks added in parallel to the embeddings, attention and FFN; "
-        "stage 2 trains them from the unfolded Mixed model.",
+        summary="Per-domain Q, K, V and output projections in every attention (the full "
+        "scheme, F5); stage 2 trains them from the unfolded Mixed model.",
         stage1="mixed_transformer",
         finetune="unfold",
         parameter_count=_sizes(_factorized_count("pa")),
@@ -292,8 +292,8 @@ FAMILIES = (
         builder=functools.partial(factorized_transformer, "sf"),
         title="Factorized SF",
         paper=FACTORIZED_PAPER,
-        summary="Shared and per-domain heads side by side (multi-query attention), trained "
-        "in two stages: general, then domains.",
+        summary="Multi-query attention with per-domain single-head K and V (F2) and a "
+        "per-domain square map after the FFN (F6); trained general, then domains.",
         parameter_count=_sizes(_factorized_count("sf")),
         benchmark={"fact_sf": {}},
         model_def="model_defs/factorized_sf.py",
@@ -304,8 +304,8 @@ FAMILIES = (
         builder=functools.partial(factorized_transformer, "df"),
         title="Factorized DF",
         paper=FACTORIZED_PAPER,
-        summary="Per-domain factors of inner size d_inner in every projection, trained in "
-        "two stages: general, then domains.",
+        summary="Embeddings, output layer and FFN factorized through d_inner with per-domain "
+        "factors (F1, F3, F4) and per-domain K and V (F2); trained general, then domains.",
         tiny={"d_inner": 8},
         parameter_count=_sizes(_factorized_count("df")),
         # d_inner in the paper's proportion to the model size (280 for 512 units).
