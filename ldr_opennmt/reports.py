@@ -1,11 +1,13 @@
 """The Markdown tables and charts every report of the package writes: :func:`markdown_table`,
 :func:`bar_chart` (grouped bars, one panel per :class:`Panel`) and :func:`pyplot` (matplotlib
-without a display), figures being saved atomically by :func:`ldr_opennmt.utils.save_figure`."""
+without a display), figures being saved atomically by :func:`ldr_opennmt.utils.save_figure`.
+
+The module imports the standard library only (the rest on first use): the scripts that keep
+TensorFlow out of their process (``run/benchmarks.py``, ``run/gpu_check.py``) load it from its
+file, without the package, whose ``__init__`` imports TensorFlow."""
 
 import collections
 import math
-
-from ldr_opennmt.utils import save_figure
 
 
 def pyplot():
@@ -30,15 +32,21 @@ def markdown_table(header, rows, align=None):
 
     Returns:
       The table's lines, joined by newlines (no final newline).
+
+    Raises:
+      ValueError: if a row or :obj:`align` has not one entry per column.
     """
     align = align or "l" + "r" * (len(header) - 1)
+    rows = list(rows)
+    if len(align) != len(header) or any(len(row) != len(header) for row in rows):
+        raise ValueError("every row and the alignment need one entry per column")
     lines = [_table_row(header), "|%s|" % "|".join("---:" if a == "r" else "---" for a in align)]
     lines += [_table_row(row) for row in rows]
     return "\n".join(lines)
 
 
 def _table_row(cells):
-    return "|%s|" % "|".join(" %s " % cell if "%s" % cell else " " for cell in cells)
+    return "|%s|" % "|".join(" %s " % (cell,) if str(cell) else " " for cell in cells)
 
 
 #: One panel of :func:`bar_chart`: its ``title``, y-axis label (``ylabel``), ``series`` (a
@@ -64,6 +72,8 @@ def bar_chart(path, groups, panels, figsize, value_format="%.1f", title_size=Non
       title_size: The font size of the panels' titles (``None``: matplotlib's).
       legend_size: The font size of the legends.
     """
+    from ldr_opennmt.utils import save_figure  # pylint: disable=import-outside-toplevel
+
     plt = pyplot()
     figure, axes = plt.subplots(len(panels), 1, figsize=figsize, squeeze=False)
     try:

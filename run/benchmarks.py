@@ -64,6 +64,7 @@ import argparse
 import collections
 import dataclasses
 import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
@@ -76,6 +77,26 @@ import sys
 import tempfile
 import time
 from typing import Any, Dict, List, Optional
+
+
+def standalone_module(name):
+    """``ldr_opennmt/<name>.py`` loaded from its file, without the package (whose
+    ``__init__`` imports TensorFlow): for the package's modules that import the standard
+    library only (``reports``, ``gpu``)."""
+    key = "_ldr_%s_standalone" % name
+    if key not in sys.modules:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        spec = importlib.util.spec_from_file_location(
+            key, os.path.join(root, "ldr_opennmt", name + ".py")
+        )
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[key] = module
+    return sys.modules[key]
+
+
+#: The package's one Markdown table (:func:`ldr_opennmt.reports.markdown_table`).
+markdown_table = standalone_module("reports").markdown_table
 
 DOMAINS = ["d0", "d1", "d2"]
 INFER_DOMAIN = "d0"
@@ -765,28 +786,6 @@ def check_targets(results, config=None):
             (description, value, comparison, threshold, check(value, comparison, threshold))
         )
     return checks
-
-
-def markdown_table(headers, rows, align=None):
-    """A markdown table.
-
-    Args:
-      headers: The column titles.
-      rows: Lists of cells (converted with ``str``).
-      align: One character per column, ``l`` or ``r`` (default: the first column
-        left, the others right).
-
-    Returns:
-      The table, one line per row, without a final newline.
-    """
-    if align is None:
-        align = "l" + "r" * (len(headers) - 1)
-    if len(align) != len(headers) or any(len(row) != len(headers) for row in rows):
-        raise ValueError("every row and the alignment need one entry per column")
-    lines = ["| " + " | ".join(headers) + " |"]
-    lines.append("|" + "|".join("---:" if a == "r" else "---" for a in align) + "|")
-    lines.extend("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)
-    return "\n".join(lines)
 
 
 def parse_cpu_model(cpuinfo):

@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from ldr_opennmt import config_loader, domains, models  # noqa: E402
+from ldr_opennmt.reports import markdown_table  # noqa: E402
 from ldr_opennmt.training.runner import Runner  # noqa: E402
 
 
@@ -29,8 +30,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     os.chdir(ROOT)
-    print("| alpha | domain | sentences | expected | observed |")
-    print("|---:|---|---:|---:|---:|")
+    rows = []
     for alpha in args.alpha:
         config = config_loader.load_run_config(args.config)
         config["model_dir"] = "/tmp/ldr_check_sampling"
@@ -58,10 +58,17 @@ def main():
         sizes = [corpus.size for corpus in runner.corpora]
         expected = domains.sampling_probabilities(sizes, alpha)
         for i, corpus in enumerate(runner.corpora):
-            print(
-                "| %g | %s | %d | %.4f | %.4f |"
-                % (alpha, corpus.domain, corpus.size, expected[i], counts[i] / args.batches)
+            rows.append(
+                [
+                    "%g" % alpha,
+                    corpus.domain,
+                    "%d" % corpus.size,
+                    "%.4f" % expected[i],
+                    "%.4f" % (counts[i] / args.batches),
+                ]
             )
+    header = ["alpha", "domain", "sentences", "expected", "observed"]
+    print(markdown_table(header, rows, align="rlrrr"))
 
 
 if __name__ == "__main__":

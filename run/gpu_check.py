@@ -56,7 +56,6 @@ them) and runs it with ``run/`` on ``sys.path``.
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import math
 import os
@@ -109,14 +108,7 @@ def _log(message):
 def gpu_module():
     """:mod:`ldr_opennmt.gpu` loaded from its file, without the package (whose
     ``__init__`` imports TensorFlow)."""
-    name = "_ldr_gpu_standalone"
-    if name not in sys.modules:
-        path = os.path.join(ROOT, "ldr_opennmt", "gpu.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return sys.modules[name]
+    return benchmarks.standalone_module("gpu")
 
 
 # What this machine has (each probe in a child process).

@@ -15,6 +15,15 @@ class HelpersTest(tf.test.TestCase):
         )
         table = reports.markdown_table(["word", "seed"], [["cell", "yes"]], align="ll")
         self.assertEqual(table.splitlines()[1], "|---|---|")
+        # The rows of run/benchmarks.py's tables: any value (a tuple too), rows from a generator.
+        table = reports.markdown_table(
+            ["system", "ms"], ([n, v] for n, v in [("a", 1.5), ((1, 2), "n/a")])
+        )
+        self.assertEqual(table, "| system | ms |\n|---|---:|\n| a | 1.5 |\n| (1, 2) | n/a |")
+        with self.assertRaises(ValueError):
+            reports.markdown_table(["a", "b"], [["only one"]])
+        with self.assertRaises(ValueError):
+            reports.markdown_table(["a", "b"], [["x", "y"]], align="l")
 
     def test_bar_chart(self):
         path = os.path.join(self.get_temp_dir(), "panels.png")

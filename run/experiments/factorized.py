@@ -31,6 +31,7 @@ import time
 from ldr_opennmt import errors
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.layers import factorized as factorized_layers
+from ldr_opennmt.reports import markdown_table
 from ldr_opennmt.training import corpora as corpora_lib
 
 from . import common
@@ -81,11 +82,11 @@ def parameter_lines(designs, num_domains, size):
     sizes = dict(factorized_layers.PAPER_SIZES, num_domains=num_domains)
     if size == "small":
         sizes.update(encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, d_inner=32)
-    lines = ["| system | parameters × vanilla |", "|---|---:|"]
-    for design in designs:
-        value = factorized_layers.parameter_ratio(design, **sizes)
-        lines.append("| %s | %.2fx |" % (row_name(design), value))
-    return lines
+    rows = [
+        [row_name(design), "%.2fx" % factorized_layers.parameter_ratio(design, **sizes)]
+        for design in designs
+    ]
+    return markdown_table(["system", "parameters × vanilla"], rows).splitlines()
 
 
 def main(argv=None):

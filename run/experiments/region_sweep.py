@@ -24,6 +24,7 @@ import time
 
 from ldr_opennmt import errors
 from ldr_opennmt.evaluation import evaluate
+from ldr_opennmt.reports import pyplot
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import DEFAULT_CACHE, make_directories, save_figure, write_text_atomic
 
@@ -78,31 +79,32 @@ def model_definition(size, cells):
 
 
 def line_chart(results, cells, path):
-    """BLEU per domain (and average) against the region size."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """BLEU per domain (and average) against the region size: a line per domain on a log-2
+    axis (:func:`ldr_opennmt.reports.bar_chart` draws bars), with the package's matplotlib
+    (:func:`ldr_opennmt.reports.pyplot`)."""
+    plt = pyplot()
     domains = results["domains"]
     rows = dict(results["rows"])
     fig, ax = plt.subplots(figsize=(6, 4))
-    for domain in domains + ["average"]:
-        if domain == "average":
-            ys = [sum(rows[_row(c)][d]["bleu"] for d in domains) / len(domains) for c in cells]
-        else:
-            ys = [rows[_row(c)][domain]["bleu"] for c in cells]
-        ax.plot(cells, ys, marker="o", label=domain, linestyle="--" if domain == "average" else "-")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(cells)
-    ax.set_xticklabels([str(c) for c in cells])
-    ax.set_xlabel("cells per domain region")
-    ax.set_ylabel("BLEU")
-    ax.set_title("LDR: BLEU by region size")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    save_figure(fig, path, dpi=120)
-    plt.close(fig)
+    try:
+        for domain in domains + ["average"]:
+            if domain == "average":
+                ys = [sum(rows[_row(c)][d]["bleu"] for d in domains) / len(domains) for c in cells]
+            else:
+                ys = [rows[_row(c)][domain]["bleu"] for c in cells]
+            style = "--" if domain == "average" else "-"
+            ax.plot(cells, ys, marker="o", label=domain, linestyle=style)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(cells)
+        ax.set_xticklabels([str(c) for c in cells])
+        ax.set_xlabel("cells per domain region")
+        ax.set_ylabel("BLEU")
+        ax.set_title("LDR: BLEU by region size")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        save_figure(fig, path, dpi=120)
+    finally:
+        plt.close(fig)
 
 
 def _row(cells):
