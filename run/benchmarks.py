@@ -1493,9 +1493,7 @@ def _measure_ctranslate2(config, system):
     import_rss = peak_rss_mib()
     model_dir = _ct2_model_dir(config, _row(config, system))
     # CTranslate2's throughput setting: one batch per thread, batches in parallel.
-    # Measured on the 2-vCPU AMD machine of BENCHMARKS.md: intra_threads=2 made one
-    # sentence 6x slower than intra_threads=1 (66.5 vs 10.6 ms), and gave nothing at
-    # batch 32 (118 vs 113 sentences/s), while inter_threads=2 doubled throughput.
+    # Why intra_threads=1: BENCHMARKS.md, "Measurements behind the budgets".
     translator = ctranslate2.Translator(
         model_dir, device="cpu", inter_threads=config["threads"], intra_threads=1
     )

@@ -43,8 +43,7 @@ UNITS = {"small": 64, "paper": 512}
 MODES = ("oracle", "generic", "wrong")
 
 BUDGETS = {
-    # Small SF/DF stage 1 runs about 4 steps/s on 2 CPU cores, PA about 3; stage 2
-    # trains only the domain blocks. About 25 minutes for Mixed and three designs.
+    # How long "full" takes: BENCHMARKS.md, "Measurements behind the budgets".
     "full": {
         "steps": 1000,
         "stage2_steps": 300,

@@ -33,7 +33,7 @@ LDR_DEF = "model_defs/small/ldr_transformer_reserved.py"
 MIXED_DEF = "model_defs/small/mixed_transformer.py"
 
 BUDGETS = {
-    # Measured on a 2-core CPU with nothing else running: about 12 minutes in all.
+    # How long "full" takes: BENCHMARKS.md, "Measurements behind the budgets".
     "full": {
         "steps": 800,
         "more_steps": 400,

@@ -35,9 +35,7 @@ from .common import ROOT
 
 MODES = ("generic", "oracle", "ens-uniform", "ens-soft", "ens-learned")
 BUDGETS = {
-    # About 20 minutes on 2 CPU cores: the Transformer and one design train at about 5.8
-    # steps/s here (at 1000 steps, the factorized experiment's budget, the run took 12.0
-    # minutes and the models stayed at 4 BLEU on average).
+    # Why 2500 + 500 steps, and how long: BENCHMARKS.md, "Measurements behind the budgets".
     "full": dict(
         factorized.BUDGETS["full"],
         steps=2500,

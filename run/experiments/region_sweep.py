@@ -36,8 +36,7 @@ SIZES = {
     "paper": dict(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048),
 }
 BUDGETS = {
-    # Small LDR Procedure 1 runs about 3.3 steps/s on 2 CPU cores: about 17 minutes
-    # for three sizes. At 600 steps these models did not translate yet (BLEU < 2).
+    # Why 1000 steps, and how long: BENCHMARKS.md, "Measurements behind the budgets".
     "full": {
         "steps": 1000,
         "warmup": 300,
