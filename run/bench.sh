@@ -7,10 +7,20 @@
 #   bash run/bench.sh --out BENCH.md     # also writes the markdown report
 #   bash run/bench.sh --families ldr_transformer factorized    # some families (or groups)
 #   bash run/bench.sh --user_module my_method.py --families my_family   # a family of yours
+#   bash run/bench.sh --serving          # then ldr-serve's benchmark, bash run/serve_bench.sh
+#                                        # (about 5 more minutes; docs/serving-benchmark.md)
 # Run nothing else meanwhile: the measurements share the CPU.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
 cd "$ROOT"
+SERVING=0
+ARGS=()
+for arg in "$@"; do
+  if [ "$arg" = "--serving" ]; then SERVING=1; else ARGS+=("$arg"); fi
+done
 # run/benchmarks.py is a script of the repository, not of the installed package.
-PYTHONPATH="$ROOT/run${PYTHONPATH:+:$PYTHONPATH}" exec python -m benchmarks "$@"
+PYTHONPATH="$ROOT/run${PYTHONPATH:+:$PYTHONPATH}" python -m benchmarks ${ARGS[@]+"${ARGS[@]}"}
+if [ "$SERVING" = 1 ]; then
+  bash "$ROOT/run/serve_bench.sh"
+fi

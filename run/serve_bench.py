@@ -4,17 +4,20 @@
 
     python run/serve_bench.py --model_dir export/ct2 --sentences test.medical.en \\
         [--domain medical] [--clients 1 8 32] [--seconds 20] [--saved_model export/ldr] \\
-        [--parts load startup lazy savedmodel] [--out figures.md] [-- SERVER OPTIONS]
+        [--parts load startup lazy savedmodel] [--out figures.md] \\
+        [--benchmarks BENCHMARKS.md] [-- SERVER OPTIONS]
+    python run/serve_bench.py --url http://127.0.0.1:8000 --sentences test.medical.en \\
+        [--model_dir export/ct2] [--sentences_per_request 4] ...   # a server already running
 
 Parts (all by default):
 
 * ``load``: the sentences translated offline by CTranslate2 (the domain's model, in this
   process, ``translate_batch`` in batches of ``--max_batch_size``: sentences per second and
   the time of one batch), then ``ldr-serve`` on ``--model_dir`` under 1, 8 and 32
-  concurrent clients, each sending one sentence per request (a keep-alive connection per
-  client) for ``--seconds``: p50 and p99 latency and sentences per second. The issue's
-  targets, printed PASS or MISS: with 32 clients at least 70% of the offline throughput,
-  and p99 latency within 3 times one batch's time.
+  concurrent clients, each sending one sentence per request (``--sentences_per_request``)
+  on a keep-alive connection for ``--seconds``: p50 and p99 latency and sentences per
+  second. The issue's targets, printed PASS or MISS: with 32 clients at least 70% of the
+  offline throughput, and p99 latency within 3 times one batch's time.
 * ``startup``: seconds from starting ``ldr-serve`` to its first answer, and its memory
   (VmRSS; VmHWM: the peak) with every domain loaded.
 * ``lazy``: the same with ``--lazy`` (nothing loaded at start; memory after one request to
@@ -25,15 +28,27 @@ Parts (all by default):
   the ``load`` part on the SavedModel: offline batches by ``ldr-translate``'s Translator,
   then ``ldr-serve --model_dir SAVED_MODEL``.
 
+With ``--url``, the ``load`` part only, on a server already running (started with its own
+options): the offline figures and the targets need ``--model_dir`` (the model it serves).
+
 The decoding options are the same everywhere: greedy, ``--max_decoding_length``, one
 decoding thread per batch (``--intra_threads``) and ``--inter_threads`` batches at once.
 Client, server and offline runs share the machine's cores: run nothing else meanwhile (the
-load average is printed with the figures). Standard library only, plus ctranslate2 (and
-the package for ``savedmodel``).
+load average is printed with the figures).
+
+The report (printed; ``--out``: also written to a file) is one dated run, in Markdown.
+``--benchmarks BENCHMARKS.md`` adds it to that file's section :data:`SECTION` (created at
+the end of the file if missing), before the runs already there: ``BENCHMARKS.md``'s serving
+figures come from this command (``bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md``).
+The client side imports the standard library only (and ``run/benchmarks.py``, for its
+Markdown table); the offline figures need ctranslate2 and the package.
 """
 
 import argparse
+import datetime
+import functools
 import http.client
+import importlib.metadata
 import itertools
 import json
 import os
@@ -43,12 +58,35 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import urllib.parse
+
+import benchmarks
+
+#: The package's one Markdown table (:func:`ldr_opennmt.reports.markdown_table`, loaded from
+#: its file: the package imports TensorFlow, which a run on ``--url`` does not need).
+markdown_table = benchmarks.markdown_table
 
 #: The issue's targets for 32 clients.
 THROUGHPUT_TARGET = 0.7
 LATENCY_TARGET = 3.0
+#: The heading of this benchmark's section of ``BENCHMARKS.md``; each run is a
+#: subsection headed :data:`RUN_HEADING` and its date.
+SECTION = "## Serving: `ldr-serve` under concurrent clients, against offline batches"
+RUN_HEADING = "### Run of "
+#: The first paragraph of a new section (``--benchmarks`` on a file without one).
+SECTION_INTRO = (
+    "What `ldr-serve` gives under 1, 8 and 32 concurrent clients, each sending one sentence "
+    "per request, against the same sentences translated offline in batches, with its startup "
+    "time and memory (docs/serving-benchmark.md: what is measured, and how to read it). "
+    "Targets (issue 35), with 32 clients: at least 70% of the offline throughput, and a p99 "
+    "latency within 3 times one offline batch's time. Measured by `bash run/serve_bench.sh` "
+    "(script `run/serve_bench.py`); `bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md` "
+    "adds its run here, before the earlier ones."
+)
+PARTS = ("load", "startup", "lazy", "savedmodel")
 
 
 def percentile(values, fraction):
@@ -59,17 +97,34 @@ def percentile(values, fraction):
 
 
 def machine():
-    """The CPU model, core count and load average, in one line."""
+    """The CPU model, core count and memory, in one line."""
     model = platform.processor() or "unknown CPU"
+    memory = ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
                 if line.startswith("model name"):
                     model = line.split(":", 1)[1].strip()
                     break
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    memory = ", %.1f GiB" % (int(line.split()[1]) / 1024.0**2)
+                    break
     except OSError:
         pass
-    return "%s, %d cores, load average %s" % (model, os.cpu_count(), load_average())
+    return "%s, %d cores%s" % (model, os.cpu_count(), memory)
+
+
+def software():
+    """Python's version and those of CTranslate2 and TensorFlow (installed or not)."""
+    versions = ["Python %s" % platform.python_version()]
+    for name, title in (("ctranslate2", "CTranslate2"), ("tensorflow", "TensorFlow")):
+        try:
+            versions.append("%s %s" % (title, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return ", ".join(versions)
 
 
 def load_average():
@@ -97,37 +152,62 @@ def _free_port():
 
 
 class Server:
-    """``ldr-serve`` in a subprocess; :attr:`startup_s`: seconds until it answered."""
+    """An ``ldr-serve``: :meth:`start` runs one in a subprocess (:attr:`startup_s`: seconds
+    until it answered), :meth:`at` talks to one already running."""
 
-    def __init__(self, model_dir, options):
-        self.port = _free_port()
+    def __init__(self, host, port, process=None, startup_s=None):
+        self.host, self.port = host, port
+        self.process, self.startup_s = process, startup_s
+
+    @classmethod
+    def start(cls, model_dir, options):
+        """``ldr-serve --model_dir MODEL_DIR OPTIONS`` on a free port, answering."""
+        port = _free_port()
         executable = shutil.which("ldr-serve")
         command = [executable] if executable else [sys.executable, "-m", "ldr_opennmt.cli.serve"]
-        command += ["--model_dir", model_dir, "--port", str(self.port), "--log_level", "warning"]
+        command += ["--model_dir", model_dir, "--port", str(port), "--log_level", "warning"]
         start = time.perf_counter()
-        self.process = subprocess.Popen(
+        process = subprocess.Popen(
             command + list(options), env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         )
+        server = cls("127.0.0.1", port, process)
         deadline = time.monotonic() + 300
         while True:
-            if self.process.poll() is not None:
-                raise SystemExit(
-                    "serve_bench: ldr-serve exited with status %d" % self.process.poll()
-                )
+            if process.poll() is not None:
+                raise SystemExit("serve_bench: ldr-serve exited with status %d" % process.poll())
             try:
-                if self.request("GET", "/health")[0] == 200:
+                if server.request("GET", "/health")[0] == 200:
                     break
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                self.stop()
+                server.stop()
                 raise SystemExit("serve_bench: ldr-serve did not answer within 300 s")
             time.sleep(0.05)
-        self.startup_s = time.perf_counter() - start
+        server.startup_s = time.perf_counter() - start
+        return server
+
+    @classmethod
+    def at(cls, url):
+        """The server answering at :obj:`url` (``http://HOST:PORT``)."""
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme != "http" or not parsed.hostname or parsed.path not in ("", "/"):
+            raise SystemExit("serve_bench: --url: %r is not http://HOST:PORT" % url)
+        server = cls(parsed.hostname, parsed.port or 80)
+        try:
+            status = server.request("GET", "/health")[0]
+        except OSError as e:
+            raise SystemExit("serve_bench: --url: no server at %s (%s)" % (url, e)) from e
+        if status != 200:
+            raise SystemExit("serve_bench: --url: %s/health answered %d" % (url, status))
+        return server
+
+    def connection(self):
+        return http.client.HTTPConnection(self.host, self.port, timeout=300)
 
     def request(self, method, path, body=None, connection=None):
         own = connection is None
-        connection = connection or http.client.HTTPConnection("127.0.0.1", self.port, timeout=300)
+        connection = connection or self.connection()
         try:
             data = None if body is None else json.dumps(body).encode("utf-8")
             headers = {"Content-Type": "application/json"} if data else {}
@@ -151,7 +231,8 @@ class Server:
         return memory_mib(self.process.pid)
 
     def stop(self):
-        if self.process.poll() is None:
+        """Stops the server this script started (not one given by :meth:`at`)."""
+        if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=30)
@@ -160,8 +241,9 @@ class Server:
                 self.process.wait()
 
 
-def run_clients(server, clients, seconds, sentences, domain):
-    """:obj:`clients` threads sending one sentence per request for :obj:`seconds`.
+def run_clients(server, clients, seconds, sentences, domain, per_request=1):
+    """:obj:`clients` threads sending :obj:`per_request` sentences per request for
+    :obj:`seconds`.
 
     Returns:
       ``{"clients", "requests", "errors", "p50_ms", "p99_ms", "sentences_per_s"}``.
@@ -176,20 +258,21 @@ def run_clients(server, clients, seconds, sentences, domain):
     barrier = threading.Barrier(clients, action=_start)
 
     def _client():
-        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+        connection = server.connection()
         # Warm-up: the connection and one request, not counted.
-        server.translate([sentences[0]], domain, connection)
+        server.translate(sentences[:per_request], domain, connection)
         barrier.wait()
         while time.perf_counter() < stop[0]:
-            sentence = sentences[next(counter) % len(sentences)]
+            first = next(counter) * per_request
+            batch = [sentences[(first + i) % len(sentences)] for i in range(per_request)]
             start = time.perf_counter()
             try:
-                server.translate([sentence], domain, connection)
+                server.translate(batch, domain, connection)
             except (OSError, RuntimeError, http.client.HTTPException) as e:
                 with lock:
                     errors.append(str(e))
                 connection.close()
-                connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+                connection = server.connection()
                 continue
             elapsed = time.perf_counter() - start
             with lock:
@@ -208,7 +291,7 @@ def run_clients(server, clients, seconds, sentences, domain):
         "errors": len(errors),
         "p50_ms": 1000 * percentile(latencies, 0.5) if latencies else float("nan"),
         "p99_ms": 1000 * percentile(latencies, 0.99) if latencies else float("nan"),
-        "sentences_per_s": len(latencies) / wall,
+        "sentences_per_s": len(latencies) * per_request / wall,
     }
 
 
@@ -293,6 +376,7 @@ def _offline(translate_all, translate_batch, sentences, batch_size):
     return {
         "sentences_per_s": len(sentences) / min(times),
         "batch_ms": 1000 * statistics.median(batch_times),
+        "load": load_average(),
     }
 
 
@@ -307,100 +391,178 @@ def server_options(args, extra=()):
     ]  # fmt: skip
 
 
-def load_part(name, model_dir, offline, args, sentences, report):
-    """Offline figures, then the server under each number of clients."""
-    report.append("### %s\n" % name)
-    report.append(
-        "Offline, batches of %d: **%.1f sentences/s**, one batch %.1f ms (load: %s).\n"
-        % (args.max_batch_size, offline["sentences_per_s"], offline["batch_ms"], load_average())
-    )
-    server = Server(model_dir, server_options(args))
+# The report: Markdown, from the measurements alone (the functions below measure nothing).
+
+
+def header_lines(date, fields):
+    """The heading of a run (:data:`RUN_HEADING` and :obj:`date`, a ``datetime`` in UTC)
+    and its ``- name: value`` lines, for the ``(name, value)`` of :obj:`fields` whose value
+    is not ``None``."""
+    lines = [RUN_HEADING + date.strftime("%Y-%m-%d %H:%M UTC"), ""]
+    lines += ["- %s: %s" % (name, value) for name, value in fields if value is not None]
+    return lines + [""]
+
+
+def load_lines(name, batch_size, offline, rows, largest):
+    """The ``load`` part of a report.
+
+    Args:
+      name: What was served (the subsection's heading).
+      batch_size: The offline batches' size.
+      offline: ``{"sentences_per_s", "batch_ms", "load"}`` (:func:`offline_ctranslate2`), or
+        ``None`` (not measured: no ratio, no target).
+      rows: The :func:`run_clients` results, each with its ``"load"`` too.
+      largest: The largest batch the server decoded (``None``: not known).
+
+    Returns:
+      ``(lines, verdicts)``: the Markdown lines, and the targets' ``PASS ...`` or
+      ``MISS ...`` lines (in the Markdown too).
+    """
+    lines = ["#### %s" % name, ""]
+    if offline:
+        lines += [
+            "Offline, batches of %d: **%.1f sentences/s**, one batch %.1f ms (load: %s)."
+            % (batch_size, offline["sentences_per_s"], offline["batch_ms"], offline["load"]),
+            "",
+        ]
+    header = ["clients", "requests", "errors", "p50 ms", "p99 ms", "sentences/s", "of offline"]
+    table = [
+        [
+            "%d" % row["clients"],
+            "%d" % row["requests"],
+            "%d" % row["errors"],
+            "%.1f" % row["p50_ms"],
+            "%.1f" % row["p99_ms"],
+            "%.1f" % row["sentences_per_s"],
+            (
+                "%.0f%%" % (100 * row["sentences_per_s"] / offline["sentences_per_s"])
+                if offline
+                else "n/a"
+            ),
+            row["load"],
+        ]
+        for row in rows
+    ]
+    lines += [markdown_table(header + ["load"], table, align="l" * 8), ""]
+    if largest is not None:
+        lines += ["Largest batch the server decoded: %d sentences." % largest, ""]
+    verdicts = []
+    if offline:
+        top = max(rows, key=lambda row: row["clients"])
+        ratio = top["sentences_per_s"] / offline["sentences_per_s"]
+        latency = top["p99_ms"] / offline["batch_ms"]
+        for label, value, target, ok in (
+            (
+                "throughput with %d clients" % top["clients"],
+                "%.1f%% of offline" % (100 * ratio),
+                ">= %.0f%%" % (100 * THROUGHPUT_TARGET),
+                ratio >= THROUGHPUT_TARGET,
+            ),
+            (
+                "p99 latency with %d clients" % top["clients"],
+                "%.2fx one batch" % latency,
+                "<= %.0fx" % LATENCY_TARGET,
+                latency <= LATENCY_TARGET,
+            ),
+        ):
+            verdicts.append(
+                "%s %s: %s (target %s)" % ("PASS" if ok else "MISS", label, value, target)
+            )
+        lines += ["* " + verdict for verdict in verdicts] + [""]
+    return lines, verdicts
+
+
+def startup_lines(rows, alternating=None):
+    """The ``startup`` and ``lazy`` parts of a report.
+
+    Args:
+      rows: ``(server, startup s, RSS MiB after start, RSS MiB after a request per domain,
+        peak MiB)`` per server.
+      alternating: ``(domain, domain, mean ms alternating them, mean ms for one domain)``
+        with ``--max_loaded_models 1``, or ``None``.
+    """
+    header = ["server", "startup s", "RSS MiB after start", "RSS MiB after a request per domain"]
+    table = [
+        [label, "%.1f" % startup, "%.0f" % started, "%.0f" % rss, "%.0f" % peak]
+        for label, startup, started, rss, peak in rows
+    ]
+    lines = ["#### Startup and memory", ""]
+    lines += [markdown_table(header + ["peak (VmHWM) MiB"], table, align="l" * 5), ""]
+    if alternating:
+        lines += [
+            "With `--max_loaded_models 1`, requests of one sentence alternating %s and %s "
+            "(each loads its model again): mean %.1f ms, against %.1f ms for requests of one "
+            "domain." % alternating,
+            "",
+        ]
+    return lines
+
+
+# The measurements.
+
+
+def load_part(name, server_at, offline, args, sentences):
+    """Offline figures (given), then the server under each number of clients.
+
+    Args:
+      name: The subsection's heading.
+      server_at: A function starting the server (stopped at the end), or a running
+        :class:`Server` (left running).
+      offline: See :func:`load_lines`.
+      args: The command line.
+      sentences: The source sentences.
+
+    Returns:
+      See :func:`load_lines`.
+    """
+    server = server_at() if callable(server_at) else server_at
     try:
         rows = []
         for clients in args.clients:
-            rows.append(run_clients(server, clients, args.seconds, sentences, args.domain))
+            rows.append(
+                run_clients(
+                    server,
+                    clients,
+                    args.seconds,
+                    sentences,
+                    args.domain,
+                    per_request=args.sentences_per_request,
+                )
+            )
             rows[-1]["load"] = load_average()
             print("  %s: %s" % (name, json.dumps(rows[-1])), file=sys.stderr)
         batches = server.request("GET", "/health")[1]["queues"]
     finally:
-        server.stop()
-    report.append(
-        "| clients | requests | errors | p50 ms | p99 ms | sentences/s | of offline | load |"
-    )
-    report.append("|---|---|---|---|---|---|---|---|")
-    for row in rows:
-        report.append(
-            "| %d | %d | %d | %.1f | %.1f | %.1f | %.0f%% | %s |"
-            % (
-                row["clients"],
-                row["requests"],
-                row["errors"],
-                row["p50_ms"],
-                row["p99_ms"],
-                row["sentences_per_s"],
-                100 * row["sentences_per_s"] / offline["sentences_per_s"],
-                row["load"],
-            )
-        )
+        if callable(server_at):
+            server.stop()
     largest = max(stats["largest_batch"] for stats in batches.values())
-    report.append("\nLargest batch the server decoded: %d sentences.\n" % largest)
-    top = [row for row in rows if row["clients"] == max(args.clients)][0]
-    ratio = top["sentences_per_s"] / offline["sentences_per_s"]
-    latency = top["p99_ms"] / offline["batch_ms"]
-    for label, value, target, ok in (
-        (
-            "throughput with %d clients" % top["clients"],
-            "%.0f%% of offline" % (100 * ratio),
-            ">= %.0f%%" % (100 * THROUGHPUT_TARGET),
-            ratio >= THROUGHPUT_TARGET,
-        ),
-        (
-            "p99 latency with %d clients" % top["clients"],
-            "%.1fx one batch" % latency,
-            "<= %.0fx" % LATENCY_TARGET,
-            latency <= LATENCY_TARGET,
-        ),
-    ):
-        line = "%s %s: %s (target %s)" % ("PASS" if ok else "MISS", label, value, target)
-        print(line)
-        report.append("* " + line)
-    report.append("")
+    return load_lines(name, args.max_batch_size, offline, rows, largest)
 
 
-def startup_part(args, sentences, domains, report):
+def startup_part(args, sentences, domains):
     """Startup time and memory: every model at start, on first use, at most one."""
-    report.append("### Startup and memory\n")
-    report.append("| server | startup s | RSS MiB after start | RSS MiB after a request per "
-                  "domain | peak (VmHWM) MiB |")  # fmt: skip
-    report.append("|---|---|---|---|---|")
+    rows = []
     alternating = None
     for label, extra in (
         ("every domain loaded at start", ()),
-        ("--lazy", ("--lazy",)),
-        ("--max_loaded_models 1", ("--max_loaded_models", "1")),
+        ("`--lazy`", ("--lazy",)),
+        ("`--max_loaded_models 1`", ("--max_loaded_models", "1")),
     ):
         if ("lazy" if extra else "startup") not in args.parts:
             continue
-        server = Server(args.model_dir, server_options(args, extra))
+        server = Server.start(args.model_dir, server_options(args, extra))
         try:
             started = server.memory()[0]
             for domain in domains:
                 server.translate(sentences[:8], domain)
             rss, peak = server.memory()
-            report.append(
-                "| %s | %.1f | %.0f | %.0f | %.0f |" % (label, server.startup_s, started, rss, peak)
-            )
+            rows.append((label, server.startup_s, started, rss, peak))
             if extra == ("--max_loaded_models", "1"):
-                alternating = _alternating(server, sentences, domains[:2])
+                pair = domains[:2]
+                alternating = tuple(pair) + _alternating(server, sentences, pair)
         finally:
             server.stop()
-    report.append("")
-    if alternating:
-        report.append(
-            "With `--max_loaded_models 1`, requests of one sentence alternating %s and %s "
-            "(each loads its model again): mean %.1f ms, against %.1f ms for requests of one "
-            "domain.\n" % (domains[0], domains[1], alternating[0], alternating[1])
-        )
+    return startup_lines(rows, alternating)
 
 
 def _alternating(server, sentences, domains, count=20):
@@ -415,69 +577,185 @@ def _alternating(server, sentences, domains, count=20):
     return _mean([domains[i % 2] for i in range(count)]), _mean([domains[0]] * count)
 
 
-def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
+def model_description(model_dir, domains):
+    """The domains of a CTranslate2 directory and the size of their ``model.bin``."""
+    sizes = []
+    for domain in domains:
+        try:
+            sizes.append(os.path.getsize(os.path.join(model_dir, domain, "model.bin")))
+        except OSError:
+            pass
+    size = ", %.1f MB of `model.bin` per domain" % (statistics.mean(sizes) / 1e6) if sizes else ""
+    return "`%s`: %s%s" % (model_dir, ", ".join(domains), size)
+
+
+# BENCHMARKS.md.
+
+
+def add_run(text, run):
+    """:obj:`text` (a ``BENCHMARKS.md``) with :obj:`run` (a report) first among the runs of
+    its section :data:`SECTION`: before the section's first :data:`RUN_HEADING` heading, or
+    at its end. A file without the section gets it at its end, with :data:`SECTION_INTRO`."""
+    lines = text.splitlines()
+    run_lines = run.strip("\n").splitlines()
+    if SECTION not in lines:
+        while lines and not lines[-1].strip():
+            lines.pop()
+        return "\n".join(lines + ["", SECTION, "", SECTION_INTRO, ""] + run_lines) + "\n"
+    start = lines.index(SECTION) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    at = next((i for i in range(start, end) if lines[i].startswith(RUN_HEADING)), None)
+    if at is None:  # After the section's text, before the blank lines that end it.
+        at = end
+        while at > start and not lines[at - 1].strip():
+            at -= 1
+        run_lines = [""] + run_lines
+    else:  # Before the latest run.
+        run_lines = run_lines + [""]
+    return "\n".join(lines[:at] + run_lines + lines[at:]) + "\n"
+
+
+def update_benchmarks(path, run):
+    """Adds :obj:`run` to the file :obj:`path` (:func:`add_run`), atomically."""
+    with open(path, encoding="utf-8") as f:
+        text = add_run(f.read(), run)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def parse_args(argv):
+    """The command line: :obj:`argv` without the server options after ``--``, which go to
+    ``server_options``."""
     server_extra = []
     if "--" in argv:
         server_extra = argv[argv.index("--") + 1 :]
         argv = argv[: argv.index("--")]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model_dir", required=True, help="An ldr-export ctranslate2 directory.")
+    parser.add_argument("--model_dir", help="An ldr-export ctranslate2 directory.")
+    parser.add_argument("--url", help="A running ldr-serve (http://HOST:PORT): the load part.")
     parser.add_argument("--saved_model", help="The same model exported by ldr-main export.")
     parser.add_argument("--sentences", required=True, help="Raw source sentences, one a line.")
     parser.add_argument("--limit", type=int, default=512, help="Sentences used (the first N).")
     parser.add_argument("--domain", default="medical", help="The domain of every request.")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--seconds", type=float, default=20, help="Per number of clients.")
+    parser.add_argument("--sentences_per_request", type=int, default=1)
     parser.add_argument("--max_batch_size", type=int, default=32)
     parser.add_argument("--max_decoding_length", type=int, default=64)
     parser.add_argument("--inter_threads", type=int, default=1)
     parser.add_argument("--intra_threads", type=int, default=1)
-    parser.add_argument(
-        "--parts",
-        nargs="+",
-        default=["load", "startup", "lazy", "savedmodel"],
-        choices=["load", "startup", "lazy", "savedmodel"],
-    )
+    parser.add_argument("--parts", nargs="+", choices=PARTS, help="Default: all (--url: load).")
     parser.add_argument("--out", help="Also write the report (Markdown) to this file.")
+    parser.add_argument(
+        "--benchmarks", help="Also add the report to this file's serving section (BENCHMARKS.md)."
+    )
+    parser.add_argument("--invoked_as", help="The command the report names (default: this one).")
     args = parser.parse_args(argv)
     args.server_options = server_extra
+    if args.parts is None:
+        args.parts = ["load"] if args.url else list(PARTS)
+    if not args.url and not args.model_dir:
+        parser.error("--model_dir or --url is required")
+    if args.url and set(args.parts) - {"load"}:
+        parser.error("--url measures the load part only (the others start their own servers)")
+    if args.url and server_extra:
+        parser.error("--url: the server runs with its own options (none after --)")
+    if args.sentences_per_request < 1:
+        parser.error("--sentences_per_request must be at least 1")
+    return args, argv + (["--"] + server_extra if server_extra else [])
+
+
+def main(argv=None):
+    args, argv = parse_args(list(sys.argv[1:] if argv is None else argv))
+    date = datetime.datetime.now(datetime.timezone.utc)
     with open(args.sentences, encoding="utf-8") as f:
         sentences = [line.strip() for line in f if line.strip()][: args.limit]
-    with open(os.path.join(args.model_dir, "manifest.json"), encoding="utf-8") as f:
-        domains = list(json.load(f)["domains"])
-    report = [
-        "Machine: %s. Python %s. Command: `python run/serve_bench.py %s`. %d sentences of %s, "
-        "domain %s; greedy, max_decoding_length %d, batches of %d, inter_threads %d, "
-        "intra_threads %d.\n"
-        % (
-            machine(),
-            platform.python_version(),
-            " ".join(argv + (["--"] + server_extra if server_extra else [])),
-            len(sentences),
-            args.sentences,
-            args.domain,
-            args.max_decoding_length,
-            args.max_batch_size,
-            args.inter_threads,
-            args.intra_threads,
-        )
-    ]
+    server = Server.at(args.url) if args.url else None
+    if args.model_dir:
+        with open(os.path.join(args.model_dir, "manifest.json"), encoding="utf-8") as f:
+            domains = list(json.load(f)["domains"])
+        model = model_description(args.model_dir, domains)
+    else:
+        model = "%s: %s" % (args.url, ", ".join(server.request("GET", "/domains")[1]["domains"]))
+    report = header_lines(
+        date,
+        [
+            ("machine", "%s; load average at start: %s" % (machine(), load_average())),
+            ("software", software()),
+            (
+                "command",
+                "`%s`" % (args.invoked_as or "python run/serve_bench.py " + " ".join(argv)),
+            ),
+            ("model", model),
+            ("saved model", "`%s`" % args.saved_model if args.saved_model else None),
+            (
+                "requests",
+                "%d sentences of `%s`, domain %s, %d per request, %g s per number of clients"
+                % (
+                    len(sentences),
+                    args.sentences,
+                    args.domain,
+                    args.sentences_per_request,
+                    args.seconds,
+                ),
+            ),
+            (
+                "decoding",
+                "greedy, max_decoding_length %d, batches of %d, inter_threads %d, intra_threads %d"
+                % (
+                    args.max_decoding_length,
+                    args.max_batch_size,
+                    args.inter_threads,
+                    args.intra_threads,
+                ),
+            ),
+            ("server options", " ".join(args.server_options) or None),
+        ],
+    )
+    verdicts = []
     if "load" in args.parts:
-        offline = offline_ctranslate2(args.model_dir, args.domain, sentences, args)
-        load_part("CTranslate2 (`%s`)" % args.model_dir, args.model_dir, offline, args,
-                  sentences, report)  # fmt: skip
+        offline = None
+        if args.model_dir:
+            offline = offline_ctranslate2(args.model_dir, args.domain, sentences, args)
+        if server is not None:
+            name, target = "`ldr-serve` at %s" % args.url, server
+        else:
+            name = "CTranslate2 (`%s`)" % args.model_dir
+            target = functools.partial(Server.start, args.model_dir, server_options(args))
+        lines, found = load_part(name, target, offline, args, sentences)
+        report += lines
+        verdicts += found
     if "startup" in args.parts or "lazy" in args.parts:
-        startup_part(args, sentences, domains, report)
+        report += startup_part(args, sentences, domains)
     if "savedmodel" in args.parts and args.saved_model:
         offline = offline_saved_model(args.saved_model, args.domain, sentences, args)
-        load_part("SavedModel (`%s`)" % args.saved_model, args.saved_model, offline, args,
-                  sentences, report)  # fmt: skip
-    text = "\n".join(report) + "\n"
+        lines, found = load_part(
+            "SavedModel (`%s`)" % args.saved_model,
+            functools.partial(Server.start, args.saved_model, server_options(args)),
+            offline,
+            args,
+            sentences,
+        )
+        report += lines
+        verdicts += found
+    text = "\n".join(report).rstrip("\n") + "\n"
     print(text)
+    for verdict in verdicts:
+        print(verdict)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)
+    if args.benchmarks:
+        update_benchmarks(args.benchmarks, text)
+        print("serve_bench: run added to %s" % args.benchmarks, file=sys.stderr)
     return 0
 
 

@@ -3,6 +3,7 @@
 # (ldr-export ctranslate2, ldr-main export; greedy, at most 64 target tokens, raw-text
 # tokenizers of the corpus) and runs run/serve_bench.py on both exports.
 #   bash run/serve_bench.sh                 # the LDR model of `bash run/demo.sh --quick`
+#   bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md   # adds the run to BENCHMARKS.md
 #   bash run/serve_bench.sh --config data.yml ldr.yml --corpus data/default [--work DIR] \
 #       [-- run/serve_bench.py options, e.g. --seconds 10 --out figures.md]
 # About 5 minutes on 2 CPU cores. Run nothing else meanwhile: the measurements share the CPU.
@@ -10,6 +11,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
 cd "$ROOT"
+INVOKED_AS="bash run/serve_bench.sh${*:+ $*}"
 
 CONFIGS=(results/demo-quick/configs/data.yml results/demo-quick/configs/ldr.yml)
 CORPUS=data/default
@@ -56,5 +58,7 @@ ldr-main --log_level ERROR --config "${CONFIGS[@]}" "$WORK/serve.yml" export \
   exit 1
 }
 uptime >&2
-exec python run/serve_bench.py --model_dir "$WORK/ct2" --saved_model "$WORK/saved_model" \
-  --sentences "$CORPUS/raw/test.medical.en" --max_decoding_length 64 "$@"
+# Not exec: the trap above removes the temporary exports when the benchmark ends.
+python run/serve_bench.py --model_dir "$WORK/ct2" --saved_model "$WORK/saved_model" \
+  --sentences "$CORPUS/raw/test.medical.en" --max_decoding_length 64 \
+  --invoked_as "$INVOKED_AS" "$@"

@@ -21,6 +21,7 @@ import urllib.request
 
 import ctranslate2
 import pytest
+import serve_bench
 import tensorflow as tf
 
 from ldr_opennmt import assets as assets_lib
@@ -317,43 +318,58 @@ class ServerTest(helpers.SharedDirTestCase):
         generic = self.server.post({"sentences": SOURCES[:3], "domain": "generic"})[1]
         self.assertEqual(stdout.splitlines(), [t["text"] for t in generic["translations"]])
 
-    def test_benchmark_script(self):
-        script = os.path.join(ROOT, "run", "bench_serve.py")
-        url = "http://127.0.0.1:%d" % self.server.port
-        argv = [sys.executable, script, "--url", url, "--clients", "1", "4", "--requests", "3"]
-        output = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-        lines = output.strip().splitlines()
-        self.assertEqual(
-            lines[0].split(), "clients requests errors p50_ms p99_ms sentences/s".split()
-        )
-        rows = [line.split() for line in lines[1:]]
-        self.assertEqual([row[:3] for row in rows], [["1", "3", "0"], ["4", "12", "0"]])
-        for row in rows:
-            self.assertGreater(float(row[3]), 0)
-            self.assertGreaterEqual(float(row[4]), float(row[3]))
-            self.assertGreater(float(row[5]), 0)
+    def test_benchmark_of_a_running_server(self):
+        # run/serve_bench.py --url: the load part on a server already running, several
+        # sentences per request; no offline figures without --model_dir, so no targets.
+        sentences = corpus.write_lines(os.path.join(self.dir, "bench-url.txt"), SOURCES)
+        argv = [sys.executable, os.path.join(ROOT, "run", "serve_bench.py")]
+        argv += ["--url", "http://127.0.0.1:%d" % self.server.port, "--sentences", sentences]
+        argv += ["--clients", "1", "4", "--seconds", "0.3", "--sentences_per_request", "3"]
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+        self.assertNotRegex(run.stdout, "(?m)^(PASS|MISS)")
+        self.assertIn("#### `ldr-serve` at http://127.0.0.1:%d" % self.server.port, run.stdout)
+        self.assertIn("3 per request", run.stdout)
+        rows = [line.split(" | ") for line in run.stdout.splitlines() if line.startswith("| ")]
+        self.assertEqual([row[0] for row in rows[1:]], ["| 1", "| 4"])  # After the header.
+        for row in rows[1:]:
+            self.assertGreater(int(row[1]), 0)  # Requests.
+            self.assertEqual(row[2], "0")  # No error.
+            self.assertGreaterEqual(float(row[4]), float(row[3]))  # p99 >= p50.
+            self.assertEqual(row[6], "n/a")  # No offline figures.
 
     def test_serving_benchmark_script(self):
-        # run/serve_bench.py as docs/serving-benchmark.md runs it, briefly.
+        # run/serve_bench.py as docs/serving-benchmark.md runs it, briefly, adding its run to
+        # a BENCHMARKS.md.
         sentences = corpus.write_lines(os.path.join(self.dir, "bench.txt"), SOURCES)
         report = os.path.join(self.dir, "bench.md")
         argv = [sys.executable, os.path.join(ROOT, "run", "serve_bench.py")]
+        benchmarks_md = os.path.join(self.dir, "BENCHMARKS.md")
+        with open(benchmarks_md, "w") as f:
+            f.write("# Benchmarks\n")
         argv += ["--model_dir", self.model_dir, "--sentences", sentences, "--out", report]
+        argv += ["--benchmarks", benchmarks_md]
         argv += ["--clients", "1", "3", "--seconds", "0.5", "--max_batch_size", "2"]
         argv += ["--max_decoding_length", str(MAX_LENGTH), "--parts", "load", "lazy"]
         run = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         self.assertEqual(run.returncode, 0, run.stderr[-3000:])
         verdicts = [line for line in run.stdout.splitlines() if line.startswith(("PASS", "MISS"))]
         self.assertLen(verdicts, 2)
-        self.assertRegex(verdicts[0], r"^(PASS|MISS) throughput with 3 clients: \d+% of offline")
+        self.assertRegex(verdicts[0], r"^(PASS|MISS) throughput with 3 clients: [\d.]+% of offline")
         self.assertRegex(verdicts[1], r"^(PASS|MISS) p99 latency with 3 clients: [\d.]+x one batch")
         with open(report) as f:
             text = f.read()
         self.assertIn("Offline, batches of 2:", text)
         self.assertRegex(text, r"\n\| 3 \| \d+ \| 0 \|")  # 3 clients, no errors.
-        self.assertIn("| --lazy |", text)
-        self.assertIn("| --max_loaded_models 1 |", text)
+        self.assertIn("| `--lazy` |", text)
+        self.assertIn("| `--max_loaded_models 1` |", text)
         self.assertNotIn("every domain loaded at start", text)  # Not asked for.
+        with open(benchmarks_md) as f:
+            self.assertEqual(
+                f.read(),
+                "# Benchmarks\n\n%s\n\n%s\n\n%s"
+                % (serve_bench.SECTION, serve_bench.SECTION_INTRO, text),
+            )
 
     def test_domains_health_and_openapi(self):
         self.assertEqual(
