@@ -11,7 +11,8 @@ git) from the code and from the files the commands write:
   modules are found by walking the package, so a new module is documented by itself);
 - ``demo-report.md``: the demo's latest report (``results/demo/report.md``, written by
   ``bash run/demo.sh``) with the date, machine and command its first line records, or a
-  note saying it has not run here.
+  note saying it has not run here; ``tables-report.md`` the same for
+  ``results/tables/report.md`` (``bash run/tables.sh``).
 
 It then checks, and reports as build warnings (errors under ``-W``, as ``run/docs.sh``
 and ``tests/test_docs.py`` build):
@@ -39,6 +40,7 @@ DOCS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(DOCS)
 GENERATED = os.path.join(DOCS, "_generated")
 DEMO_REPORT = os.path.join(ROOT, "results", "demo", "report.md")
+TABLES_REPORT = os.path.join(ROOT, "results", "tables", "report.md")
 #: The page whose table lists the package's top-level configuration keys.
 TOP_LEVEL_KEYS_PAGE = os.path.join(DOCS, "training.md")
 #: The sub-packages of the API reference, in order; the top-level modules go first.
@@ -144,18 +146,26 @@ DEMO_PROVENANCE = re.compile(
 )
 
 
-def demo_report_page(report=DEMO_REPORT, target=os.path.join(GENERATED, "demo")):
+def demo_report_page(
+    report=DEMO_REPORT,
+    target=os.path.join(GENERATED, "demo"),
+    command="bash run/demo.sh",
+    shown="results/demo/report.md",
+):
     """The demo's latest report (:obj:`report`) with its date, machine and command, for
     ``docs/demo.md`` to include; or why there is none. Its first line
     (:data:`DEMO_PROVENANCE`) becomes the sentence that introduces it; a report written
     before the demo recorded them is dated by the file's time. Its headings go two levels
     down (under the page's section) and its images (``bleu.png``) are copied to
-    :obj:`target`."""
+    :obj:`target`. The tables' report (``bash run/tables.sh``: :obj:`command`, and
+    :obj:`shown`, the report's path as the page names it) is shown the same way on
+    ``docs/tables.md``."""
     if not os.path.isfile(report):
         return (
-            "No report here yet: `bash run/demo.sh` writes `results/demo/report.md`"
+            "No report here yet: `%s` writes `%s`"
             " (`results/` is not in the repository: it is this machine's), and the next"
             " `bash run/docs.sh` shows it on this page, with its date and machine.\n"
+            % (command, shown)
         )
     with open(report, encoding="utf-8") as f:
         text = f.read().splitlines()
@@ -163,18 +173,20 @@ def demo_report_page(report=DEMO_REPORT, target=os.path.join(GENERATED, "demo"))
     if provenance:
         text = text[1:]
         intro = (
-            "`results/demo/report.md`, written %(written)s on %(machine)s by `%(command)s`"
+            "`%(shown)s`, written %(written)s on %(machine)s by `%(command)s`"
             ' (its first line; rows of its "Time" table marked "earlier run" were measured'
-            " by an earlier run of the same stages).\n\n" % provenance.groupdict()
+            " by an earlier run of the same stages).\n\n"
+            % dict(provenance.groupdict(), shown=shown)
         )
     else:
         written = datetime.datetime.fromtimestamp(
             os.path.getmtime(report), tz=datetime.timezone.utc
         ).strftime("%Y-%m-%d %H:%M UTC")
         intro = (
-            "`results/demo/report.md`, as `bash run/demo.sh` wrote it on %s (the file's"
+            "`%s`, as `%s` wrote it on %s (the file's"
             " time: the report predates the line that records its date, machine and"
-            ' command; its "Time" section has the time per step measured there).\n\n' % written
+            ' command; its "Time" section has the time per step measured there).\n\n'
+            % (shown, command, written)
         )
     source = os.path.dirname(report)
     os.makedirs(target, exist_ok=True)
@@ -188,7 +200,11 @@ def demo_report_page(report=DEMO_REPORT, target=os.path.join(GENERATED, "demo"))
         if not fence and line.startswith("#"):
             line = "##" + line
         # Images: relative to docs/demo.md, the page that includes this text.
-        line = re.sub(r"\]\(([\w.-]+\.png)\)", r"](_generated/demo/\1)", line)
+        line = re.sub(
+            r"\]\(([\w.-]+\.png)\)",
+            r"](_generated/%s/\1)" % os.path.basename(target),
+            line,
+        )
         lines.append(line)
     return intro + "\n".join(lines) + "\n"
 
@@ -268,6 +284,15 @@ def generate(app=None, config=None):
     for name, text in api_pages().items():
         _write(os.path.join(GENERATED, "api", name + ".md"), text)
     _write(os.path.join(GENERATED, "demo-report.md"), demo_report_page())
+    _write(
+        os.path.join(GENERATED, "tables-report.md"),
+        demo_report_page(
+            TABLES_REPORT,
+            os.path.join(GENERATED, "tables"),
+            "bash run/tables.sh",
+            "results/tables/report.md",
+        ),
+    )
     problems = check_configuration_keys() + check_family_pages()
     for problem in problems:
         logger.warning(problem, type="ldr_docs", subtype="check")

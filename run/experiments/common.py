@@ -445,8 +445,10 @@ class Steps:
         progress,
         options=(),
         after=(),
+        train_options=(),
     ):
-        """The :class:`Stage` named :obj:`slug` that trains a system with ``ldr-main``.
+        """The :class:`Stage` named :obj:`slug` that trains a system with ``ldr-main``
+        (:obj:`options` before ``train``, :obj:`train_options` after it: ``--with_eval``).
 
         Its stamp is :func:`training_stamp`; its output the checkpoint of
         :obj:`final_step`; it owns ``model_dir`` (removed when the stamp differs). A
@@ -457,6 +459,7 @@ class Steps:
         """
         command = ["ldr-main", "--model", model_def, "--config", *config_paths]
         command += ["--auto_config"] + self.options + list(options) + ["train"]
+        command += list(train_options)
         self.commands.append(("Train %s" % title, command))
         final = os.path.join(model_dir, "ckpt-%d.index" % final_step)
         log_path = os.path.join(self.logs_dir, "%s.train.log" % slug)
@@ -474,7 +477,10 @@ class Steps:
             "train %s" % title,
             progress,
             functools.partial(
-                training_stamp, model_def, config_paths, self.options + list(options)
+                training_stamp,
+                model_def,
+                config_paths,
+                self.options + list(options) + list(train_options),
             ),
             [final],
             run,
@@ -686,7 +692,10 @@ def train_config(slug, params, train, budget, runs_dir, data=None):
     config["params"] = dict(
         {
             "learning_rate": 1.0,
-            "decay_params": {"model_dim": 64, "warmup_steps": budget["warmup"]},
+            "decay_params": {
+                "model_dim": budget.get("model_dim", 64),
+                "warmup_steps": budget["warmup"],
+            },
             "maximum_decoding_length": budget["max_decoding_length"],
         },
         **params,

@@ -89,6 +89,12 @@ class Run:
       pred: Also translated with the domain classifier's labels (``pred``).
       headline: One of the systems of the contrastive test and of the findings.
       full: Trained with ``--full`` only.
+      model_defs: The model definition files instead of the family's, by scale
+        (``{"small": ..., "paper": ...}``): a variant the registry has no file for (the
+        encoder-only domain mixing).
+      curriculum: Trained in two stages of its own (the Factorized paper's section 3.1):
+        stage 1 with ``domain_training: general`` (every sentence as generic), then
+        ``finetune: unfold`` and stage 2 on the domain blocks alone, the rest frozen.
     """
 
     family: str
@@ -102,6 +108,8 @@ class Run:
     pred: bool = False
     headline: bool = False
     full: bool = False
+    model_defs: Optional[Mapping[str, str]] = None
+    curriculum: bool = False
 
     @property
     def definition(self):
@@ -117,6 +125,19 @@ class Run:
     def directory(self):
         """The directory (and stage) name."""
         return self.slug or self.family.replace("_transformer", "")
+
+    def model_def(self, scale="small"):
+        """Its model definition file at one scale (``small``: ``model_defs/small/``,
+        ``paper``: ``model_defs/``)."""
+        if self.model_defs:
+            return self.model_defs[scale]
+        family = self.definition
+        path = family.small_def if scale == "small" else family.model_def
+        if path is None:
+            raise errors.UserError(
+                "family %s has no %s model definition in the registry" % (self.family, scale)
+            )
+        return path
 
     @property
     def reads_labels(self):
@@ -267,6 +288,9 @@ def _stage2_config(slug, base_config, budget, runs_dir, unfold=True):
     train = dict(base_config["train"], save_summary_steps=max(steps // 4, 1))
     train["save_checkpoints_steps"] = steps
     del train["max_step"]  # finetune: steps sets it.
+    # A stage 1 of the family's own trained its general copies (domain_training: general);
+    # stage 2 trains the domain blocks (the finetune mode's default).
+    params = {k: v for k, v in base_config["params"].items() if k != "domain_training"}
     finetune = {"base": base_config["model_dir"], "steps": steps}
     if unfold:
         finetune["unfold"] = True
@@ -274,7 +298,7 @@ def _stage2_config(slug, base_config, budget, runs_dir, unfold=True):
         "model_dir": os.path.join(runs_dir, slug),
         "data": dict(common.MIXED_BATCHES),
         "finetune": finetune,
-        "params": base_config["params"],
+        "params": params,
         "train": train,
     }
 
@@ -333,16 +357,37 @@ class Plan:
     """The demo's paths and budget, and the stages that build its results.
 
     Args:
-      args: The parsed command line.
+      args: The parsed command line (``data``, ``cache``; optional ``scale``).
       budget: The budget (:data:`BUDGETS`).
       steps: The :class:`experiments.common.Steps` of the results directory.
+      baseline: The :class:`Run` the others are compared with and the FT_* rows continue.
+      contrastive_systems: The row names of the contrastive lexical-choice test.
+      data_config: The data configuration every system trains with.
     """
 
-    def __init__(self, args, budget, steps):
+    def __init__(
+        self,
+        args,
+        budget,
+        steps,
+        baseline=None,
+        contrastive_systems=None,
+        data_config=DATA_CONFIG,
+    ):
         self.data = args.data
         self.cache = args.cache
+        self.scale = getattr(args, "scale", "small")
         self.budget = budget
         self.steps = steps
+        self.baseline = baseline or BASELINE
+        self.contrastive_systems = tuple(
+            CONTRASTIVE_SYSTEMS if contrastive_systems is None else contrastive_systems
+        )
+        self.data_config_source = data_config
+        #: Evaluate every this many steps (per-domain dev loss, ``--with_eval``) the
+        #: trainings that continue a trained model (stage 2, FT_*): their curves. ``None``:
+        #: no evaluation during training (the demo).
+        self.curve_every = None
         out = steps.out
         self.eval_dir = os.path.join(out, "eval")
         self.contrastive_dir = os.path.join(out, "contrastive")
@@ -404,7 +449,8 @@ class Plan:
         self.domains = info["domains"]
         self.source, self.target = info["source_lang"], info["target_lang"]
         self.data_config = common.write_config(
-            common.load_yaml(DATA_CONFIG), os.path.join(self.steps.configs_dir, "data.yml")
+            common.load_yaml(self.data_config_source),
+            os.path.join(self.steps.configs_dir, "data.yml"),
         )
 
     def items_stage(self):
@@ -433,61 +479,118 @@ class Plan:
         budget, runs_dir = self.budget, self.steps.runs_dir
         stages, configs = [], {}
         scratch = [run for run in runs if run.definition.stage1 is None]
+        stage1_configs = {}
         for index, run in enumerate(scratch):
+            params, slug, title = dict(run.params), run.directory, run.name
+            if run.curriculum:
+                # Its own stage 1: every sentence as generic (the general copies).
+                params["domain_training"] = "general"
+                slug += "_stage1"
+                title += " stage 1 (domain-agnostic, %d steps)" % budget["steps"]
             config = common.train_config(
-                run.directory,
-                dict(run.params),
-                dict(run.train),
-                budget,
-                runs_dir,
-                data=common.MIXED_BATCHES,
+                slug, params, dict(run.train), budget, runs_dir, data=common.MIXED_BATCHES
             )
-            configs[run.family] = configs.get(run.family, config)
+            if run.curriculum:
+                stage1_configs[run.directory] = config
+            else:
+                configs[run.family] = configs.get(run.family, config)
             stages.append(
                 self._train(
                     run,
                     config,
-                    run.name,
+                    title,
                     budget["steps"],
                     "2/6 (%d/%d)" % (index + 1, len(scratch)),
                     options=("--seed", str(run.seed)),
+                    slug=slug,
+                    evaluated=not run.curriculum,
                 )
             )
         for run in runs:
             family = run.definition
-            if family.stage1 is None:
+            if run.curriculum:
+                base_config, base_slug, finetune = (
+                    stage1_configs[run.directory],
+                    run.directory + "_stage1",
+                    "unfold",
+                )
+                how = "its stage 1 unfolded, domain blocks"
+            elif family.stage1 is not None:
+                base = [r for r in scratch if r.family == family.stage1][0]
+                base_config, base_slug, finetune = (
+                    configs[base.family],
+                    base.directory,
+                    family.finetune,
+                )
+                how = (
+                    "%s unfolded, domain blocks" if finetune == "unfold" else "on a frozen %s"
+                ) % base.name
+            else:
                 continue
-            base = [r for r in scratch if r.family == family.stage1][0]
             config = _stage2_config(
-                run.directory, configs[base.family], budget, runs_dir, family.finetune == "unfold"
+                run.directory, base_config, budget, runs_dir, finetune == "unfold"
             )
-            how = "%s unfolded, domain blocks" if family.finetune == "unfold" else "on a frozen %s"
-            title = "%s stage 2 (%s, %d steps)" % (
-                run.name,
-                how % base.name,
-                budget["stage2_steps"],
-            )
+            title = "%s stage 2 (%s, %d steps)" % (run.name, how, budget["stage2_steps"])
             final = budget["steps"] + budget["stage2_steps"]
-            stages.append(self._train(run, config, title, final, "2/6", after=[base.directory]))
-        for domain in self.domains:
-            config = _finetune_config(domain, configs[BASELINE.family], budget, runs_dir)
-            run = Run(
-                BASELINE.family, row="FT_%s" % domain, slug="ft_%s" % domain, modes=("oracle",)
+            stages.append(
+                self._train(run, config, title, final, "2/6", after=[base_slug], curve=True)
             )
-            final, after = budget["steps"] + budget["finetune_steps"], [BASELINE.directory]
-            stages.append(self._train(run, config, run.name, final, "3/6", after=after))
+        for domain in self.domains:
+            baseline = self.baseline
+            config = _finetune_config(domain, configs[baseline.family], budget, runs_dir)
+            run = Run(
+                baseline.family,
+                row="FT_%s" % domain,
+                slug="ft_%s" % domain,
+                modes=("oracle",),
+                model_defs=baseline.model_defs,
+            )
+            final, after = budget["steps"] + budget["finetune_steps"], [baseline.directory]
+            stages.append(self._train(run, config, run.name, final, "3/6", after=after, curve=True))
         return stages + self._classifier_stages()
 
-    def _train(self, run, config, title, final_step, progress, options=(), after=()):
-        """Declares a system's training (and its evaluation's :class:`Trained`)."""
-        paths = [self.data_config, self._config(config, run.directory)]
-        model_dir, model_def = config["model_dir"], run.definition.small_def
-        trained = Trained(
-            run.name, run.directory, paths, model_dir, run.label_modes(), run.reads_labels
-        )
-        self.trained.append(trained)
+    def _train(
+        self,
+        run,
+        config,
+        title,
+        final_step,
+        progress,
+        options=(),
+        after=(),
+        slug=None,
+        evaluated=True,
+        curve=False,
+    ):
+        """Declares a system's training (and, when :obj:`evaluated`, its evaluation's
+        :class:`Trained`; a stage 1 of its own is not evaluated). A :obj:`curve` training
+        (one that continues a trained model) is evaluated on the dev sets every
+        :attr:`curve_every` steps when that is set."""
+        slug = slug or run.directory
+        train_options = ()
+        if curve and self.curve_every:
+            # The dev loss of each domain (no scorer: decoding the dev sets at every point
+            # would cost more than the training).
+            config = dict(config, eval={"steps": self.curve_every, "scorers": []})
+            train_options = ("--with_eval",)
+        paths = [self.data_config, self._config(config, slug)]
+        model_dir, model_def = config["model_dir"], run.model_def(self.scale)
+        if evaluated:
+            trained = Trained(
+                run.name, run.directory, paths, model_dir, run.label_modes(), run.reads_labels
+            )
+            self.trained.append(trained)
         return self.steps.train_stage(
-            title, run.directory, model_def, paths, model_dir, final_step, progress, options, after
+            title,
+            slug,
+            model_def,
+            paths,
+            model_dir,
+            final_step,
+            progress,
+            options,
+            after,
+            train_options=train_options,
         )
 
     def _classifier_stages(self):
@@ -537,7 +640,7 @@ class Plan:
         stages = []
         for trained in self.trained:
             stages.append(self._translate_stage(trained, in_lanes))
-            if trained.name in CONTRASTIVE_SYSTEMS:
+            if trained.name in self.contrastive_systems:
                 stages.append(self._contrastive_stage(trained, in_lanes))
         return stages
 
@@ -640,9 +743,9 @@ class Plan:
         """BLEU, chrF and their significance of every system, and the contrastive summary:
         ``eval/scores.json`` and ``contrastive/contrastive.json`` (:meth:`results`)."""
         budget = self.budget
-        scored = [t for t in self.trained if t.name in CONTRASTIVE_SYSTEMS]
+        scored = [t for t in self.trained if t.name in self.contrastive_systems]
         command = ["ldr-eval", "--corpus", self.data, "--out", self.eval_dir]
-        command += ["--baseline", BASELINE.name]
+        command += ["--baseline", self.baseline.name]
         for trained in self.trained:
             command += _system_args(trained.name, trained.config_paths, trained.modes)
         command += ["--pred-dir", self.pred_dir]
@@ -668,7 +771,7 @@ class Plan:
             return stamps.make_stamp(
                 systems=[[t.name, t.modes] for t in self.trained],
                 contrastive_systems=[t.name for t in scored],
-                baseline=BASELINE.name,
+                baseline=self.baseline.name,
                 sentences=budget["eval_sentences"],
                 test=stamps.files_digest(self._test_files()),
                 translations=stamps.files_digest(
@@ -686,7 +789,7 @@ class Plan:
                 self.data,
                 systems,
                 self.eval_dir,
-                baseline=BASELINE.name,
+                baseline=self.baseline.name,
                 max_sentences=budget["eval_sentences"],
                 pred_dir=self.pred_dir,
             )

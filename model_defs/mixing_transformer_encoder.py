@@ -1,0 +1,9 @@
+"""Word-level adaptive layer-wise domain mixing (Jiang et al., 2020), encoder-only variant
+(E): mixing in the 6 encoder layers, a plain decoder; otherwise as
+``mixing_transformer.py``."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.mixing_transformer(variant="encoder")

@@ -1,0 +1,677 @@
+"""The papers' tables on one corpus: every family of the registry trained and compared in one
+report (``docs/tables.md``).
+
+    bash run/tables.sh [--quick] [--families NAME ...] [--scale paper ...]
+    PYTHONPATH=run python -m experiments.tables [--quick]     # the same, from the root
+
+The demo's pipeline (:mod:`experiments.demo`: declared, stamped stages on two lanes,
+resumable after a crash, each stage reused while its stamp is unchanged) with every family of
+:mod:`ldr_opennmt.registry` instead of the demo's few, each evaluated in every label mode it
+supports (its registry capabilities: oracle, generic, wrong and predicted labels for the
+families that read them, ensembles of domain views where it has them, no label for those that
+ignore labels or need them for training only). Rows:
+
+* one row per registered Transformer family (``--families`` chooses others, RNNs included,
+  or a user module's: ``--user_module FILE``), started the registry's way: from scratch, or
+  from its stage-1 family (Factorized PA unfolded from Mixed, residual adapters on a frozen
+  Mixed);
+* the variants of :data:`VARIANTS`: Mixed again with another seed (the spread every
+  difference is judged by), LDR trained jointly besides Procedure 1, encoder-only domain
+  mixing (E) besides E/DC, and the Factorized designs SF and DF with the paper's curriculum
+  (a stage 1 of their own, every sentence generic, then unfolded);
+* FT_<domain> (Mixed fine-tuned on one domain) and the domain classifier behind the
+  predicted labels, as in the demo.
+
+The report (``report.md``) has BLEU and chrF per domain with a paired bootstrap test against
+Mixed, the parameters of every system (total, and specific to the domains), its training time,
+the contrastive lexical-choice accuracy and label effect, the figures the papers print for the
+same rows (quoted from :mod:`experiments.quoted`, marked as such), and a paragraph generated
+from the figures: which rows beat Mixed beyond the seed spread, and how the ordering of the
+systems compares with each paper's.
+
+``--scale paper`` is the same pipeline with the paper-size model definitions
+(``model_defs/``), the papers' schedule (:data:`BUDGETS` ``paper``) and a corpus of
+``data_configs/`` (``--config data_configs/opus_en_fr.yml --data data/opus_en_fr``, built by
+``ldr-data build opus`` first); ``--onmt-options=--mixed_precision,--jit_compile`` and
+``--num_gpus N`` go to every training. Its cost per row is estimated in ``docs/tables.md``.
+"""
+
+import argparse
+import dataclasses
+import functools
+import json
+import os
+import re
+import sys
+import time
+
+from ldr_opennmt import errors, registry
+from ldr_opennmt.data import corpus as corpus_lib
+from ldr_opennmt.evaluation import contrastive, evaluate
+from ldr_opennmt.reports import markdown_table, pyplot
+from ldr_opennmt.utils import DEFAULT_CACHE, save_figure
+
+from . import common, demo, quoted
+from .common import ROOT
+from .demo import Run
+
+#: The families the default run trains (the registry's Transformers: the papers compare
+#: Transformers; ``--families`` adds the RNNs).
+DEFAULT_ARCHITECTURE = "transformer"
+
+#: The family of the baseline row, always in the table.
+BASELINE_FAMILY = "mixed_transformer"
+
+#: The rows beyond one per family: the options of this experiment, not a list of families
+#: (a family not named here gets its one default row). Each entry: family -> the extra
+#: :class:`experiments.demo.Run` of that family, and the options of its default row.
+VARIANTS = {
+    "mixed_transformer": {
+        "default": {"headline": True},
+        # The run-to-run spread: Mixed again, another seed.
+        "extra": [Run("mixed_transformer", suffix=" (seed 2)", slug="mixed_seed2", seed=2)],
+    },
+    "ldr_transformer": {
+        "default": {"params": {"domain_training": "procedure1"}, "pred": True},
+        # The LDR paper's ablation: one pass with the true labels instead of Procedure 1.
+        "extra": [
+            Run(
+                "ldr_transformer",
+                suffix=" (joint)",
+                slug="ldr_joint",
+                params={"domain_training": "joint"},
+            )
+        ],
+    },
+    "mixing_transformer": {
+        "default": {"row": "Domain mixing"},
+        # The mixing paper's encoder-only variant (E) besides E/DC.
+        "extra": [
+            Run(
+                "mixing_transformer",
+                row="Domain mixing (E)",
+                slug="mixing_e",
+                model_defs={
+                    "small": "model_defs/small/mixing_transformer_encoder.py",
+                    "paper": "model_defs/mixing_transformer_encoder.py",
+                },
+            )
+        ],
+    },
+    # The Factorized paper's curriculum (section 3.1) for the designs whose attention has
+    # other shapes than Mixed's (multi-query K/V): a stage 1 of their own.
+    "factorized_sf": {"default": {"curriculum": True}},
+    "factorized_df": {"default": {"curriculum": True}},
+}
+
+#: The label modes of a family that reads labels (its capabilities add ``ens-uniform`` when
+#: it translates ensembles of its domain views, ``pred`` with the classifier's labels).
+LABEL_MODES = ("oracle", "generic", "wrong")
+
+BUDGETS = {
+    # The demo's recipe and budget per system (run/experiments/demo.py, BUDGETS["default"]),
+    # for every row: the whole table's time is estimated in docs/tables.md.
+    "default": dict(demo.BUDGETS["default"], contrastive_items=500),
+    "quick": dict(demo.BUDGETS["quick"]),
+    # The papers' schedule (the LDR paper's section 3.2, the Factorized paper's 3.1):
+    # Transformer base, Noam decay with 4000 warmup steps, 200,000 steps (Factorized stage 2:
+    # 50,000), batches of 4096 tokens, the whole test sets. For GPUs.
+    "paper": {
+        "steps": 200000,
+        "warmup": 4000,
+        "batch_size": 4096,
+        "alpha": 0.5,
+        "max_length": 100,
+        "finetune_steps": 20000,
+        "stage2_steps": 50000,
+        "classifier_steps": 20000,
+        "eval_sentences": None,
+        "evaluate_in_lanes": True,
+        "contrastive_items": 2000,
+        "examples": 2,
+        "log_steps": 100,
+        "max_decoding_length": 250,
+        "model_dim": 512,
+    },
+}
+
+#: The report's layout, part of its stamp.
+REPORT_LAYOUT = 1
+COMMAND = ["bash", "run/tables.sh"]
+
+
+def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE):
+    """The rows of the table: a :class:`experiments.demo.Run` per family (its options from
+    :data:`VARIANTS`), then the family's extra rows.
+
+    Args:
+      families: Registry names, in the order wanted (default: every registered family of
+        :obj:`architecture`, in registration order). Mixed, the baseline, is always there,
+        and so is the registry stage 1 of a family (Factorized PA's is Mixed).
+      architecture: The architecture of the default families.
+
+    Returns:
+      The runs, the baseline (Mixed) first.
+    """
+    if families is None:
+        families = [f.name for f in registry.families() if f.architecture == architecture]
+    else:
+        families = list(dict.fromkeys(families))
+        for name in list(families):
+            stage1 = registry.get(name).stage1
+            if stage1 is not None and stage1 not in families:
+                families.insert(0, stage1)
+    # Mixed, the baseline of every comparison (and its seed spread), leads.
+    families = [BASELINE_FAMILY] + [name for name in families if name != BASELINE_FAMILY]
+    runs = []
+    for name in families:
+        options = VARIANTS.get(name, {})
+        runs.append(Run(name, **options.get("default", {})))
+        runs.extend(options.get("extra", []))
+    return [_with_modes(run) for run in runs]
+
+
+def _with_modes(run):
+    """:obj:`run` with the label modes its family supports (:data:`LABEL_MODES`, ``pred``
+    where asked, ``ens-uniform`` where it translates ensembles of its domain views)."""
+    caps = registry.capabilities(run.family)
+    if run.modes is not None or caps.labels != registry.LABEL_NEEDED:
+        return run
+    modes = LABEL_MODES + (("pred",) if run.pred else ())
+    if caps.ensembles is None:
+        modes += ("ens-uniform",)
+    return dataclasses.replace(run, modes=modes)
+
+
+def baseline_run(runs):
+    """The baseline of the comparisons: the first run (Mixed when it is in the table)."""
+    return runs[0]
+
+
+def contrastive_rows(runs):
+    """The rows of the contrastive test: the baseline and every row whose family has domain
+    parameters or reads labels (the test asks whether the label picks the word)."""
+    rows = []
+    for run in runs:
+        caps = registry.capabilities(run.family)
+        if run is runs[0] or caps.labels != registry.LABEL_IGNORED:
+            rows.append(run.name)
+    return tuple(rows)
+
+
+# Parameters.
+
+
+def _is_model_variable(name):
+    """Whether a checkpoint key names a model weight (not an optimizer slot, step or
+    counter)."""
+    return name.startswith("model/") and "OPTIMIZER_SLOT" not in name
+
+
+def parameter_counts(checkpoint, num_domains):
+    """``(total, domain-specific)`` parameters of a trained model, from its checkpoint.
+
+    Every model weight counts (biases and layer norms included, unlike the Factorized
+    paper's #P). A weight is domain-specific when its name says so (``domain``, ``region``,
+    ``adapter``, ``proportion``, ``mix``) or its first dimension is the number of domains
+    (with or without the ``generic`` copy): the per-domain copies of the package's layers.
+
+    Args:
+      checkpoint: A checkpoint prefix.
+      num_domains: The number of declared domains.
+    """
+    import tensorflow as tf
+
+    total = specific = 0
+    markers = ("domain", "region", "adapter", "proportion", "mix")
+    for name, shape in tf.train.list_variables(checkpoint):
+        if not _is_model_variable(name):
+            continue
+        size = 1
+        for dim in shape:
+            size *= dim
+        total += size
+        lowered = name.lower()
+        if any(m in lowered for m in markers) or (
+            len(shape) > 1 and shape[0] in (num_domains, num_domains + 1)
+        ):
+            specific += size
+    return total, specific
+
+
+# The report.
+
+
+def system_rows(plan, steps, num_domains):
+    """The systems table's cells: row, family, parameters, training minutes, steps/s."""
+    import tensorflow as tf
+
+    rows = []
+    by_title = {}
+    for title, seconds in steps.timings:
+        by_title.setdefault(title.replace(" (earlier run)", ""), seconds)
+    for trained in plan.trained:
+        run = plan.runs_by_name.get(trained.name)
+        family = registry.get(run.family) if run else registry.get(plan.baseline.family)
+        checkpoint = tf.train.latest_checkpoint(trained.model_dir)
+        total, specific = parameter_counts(checkpoint, num_domains) if checkpoint else (0, 0)
+        titles = plan.stage_titles.get(trained.slug, [])
+        minutes = sum(by_title.get(title, 0.0) for title in titles) / 60
+        speeds = [
+            speed[0]
+            for title, speed in steps.speeds.items()
+            if title.replace(" (earlier run)", "") in titles
+        ]
+        rows.append(
+            [
+                trained.name,
+                family.name,
+                "%.2fM" % (total / 1e6),
+                "%.3fM" % (specific / num_domains / 1e6) if specific else "0",
+                "%.1f" % minutes,
+                "%.2f" % speeds[-1] if speeds else "",
+            ]
+        )
+    return rows
+
+
+def quoted_lines(averages):
+    """The papers' figures beside ours: per paper, its rows with their quoted average (or
+    the mean of the domains it prints), and our average BLEU of the same row."""
+    lines = []
+    for paper, info in quoted.PAPERS.items():
+        entries = [e for e in quoted.QUOTED if e["paper"] == paper]
+        if not entries:
+            continue
+        cells = []
+        for entry in entries:
+            figure = entry["average"]
+            how = "average"
+            if figure is None and entry["domains"]:
+                figure = sum(entry["domains"].values()) / len(entry["domains"])
+                how = "mean of its domains"
+            ours = averages.get(_our_row(entry["row"]))
+            cells.append(
+                [
+                    entry["row"],
+                    entry["paper_row"],
+                    "%.1f (%s)" % (figure, how) if figure is not None else "",
+                    "%.1f" % ours if ours is not None else "not trained",
+                ]
+            )
+        lines += [
+            "### %s, %s (quoted)" % (info["citation"], info["table"]),
+            "",
+            "%s. %s." % (info["data"], info["metric"]),
+            "",
+            markdown_table(["our row", "paper's row", "paper (quoted)", "ours"], cells, "llrr"),
+            "",
+        ]
+    return lines
+
+
+def _our_row(row):
+    """Our table's row of a quoted row name: a label mode in parentheses is ours too
+    (``LDR (generic)``); a bare family row is its oracle row when it reads labels."""
+    return row
+
+
+#: OpenNMT-tf's log line of a per-domain evaluation
+#: (:class:`ldr_opennmt.training.evaluator.MultiDomainEvaluator`).
+_EVALUATION = re.compile(
+    r"Evaluation result for domain (?P<domain>\S+) at step (?P<step>\d+): .*?loss = "
+    r"(?P<loss>[-+0-9.eE]+|nan|inf)"
+)
+
+
+def dev_curves(log_path):
+    """``{domain: [(step, dev loss)]}`` of a training log (``--with_eval``), in step order;
+    empty when the log has no per-domain evaluation."""
+    curves = {}
+    if not os.path.isfile(log_path):
+        return curves
+    with open(log_path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            match = _EVALUATION.search(line)
+            if match:
+                point = (int(match.group("step")), float(match.group("loss")))
+                curves.setdefault(match.group("domain"), []).append(point)
+    return {domain: sorted(dict(points).items()) for domain, points in curves.items()}
+
+
+def curve_section(plan, out):
+    """The curves of the trainings that continue a trained model (stage 2, FT_*): a table of
+    each domain's dev loss at the first and the last evaluation, and ``stage2_curves.png``
+    (one panel per training, one line per domain). ``[]`` when none was evaluated."""
+    curves = {}
+    for trained in plan.trained:
+        log_path = os.path.join(plan.steps.logs_dir, "%s.train.log" % trained.slug)
+        found = dev_curves(log_path)
+        if found:
+            curves[trained.name] = found
+    if not curves:
+        return []
+    rows = []
+    for name, found in curves.items():
+        for domain, points in found.items():
+            (first_step, first), (last_step, last) = points[0], points[-1]
+            best_step, best = min(points, key=lambda point: point[1])
+            rows.append(
+                [
+                    name,
+                    domain,
+                    "%.3f (step %d)" % (first, first_step),
+                    "%.3f (step %d)" % (best, best_step),
+                    "%.3f (step %d)" % (last, last_step),
+                ]
+            )
+    plt = pyplot()
+    figure, axes = plt.subplots(
+        len(curves), 1, figsize=(6, 2.2 * len(curves)), squeeze=False, sharex=False
+    )
+    try:
+        for axis, (name, found) in zip(axes[:, 0], curves.items()):
+            for domain, points in found.items():
+                axis.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=domain)
+            axis.set_title(name, fontsize=9)
+            axis.set_ylabel("dev loss")
+            axis.legend(fontsize=7)
+        axes[-1, 0].set_xlabel("step")
+        figure.tight_layout()
+        save_figure(figure, os.path.join(out, "stage2_curves.png"))
+    finally:
+        plt.close(figure)
+    return [
+        "## Stage 2 and fine-tuning, per domain",
+        "",
+        "The dev loss of each domain while a stage 2 (Factorized, residual adapters) or a"
+        " fine-tuning (FT_*) trains, evaluated every %d steps (`--with_eval`): the first"
+        " evaluation, the best and the last." % plan.curve_every,
+        "",
+        markdown_table(["training", "domain", "first", "best", "last"], rows, "llrrr"),
+        "",
+        "![Dev loss per domain during stage 2 and fine-tuning](stage2_curves.png)",
+        "",
+    ]
+
+
+def row_averages(results):
+    """``{row: average BLEU}``, a family that reads labels under its bare name too (its
+    oracle row)."""
+    averages = {}
+    for row, scores in results["rows"]:
+        averages[row] = evaluate.average(scores)
+    for row in list(averages):
+        if row.endswith(" (oracle)"):
+            averages.setdefault(row[: -len(" (oracle)")], averages[row])
+    return averages
+
+
+def findings(results, spread, baseline, rows):
+    """The generated paragraph: which rows beat :obj:`baseline` beyond the seed spread,
+    which do not, and the ordering of the systems against each paper's.
+
+    Args:
+      results: The BLEU results of ``evaluate.evaluate``.
+      spread: The seed spread of the baseline's average BLEU (``None``: not measured).
+      baseline: The baseline row.
+      rows: The table's row names (the systems, without their label modes).
+
+    Returns:
+      Markdown lines.
+    """
+    averages = row_averages(results)
+    if baseline not in averages:
+        return ["- No %s row: nothing to compare with." % baseline]
+    base = averages[baseline]
+    noise = spread or 0.0
+    beat, within, below = [], [], []
+    for row in rows:
+        if row == baseline or row not in averages or row.endswith("(seed 2)"):
+            continue
+        difference = averages[row] - base
+        cell = "%s (%+.1f)" % (row, difference)
+        if spread is not None and abs(difference) <= noise:
+            within.append(cell)
+        elif difference > 0:
+            beat.append(cell)
+        else:
+            below.append(cell)
+    spread_text = "%.1f BLEU" % spread if spread is not None else "not measured"
+    lines = [
+        "- %s averages %.1f BLEU; the seed spread (Mixed trained twice) is %s."
+        % (baseline, base, spread_text),
+        "- Beat %s beyond the spread: %s." % (baseline, ", ".join(beat) or "none"),
+        "- Within the spread (no difference this run can show): %s."
+        % (", ".join(within) or "none"),
+        "- Below %s beyond the spread: %s." % (baseline, ", ".join(below) or "none"),
+    ]
+    for paper, info in quoted.PAPERS.items():
+        theirs = [row for row in quoted.ordering(paper) if row in averages]
+        if len(theirs) < 2:
+            continue
+        ours = sorted(theirs, key=lambda row: -averages[row])
+        same = ours == theirs
+        lines.append(
+            "- %s's ordering of these rows (%s, best first): %s; ours: %s: %s."
+            % (
+                info["citation"],
+                info["table"],
+                " > ".join(theirs),
+                " > ".join(ours),
+                "the same" if same else "it differs",
+            )
+        )
+    return lines
+
+
+def write_report(plan, steps, info, results, contrastive_results, total, budget, mode):
+    """The report's Markdown text."""
+    domains = results["domains"]
+    spread = demo.seed_spread(results, first=plan.baseline.name, second=plan.seed_row)
+    names = [run.name for run in plan.runs]
+    lines = [
+        "# The papers' tables on one corpus (%s)" % mode,
+        "",
+        "Every family of the registry on the corpus of `%s`, %d domains (%s), at the %s"
+        " scale: %s steps per system trained from scratch, batches of %s tokens; stage 2 of"
+        " the two-stage families %s steps; FT_<domain> %s steps; evaluation on %s test"
+        " sentences per domain, beam 4."
+        % (
+            plan.data,
+            len(domains),
+            ", ".join(domains),
+            plan.scale,
+            budget["steps"],
+            budget["batch_size"],
+            budget["stage2_steps"],
+            budget["finetune_steps"],
+            budget["eval_sentences"] or "all the",
+        ),
+        "",
+        "## Corpus",
+        "",
+        corpus_lib.corpus_table(info),
+        "",
+        "## BLEU and chrF per domain",
+        "",
+        "Label modes in parentheses: oracle (the true label), generic (no domain), wrong (the"
+        " next domain), pred (the domain classifier's), ens-uniform (the average of every"
+        " domain view). Rows without one ignore labels or use them for training only.",
+        "",
+        evaluate.format_tables(results),
+        "",
+        "Seed spread: %s."
+        % ("%.1f BLEU" % spread if spread is not None else "not measured (no second seed)"),
+        "",
+        "![BLEU per domain](bleu.png)",
+        "",
+        "## Systems",
+        "",
+        "Parameters counted in the trained checkpoint (every weight, biases included);"
+        " domain-specific ones (the per-domain copies, regions, adapters, proportion layers)"
+        " per domain. Training: the minutes of its training stages on one lane (a curriculum's"
+        " or a stage 2's own, not its stage-1 family's), and the last stage's steps/s.",
+        "",
+        markdown_table(
+            ["row", "family", "parameters", "per domain", "training min", "steps/s"],
+            system_rows(plan, steps, len(domains)),
+            "llrrrr",
+        ),
+        "",
+        "## Contrastive lexical choice",
+        "",
+        contrastive.format_tables(contrastive_results),
+        "",
+        "## The papers' figures beside ours",
+        "",
+        "Quoted from the papers (`run/experiments/quoted.py`), on their data and model sizes:"
+        " only the ordering of the rows is comparable with ours.",
+        "",
+    ]
+    lines += curve_section(plan, steps.out)
+    lines += quoted_lines(row_averages(results))
+    lines += ["## What this shows", "", "Generated from the figures above.", ""]
+    lines += findings(results, spread, plan.baseline.name, names)
+    lines += ["", "## Time", ""] + steps.timing_lines(total)
+    lines += ["", "## Commands to rerun any step", ""]
+    for title, command in steps.commands:
+        lines += ["- %s: `%s`" % (title, common.command_line(command))]
+    return "\n".join(lines) + "\n"
+
+
+class TablesPlan(demo.Plan):
+    """The demo's :class:`experiments.demo.Plan` for the rows of :func:`table_runs`."""
+
+    def __init__(self, args, budget, steps, runs):
+        super().__init__(
+            args,
+            budget,
+            steps,
+            baseline=baseline_run(runs),
+            contrastive_systems=contrastive_rows(runs),
+            data_config=args.config,
+        )
+        self.runs = runs
+        self.runs_by_name = {run.name: run for run in runs}
+        seeds = [run for run in runs if run.family == runs[0].family and run is not runs[0]]
+        self.seed_row = seeds[0].name if seeds else None
+        self.stage_titles = {}
+        # The per-domain dev loss of every stage 2 and fine-tuning, at 8 points.
+        self.curve_every = max(1, min(budget["stage2_steps"], budget["finetune_steps"]) // 8)
+
+    def training_stages(self, runs):
+        stages = super().training_stages(runs)
+        for stage in stages:
+            slug = stage.name[: -len("_stage1")] if stage.name.endswith("_stage1") else stage.name
+            self.stage_titles.setdefault(slug, []).append(stage.title)
+        return stages
+
+
+def _arguments(argv):
+    parser = argparse.ArgumentParser(
+        description="Train and evaluate every family of the registry (the papers' tables)."
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
+    parser.add_argument(
+        "--scale",
+        choices=("small", "paper"),
+        default="small",
+        help="small: model_defs/small/ on CPU; paper: model_defs/ and the papers' schedule",
+    )
+    parser.add_argument(
+        "--families",
+        nargs="+",
+        help="registry families to train (default: every Transformer family)",
+    )
+    parser.add_argument(
+        "--user_module",
+        action="append",
+        default=[],
+        help="a Python file or module registering families of your own (repeatable)",
+    )
+    parser.add_argument("--steps", type=int, help="training steps of a system from scratch")
+    parser.add_argument("--stage2_steps", type=int, help="steps of a stage 2")
+    parser.add_argument("--config", default=demo.DATA_CONFIG, help="data configuration")
+    parser.add_argument("--data", default="data/default", help="corpus directory")
+    parser.add_argument("--out", help="results directory (default results/tables[-quick])")
+    parser.add_argument("--cache", default=DEFAULT_CACHE)
+    parser.add_argument("--num_gpus", type=int, default=None, help="onmt-main --num_gpus")
+    parser.add_argument(
+        "--onmt-options",
+        default="",
+        help="comma-separated options of every training command before `train` "
+        "(e.g. --mixed_precision,--jit_compile on GPUs)",
+    )
+    args = parser.parse_args(argv)
+    key = "quick" if args.quick else ("paper" if args.scale == "paper" else "default")
+    budget = dict(BUDGETS[key])
+    for name, value in (("steps", args.steps), ("stage2_steps", args.stage2_steps)):
+        if value is not None:
+            if value < 1:
+                raise SystemExit("--%s must be >= 1, got %d" % (name, value))
+            budget[name] = value
+    if args.scale == "paper":
+        budget["model_dim"] = 512
+    args.out = args.out or ("results/tables-quick" if args.quick else "results/tables")
+    args.mode = key + ("" if args.scale == "small" else ", paper scale")
+    options = [o for o in args.onmt_options.split(",") if o]
+    if args.num_gpus:
+        options += ["--num_gpus", str(args.num_gpus)]
+    args.options = options
+    return args, budget
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args, budget = _arguments(argv)
+    os.chdir(ROOT)
+    for spec in args.user_module:
+        registry.load_user_module(spec)
+    runs = table_runs(args.families)
+    steps = common.Steps(args.out, name="tables", options=args.options)
+    plan = TablesPlan(args, budget, steps, runs)
+    start = time.time()
+
+    if args.data == "data/default":
+        steps.run_stages([plan.corpus_stage()])
+    info = corpus_lib.load_info(args.data)  # Fails in one line on a corpus not built.
+    plan.write_data_config(info)
+    lanes = common.cpu_lanes(2)
+    in_lanes = budget["evaluate_in_lanes"]
+    parallel = [plan.items_stage()] + plan.training_stages(runs)
+    evaluation = plan.evaluation_stages(in_lanes)
+    if in_lanes:
+        parallel, evaluation = parallel + evaluation, []
+    common.log("[tables] %d rows, %d stages on %d lane(s)" % (len(runs), len(parallel), len(lanes)))
+    steps.run_stages(demo._by_priority(parallel), lanes)
+    steps.run_stages(evaluation + [plan.score_stage()])
+
+    with open(plan.scores_path, encoding="utf-8") as f:
+        results = json.load(f)
+    with open(plan.contrastive_path, encoding="utf-8") as f:
+        contrastive_results = json.load(f)
+    write = functools.partial(
+        write_report,
+        plan,
+        steps,
+        info,
+        results,
+        contrastive_results,
+        budget=budget,
+        mode=args.mode,
+    )
+
+    def report(total):
+        return write(total)
+
+    steps.run_stages([plan.report_stage(report, args.mode, start, COMMAND + argv)])
+    common.log(
+        "[tables] report: %s (total %.1f min)"
+        % (os.path.join(steps.out, "report.md"), (time.time() - start) / 60)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(errors.run_main("run/tables.sh", main))

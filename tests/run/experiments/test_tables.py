@@ -1,0 +1,238 @@
+import os
+import types
+from unittest import mock
+
+import tensorflow as tf
+
+from experiments import common, quoted, tables
+from ldr_opennmt import config_loader, registry
+
+DOMAINS = ["medical", "religious", "software"]
+
+
+def _scores(*bleu):
+    return {d: {"bleu": b, "chrf": 2 * b} for d, b in zip(DOMAINS, bleu)}
+
+
+def _plan(root, runs, scale="small", budget="quick"):
+    steps = common.Steps(os.path.join(root, "out"), name="tables")
+    args = types.SimpleNamespace(
+        data=os.path.join(root, "corpus"), cache=None, scale=scale, config=tables.demo.DATA_CONFIG
+    )
+    plan = tables.TablesPlan(args, dict(tables.BUDGETS[budget]), steps, runs)
+    plan.domains, plan.source, plan.target = DOMAINS, "en", "fr"
+    plan.data_config = os.path.join(steps.configs_dir, "data.yml")
+    return plan
+
+
+class TableRunsTest(tf.test.TestCase):
+    """The rows are read from the registry: one per family, its modes its capabilities."""
+
+    def test_every_transformer_family_has_a_row_mixed_first(self):
+        runs = tables.table_runs()
+        families = [f.name for f in registry.families() if f.architecture == "transformer"]
+        self.assertEqual(runs[0].name, "Mixed")
+        self.assertCountEqual(set(run.family for run in runs), families)
+        names = [run.name for run in runs]
+        self.assertEqual(len(names), len(set(names)))
+        for extra in ("Mixed (seed 2)", "LDR (joint)", "Domain mixing (E)"):
+            self.assertIn(extra, names)
+        self.assertNotIn("LDR (RNN)", names)
+
+    def test_label_modes_follow_the_capabilities(self):
+        runs = {run.name: run for run in tables.table_runs()}
+        self.assertEqual(
+            runs["LDR"].label_modes(), ("oracle", "generic", "wrong", "pred", "ens-uniform")
+        )
+        self.assertIn("ens-uniform", runs["Factorized PA"].label_modes())
+        self.assertNotIn("ens-uniform", runs["TTM"].label_modes())  # no ensembles of views
+        self.assertIsNone(runs["Mixed"].label_modes())
+        self.assertIsNone(runs["Domain mixing"].label_modes())  # labels for training only
+        for name, run in runs.items():
+            caps = registry.capabilities(run.family)
+            modes = run.label_modes() or ()
+            self.assertEqual("ens-uniform" in modes, caps.ensembles is None and bool(modes), name)
+
+    def test_a_chosen_family_brings_mixed(self):
+        for families in (["factorized_pa"], ["ttm_transformer", "mixed_transformer"]):
+            runs = tables.table_runs(families)
+            self.assertEqual([run.family for run in runs][:2], ["mixed_transformer"] * 2)
+            self.assertEqual([run.family for run in runs][2], families[0])
+
+    def test_a_user_family_gets_a_row(self):
+        example = os.path.join(
+            os.path.dirname(__file__), "..", "..", "..", "examples", "domain_bias", "domain_bias.py"
+        )
+        names = registry.load_user_module(os.path.abspath(example)) or ["bias_transformer"]
+        runs = tables.table_runs(["mixed_transformer"] + names)
+        self.assertEqual([run.family for run in runs][-1], names[-1])
+
+    def test_the_contrastive_rows_are_mixed_and_the_label_readers(self):
+        runs = tables.table_runs()
+        rows = tables.contrastive_rows(runs)
+        self.assertEqual(rows[0], "Mixed")
+        self.assertIn("LDR", rows)
+        self.assertIn("Domain mixing", rows)
+        self.assertNotIn("Mixed (seed 2)", rows)
+
+
+class StagesTest(tf.test.TestCase):
+    """The training stages: stage 1 of the registry's or of the family's own curriculum."""
+
+    def _stages(self, families, scale="small", budget="quick"):
+        root = self.get_temp_dir()
+        plan = _plan(root, tables.table_runs(families), scale=scale, budget=budget)
+        return plan, {stage.name: stage for stage in plan.training_stages(plan.runs)}
+
+    def test_curriculum_and_registry_stage_one(self):
+        plan, stages = self._stages(["factorized_sf", "factorized_pa", "residual_adapters"])
+        # SF: its own stage 1 (domain_training general), then unfolded.
+        self.assertIn("factorized_sf_stage1", stages)
+        self.assertEqual(stages["factorized_sf"].after, ("factorized_sf_stage1",))
+        stage1 = config_loader.load_config_file(
+            os.path.join(plan.steps.configs_dir, "factorized_sf_stage1.yml")
+        )
+        self.assertEqual(stage1["params"]["domain_training"], "general")
+        stage2 = config_loader.load_config_file(
+            os.path.join(plan.steps.configs_dir, "factorized_sf.yml")
+        )
+        self.assertTrue(stage2["finetune"]["unfold"])
+        self.assertNotIn("domain_training", stage2["params"])
+        # PA and the adapters continue Mixed, the registry's stage 1.
+        self.assertEqual(stages["factorized_pa"].after, ("mixed",))
+        self.assertEqual(stages["residual_adapters"].after, ("mixed",))
+        # The stage 1 is trained, not evaluated; the final model is.
+        trained = [t.slug for t in plan.trained]
+        self.assertIn("factorized_sf", trained)
+        self.assertNotIn("factorized_sf_stage1", trained)
+        self.assertEqual(
+            plan.stage_titles["factorized_sf"],
+            [stages["factorized_sf_stage1"].title, stages["factorized_sf"].title],
+        )
+
+    def test_paper_scale_uses_the_paper_definitions_and_schedule(self):
+        budget = dict(tables.BUDGETS["paper"])
+        plan, stages = self._stages(["mixing_transformer"], scale="paper", budget="paper")
+        commands = dict(plan.steps.commands)
+        mixing = [c for title, c in commands.items() if title == "Train Domain mixing (E)"][0]
+        self.assertIn("model_defs/mixing_transformer_encoder.py", mixing)
+        mixed = [c for title, c in commands.items() if title == "Train Mixed"][0]
+        self.assertIn("model_defs/mixed_transformer.py", mixed)
+        config = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "mixed.yml"))
+        self.assertEqual(config["params"]["decay_params"]["model_dim"], 512)
+        self.assertEqual(config["train"]["max_step"], budget["steps"])
+        for path in ("model_defs/mixing_transformer_encoder.py",):
+            self.assertTrue(os.path.isfile(os.path.join(common.ROOT, path)))
+
+    def test_the_options_reach_every_training(self):
+        args, budget = tables._arguments(
+            [
+                "--scale",
+                "paper",
+                "--onmt-options=--mixed_precision,--jit_compile",
+                "--num_gpus",
+                "2",
+            ]
+        )
+        self.assertEqual(args.options, ["--mixed_precision", "--jit_compile", "--num_gpus", "2"])
+        self.assertEqual(budget["model_dim"], 512)
+        with self.assertRaises(SystemExit):
+            tables._arguments(["--steps", "0"])
+
+
+class FindingsTest(tf.test.TestCase):
+    RESULTS = {
+        "domains": DOMAINS,
+        "rows": [
+            ("Mixed", _scores(20.0, 10.0, 15.0)),  # 15.0
+            ("Mixed (seed 2)", _scores(19.0, 10.0, 15.0)),  # spread 0.33
+            ("LDR (oracle)", _scores(22.0, 12.0, 16.0)),  # +1.67
+            ("DC (oracle)", _scores(20.0, 10.2, 15.0)),  # +0.07: within
+            ("TTM (oracle)", _scores(10.0, 5.0, 5.0)),  # below
+        ],
+    }
+
+    def test_rows_are_judged_by_the_spread(self):
+        lines = tables.findings(
+            self.RESULTS, 1 / 3, "Mixed", ["Mixed", "Mixed (seed 2)", "LDR", "DC", "TTM"]
+        )
+        text = "\n".join(lines)
+        self.assertIn("Beat Mixed beyond the spread: LDR (+1.7).", text)
+        self.assertIn("Within the spread (no difference this run can show): DC (+0.1).", text)
+        self.assertIn("Below Mixed beyond the spread: TTM (-8.3).", text)
+
+    def test_the_orderings_are_compared_with_the_papers(self):
+        ordering = {paper: [] for paper in quoted.PAPERS}
+        first = next(iter(quoted.PAPERS))
+        ordering[first] = ["DC", "LDR", "Mixed"]
+        with mock.patch.object(quoted, "ordering", lambda paper: ordering[paper]):
+            lines = tables.findings(self.RESULTS, 1 / 3, "Mixed", ["Mixed", "LDR", "DC"])
+        [line] = [line for line in lines if "ordering" in line]
+        self.assertIn("DC > LDR > Mixed; ours: LDR > DC > Mixed: it differs", line)
+
+
+class ParametersTest(tf.test.TestCase):
+    def test_domain_copies_are_counted_per_domain(self):
+        variables = [
+            ("model/encoder/layer_0/kernel/.ATTRIBUTES/VARIABLE_VALUE", [5, 5]),
+            ("model/encoder/layer_0/domain_kernels/.ATTRIBUTES/VARIABLE_VALUE", [3, 4, 4]),
+            ("model/decoder/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE", [4, 7]),
+            ("model/examples_inputter/regions/.ATTRIBUTES/VARIABLE_VALUE", [10, 2]),
+            (
+                "model/encoder/layer_0/kernel/.OPTIMIZER_SLOT/optimizer/m/.ATTRIBUTES/"
+                "VARIABLE_VALUE",
+                [5, 5],
+            ),
+            ("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE", []),
+        ]
+        with mock.patch.object(tf.train, "list_variables", return_value=variables):
+            total, specific = tables.parameter_counts("ckpt", num_domains=3)
+        self.assertEqual(total, 25 + 48 + 28 + 20)
+        self.assertEqual(specific, 48 + 28 + 20)  # [4, 7]: generic + 3 domains
+
+
+if __name__ == "__main__":
+    tf.test.main()
+
+
+class CurvesTest(tf.test.TestCase):
+    """The per-domain dev loss of stage 2 and fine-tuning, read from the training logs."""
+
+    LOG = (
+        "INFO Step = 4510 ; learning_rate = 0.001 ; loss = 2.5\n"
+        "INFO Evaluation result for domain medical at step 4550: loss = 3.250000 ;"
+        " perplexity = 25.79\n"
+        "INFO Evaluation result for domain software at step 4550: loss = 4.000000 ;"
+        " perplexity = 54.6\n"
+        "INFO Evaluation result for domain medical at step 4500: loss = 3.500000 ;"
+        " perplexity = 33.1\n"
+        "INFO Evaluation result for domain software at step 4600: loss = 4.500000 ;"
+        " perplexity = 90.0\n"
+    )
+
+    def test_the_curves_are_read_in_step_order(self):
+        path = os.path.join(self.get_temp_dir(), "x.train.log")
+        with open(path, "w") as f:
+            f.write(self.LOG)
+        self.assertEqual(
+            tables.dev_curves(path),
+            {"medical": [(4500, 3.5), (4550, 3.25)], "software": [(4550, 4.0), (4600, 4.5)]},
+        )
+        self.assertEqual(tables.dev_curves(path + ".missing"), {})
+
+    def test_the_section_has_a_row_per_domain_and_a_plot(self):
+        plan = _plan(self.get_temp_dir(), tables.table_runs(["factorized_pa"]))
+        plan.training_stages(plan.runs)
+        with open(os.path.join(plan.steps.logs_dir, "factorized_pa.train.log"), "w") as f:
+            f.write(self.LOG)
+        lines = tables.curve_section(plan, plan.steps.out)
+        self.assertIn(
+            "| Factorized PA | software | 4.000 (step 4550) | 4.000 (step 4550) |"
+            " 4.500 (step 4600) |",
+            "\n".join(lines),
+        )
+        self.assertTrue(os.path.isfile(os.path.join(plan.steps.out, "stage2_curves.png")))
+        # Stage 2 and the FT_* trainings are evaluated during training, the others not.
+        commands = dict(plan.steps.commands)
+        self.assertIn("--with_eval", commands["Train FT_medical"])
+        self.assertNotIn("--with_eval", commands["Train Mixed"])
