@@ -40,6 +40,8 @@ exclude_patterns = [
     "_generated/families.md",
     "_generated/demo-report.md",
     "_generated/demo",
+    "_generated/tables-report.md",
+    "_generated/tables",
     "Thumbs.db",
     ".DS_Store",
 ]
