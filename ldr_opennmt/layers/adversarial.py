@@ -4,8 +4,11 @@ The layers of the multitask (ML) and adversarial (AdvL) baselines
 (:mod:`ldr_opennmt.models.multitask`):
 
 * :func:`gradient_reversal` / :class:`GradientReversal`: the identity in the forward
-  pass; in the backward pass the gradient is multiplied by ``-scale`` (``scale`` is
-  the ``lambda`` of gradient-reversal training, 1 by default).
+  pass; in the backward pass the gradient is multiplied by ``-lambda``. ``lambda`` is
+  constant (``scale``, 1 by default), or follows the schedule of Ganin and Lempitsky
+  (:func:`reversal_weight`): ``lambda_p = scale (2 / (1 + exp(-10 p)) - 1)``, ``p`` the
+  training progress ``step / ramp_steps`` (capped at 1), so that it rises from 0 at the
+  first step to ``scale`` (``0.9999 scale`` at ``p = 1``, ``0.987 scale`` at ``p = 0.5``).
 * :func:`masked_mean`: the mean of the encoder output over the real source
   positions of each sentence (padding masked).
 * :class:`DomainClassifierHead`: pooled encoder output, optionally behind a
@@ -41,12 +44,65 @@ def validate_non_negative(value, name):
     return float(value)
 
 
+#: The ``gamma`` of Ganin and Lempitsky's schedule ``lambda_p = 2 / (1 + exp(-gamma p)) - 1``.
+RAMP_GAMMA = 10.0
+
+
+def validate_ramp_steps(value, name):
+    """Returns :obj:`value`, checked to be an integer ``>= 0``.
+
+    Args:
+      value: The value to check.
+      name: How the user sets it, for the error message.
+
+    Raises:
+      UserError: if it is not an integer ``>= 0``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UserError("%s must be an integer >= 0, got %r" % (name, value))
+    return value
+
+
+def ramp(progress):
+    """Ganin and Lempitsky's schedule: ``2 / (1 + exp(-10 p)) - 1`` (``tanh(5 p)``).
+
+    Args:
+      progress: The training progress ``p`` (a float or a float tensor), in ``[0, 1]``.
+
+    Returns:
+      The schedule's value, 0 at ``p = 0`` and 0.99991 at ``p = 1``.
+    """
+    return 2.0 / (1.0 + tf.exp(-RAMP_GAMMA * progress)) - 1.0
+
+
+def reversal_weight(step, ramp_steps, scale=1.0):
+    """``lambda`` at a training step.
+
+    Args:
+      step: The training step (an integer or an integer scalar tensor, e.g. the
+        optimizer's ``iterations``), or ``None`` outside training.
+      ramp_steps: The number of steps of the ramp; 0 for a constant ``lambda``.
+      scale: The final ``lambda``, a number ``>= 0``.
+
+    Returns:
+      :obj:`scale` itself when :obj:`ramp_steps` is 0 or :obj:`step` is ``None`` (a
+      forward pass without a step gets no schedule: the reversal only acts on
+      gradients), otherwise the float32 scalar ``scale * ramp(min(step / ramp_steps, 1))``.
+    """
+    if not ramp_steps or step is None:
+        return scale
+    progress = tf.cast(step, tf.float32) / float(ramp_steps)
+    progress = tf.clip_by_value(progress, 0.0, 1.0)
+    return float(scale) * ramp(progress)
+
+
 def gradient_reversal(inputs, scale=1.0):
     """The identity, whose gradient is multiplied by ``-scale``.
 
     Args:
       inputs: A float tensor.
-      scale: ``lambda``, a Python number ``>= 0``.
+      scale: ``lambda``, a Python number ``>= 0`` or a float scalar tensor (e.g.
+        :func:`reversal_weight` at the current step).
 
     Returns:
       A tensor equal to :obj:`inputs`.
@@ -63,27 +119,48 @@ def gradient_reversal(inputs, scale=1.0):
 
 
 class GradientReversal(tf.keras.layers.Layer):
-    """Identity forward, gradient multiplied by ``-scale`` backward (no weights)."""
+    """Identity forward, gradient multiplied by ``-lambda`` backward (no weights).
 
-    def __init__(self, scale=1.0, **kwargs):
+    ``lambda`` is :obj:`scale`, constant (``ramp_steps`` 0, the default), or ramping
+    from 0 to :obj:`scale` over ``ramp_steps`` training steps (:func:`reversal_weight`).
+    """
+
+    def __init__(self, scale=1.0, ramp_steps=0, **kwargs):
         """Initializes the layer.
 
         Args:
-          scale: ``lambda``, a number ``>= 0`` (1 by default).
+          scale: ``lambda`` (the final one with a ramp), a number ``>= 0`` (1 by default).
+          ramp_steps: The number of training steps of Ganin and Lempitsky's ramp, an
+            integer ``>= 0``; 0 (the default) keeps ``lambda`` constant.
           **kwargs: Additional layer keyword arguments.
 
         Raises:
-          UserError: if :obj:`scale` is negative or not a number.
+          UserError: if :obj:`scale` is negative or not a number, or :obj:`ramp_steps`
+            not an integer ``>= 0``.
         """
         super().__init__(**kwargs)
         self.scale = validate_non_negative(scale, "the gradient reversal scale (lambda)")
+        self.ramp_steps = validate_ramp_steps(ramp_steps, "the gradient reversal ramp steps")
 
-    def call(self, inputs):
-        return gradient_reversal(inputs, self.scale)
+    def set_ramp_steps(self, ramp_steps):
+        """Sets the number of steps of the ramp (0: constant ``lambda``).
+
+        Raises:
+          UserError: if it is not an integer ``>= 0``.
+        """
+        self.ramp_steps = validate_ramp_steps(ramp_steps, "the gradient reversal ramp steps")
+
+    def weight(self, step=None):
+        """``lambda`` at :obj:`step` (see :func:`reversal_weight`)."""
+        return reversal_weight(step, self.ramp_steps, self.scale)
+
+    def call(self, inputs, step=None):
+        return gradient_reversal(inputs, self.weight(step))
 
     def get_config(self):
         config = super().get_config()
         config["scale"] = self.scale
+        config["ramp_steps"] = self.ramp_steps
         return config
 
 
@@ -114,7 +191,9 @@ class DomainClassifierHead(tf.keras.layers.Layer, DomainSpecificLayer):
     the domain order of a trained model is checked, and to refuse a fold.
     """
 
-    def __init__(self, hidden_units, num_domains=None, reversal_scale=None, **kwargs):
+    def __init__(
+        self, hidden_units, num_domains=None, reversal_scale=None, reversal_ramp_steps=0, **kwargs
+    ):
         """Initializes the layer.
 
         Args:
@@ -122,7 +201,9 @@ class DomainClassifierHead(tf.keras.layers.Layer, DomainSpecificLayer):
           num_domains: The number of classes (or :meth:`set_num_domains` before build).
           reversal_scale: ``None`` for a plain classifier (multitask learning), or the
             ``lambda`` of a gradient reversal between the pooled encoder output and
-            the classifier (adversarial learning).
+            the classifier (adversarial learning; the final ``lambda`` with a ramp).
+          reversal_ramp_steps: The steps of the reversal's ramp from 0 to
+            :obj:`reversal_scale` (:class:`GradientReversal`); 0 for a constant one.
           **kwargs: Additional layer keyword arguments.
         """
         super().__init__(**kwargs)
@@ -131,7 +212,9 @@ class DomainClassifierHead(tf.keras.layers.Layer, DomainSpecificLayer):
         self.num_regions = None
         self.reversal = None
         if reversal_scale is not None:
-            self.reversal = GradientReversal(reversal_scale, name="gradient_reversal")
+            self.reversal = GradientReversal(
+                reversal_scale, ramp_steps=reversal_ramp_steps, name="gradient_reversal"
+            )
         self.hidden = tf.keras.layers.Dense(hidden_units, activation="relu", name="hidden")
         self.output_layer = None
         if num_domains is not None:
@@ -157,12 +240,14 @@ class DomainClassifierHead(tf.keras.layers.Layer, DomainSpecificLayer):
         self.output_layer = tf.keras.layers.Dense(self.num_domains, name="logits")
         super().build(input_shape)
 
-    def call(self, inputs, sequence_length, training=None):
+    def call(self, inputs, sequence_length, step=None, training=None):
         """Computes the domain logits.
 
         Args:
           inputs: The encoder output ``[batch, time, depth]``.
           sequence_length: The source lengths ``[batch]``.
+          step: The training step, for the reversal's ramp (``None``: the final
+            ``lambda``).
           training: Unused (the head has no dropout).
 
         Returns:
@@ -170,7 +255,7 @@ class DomainClassifierHead(tf.keras.layers.Layer, DomainSpecificLayer):
         """
         pooled = masked_mean(inputs, sequence_length)
         if self.reversal is not None:
-            pooled = self.reversal(pooled)
+            pooled = self.reversal(pooled, step=step)
         logits = self.output_layer(self.hidden(pooled))
         return tf.cast(logits, tf.float32)
 

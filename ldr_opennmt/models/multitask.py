@@ -35,11 +35,25 @@ domain_classifier_loss_weight`` overrides it; ``w = 0`` trains a plain Transform
 with an idle classifier). As in the domain-mixing model, ``w L_cls`` is added as
 ``w L_cls x (the loss normalizer)`` to the loss numerator, so that the normalized
 training loss is ``L_gen + w L_cls`` also under gradient accumulation and several
-replicas (the mean over labelled sentences is per batch). ``lambda``
-(``reversal_scale``) is constant, 1 by default: the papers mention no schedule.
-The evaluation loss (and its perplexity) is ``L_gen`` alone, comparable with the
-other systems; evaluation reports the classifier's accuracy on the labelled
-sentences as the ``domain_accuracy`` metric (0 when no sentence is labelled).
+replicas (the mean over labelled sentences is per batch). The evaluation loss (and
+its perplexity) is ``L_gen`` alone, comparable with the other systems; evaluation
+reports the classifier's accuracy on the labelled sentences as the
+``domain_accuracy`` metric (0 when no sentence is labelled).
+
+**The reversal weight** ``lambda`` follows the schedule of gradient reversal's
+origin (Ganin and Lempitsky, 2015): ``lambda_p = lambda (2 / (1 + exp(-10 p)) - 1)``,
+``p = min(step / N, 1)`` the training progress, ``lambda`` = ``reversal_scale`` (1 by
+default) and ``N`` = ``reversal_ramp_steps`` (``params: gradient_reversal_steps``
+overrides it; set it to the run's ``train: max_step``, which the model does not see:
+10000 by default). The weight starts at 0, while the classifier is still random and
+its reversed gradient is noise, and reaches ``0.987 lambda`` at ``p = 0.5``. The
+papers summarised for this project give no schedule (Jiang et al., 2020, section 4.1,
+only say that the gradient is "flipped"), so the schedule of the gradient reversal
+layer's own publication is the default; ``N = 0`` keeps ``lambda`` constant from the
+first step (the ablation, and what this model did before). The step is the one
+OpenNMT-tf passes to ``call`` (the optimizer's ``iterations``); a forward pass without
+one (evaluation) uses ``lambda``, which only acts on gradients anyway. ML has no
+reversal and ignores both settings.
 
 **How the classifier sees the encoder output**: the stock encoder gets a behaviour
 (:func:`ldr_opennmt.layers.behaviours.install_behaviour`) whose ``call`` records its
@@ -85,6 +99,12 @@ from ldr_opennmt.models.sequence_to_sequence import (
 
 #: ``params`` key overriding the model's ``classifier_loss_weight``.
 WEIGHT_PARAM = "domain_classifier_loss_weight"
+
+#: ``params`` key overriding the model's ``reversal_ramp_steps`` (AdvL).
+RAMP_PARAM = "gradient_reversal_steps"
+
+#: The default number of steps of the reversal weight's ramp (AdvL).
+DEFAULT_RAMP_STEPS = 10000
 
 #: The evaluation metric: the classifier's accuracy on the labelled sentences.
 ACCURACY_METRIC = "domain_accuracy"
@@ -133,6 +153,7 @@ class DomainClassifierTransformer(MultiDomainTransformer):
         dropout=0.1,
         classifier_loss_weight=1.0,
         reversal_scale=1.0,
+        reversal_ramp_steps=DEFAULT_RAMP_STEPS,
         classifier_hidden_units=None,
         share_target_embeddings=False,
     ):
@@ -148,18 +169,26 @@ class DomainClassifierTransformer(MultiDomainTransformer):
           dropout: Dropout, attention dropout and FFN dropout.
           classifier_loss_weight: ``w`` in ``L_gen + w L_cls``, ``>= 0`` (``params:
             domain_classifier_loss_weight`` overrides it).
-          reversal_scale: ``lambda`` of the gradient reversal (AdvL only), ``>= 0``.
+          reversal_scale: ``lambda`` of the gradient reversal (AdvL only), ``>= 0``: the
+            weight the ramp reaches.
+          reversal_ramp_steps: ``N``, the training steps of the ramp of ``lambda`` from
+            0 (AdvL only), an integer ``>= 0``; 0 keeps ``lambda`` constant (``params:
+            gradient_reversal_steps`` overrides it).
           classifier_hidden_units: Size of the classifier's hidden layer (default:
             :obj:`num_units`).
           share_target_embeddings: Tie the target input and output embeddings.
 
         Raises:
-          UserError: on a negative weight or scale.
+          UserError: on a negative weight or scale, or ramp steps that are not an
+            integer ``>= 0``.
         """
         weight = adversarial_layers.validate_non_negative(
             classifier_loss_weight, "classifier_loss_weight"
         )
         scale = adversarial_layers.validate_non_negative(reversal_scale, "reversal_scale")
+        ramp_steps = adversarial_layers.validate_ramp_steps(
+            reversal_ramp_steps, "reversal_ramp_steps"
+        )
         super().__init__(
             domain_training=procedure.JOINT,
             **word_transformer_arguments(
@@ -170,9 +199,11 @@ class DomainClassifierTransformer(MultiDomainTransformer):
         self.features_inputter.optional_labels = True
         self.adversarial = bool(adversarial)
         self._default_weight = weight
+        self._default_ramp_steps = ramp_steps
         self.domain_classifier = adversarial_layers.DomainClassifierHead(
             classifier_hidden_units or num_units,
             reversal_scale=scale if self.adversarial else None,
+            reversal_ramp_steps=ramp_steps,
             name="domain_classifier",
         )
         install_behaviour(self.encoder, _RecordingEncoder)
@@ -202,6 +233,24 @@ class DomainClassifierTransformer(MultiDomainTransformer):
         return adversarial_layers.validate_non_negative(value, "params: " + WEIGHT_PARAM)
 
     @property
+    def reversal_ramp_steps(self):
+        """``N``: ``params: gradient_reversal_steps``, or the model's argument.
+
+        Raises:
+          UserError: if the parameter is not an integer ``>= 0``.
+        """
+        value = self.params.get(RAMP_PARAM)
+        if value is None:
+            return self._default_ramp_steps
+        return adversarial_layers.validate_ramp_steps(value, "params: " + RAMP_PARAM)
+
+    def reversal_weight(self, step=None):
+        """``lambda`` at :obj:`step` (AdvL; ``None`` for ML, which has no reversal)."""
+        if self.domain_classifier.reversal is None:
+            return None
+        return self.domain_classifier.reversal.weight(step)
+
+    @property
     def num_domains(self):
         """The number of classes (known once initialized)."""
         return self.domain_classifier.num_domains
@@ -209,6 +258,9 @@ class DomainClassifierTransformer(MultiDomainTransformer):
     def initialize(self, data_config, params=None):
         super().initialize(data_config, params=params)
         _ = self.classifier_loss_weight  # Fail early on an invalid weight.
+        ramp_steps = self.reversal_ramp_steps  # And on invalid ramp steps.
+        if self.domain_classifier.reversal is not None:
+            self.domain_classifier.reversal.set_ramp_steps(ramp_steps)
         _, num_domains = configured_regions(data_config, 0, "the %s Transformer" % self.system_name)
         self.domain_classifier.set_num_domains(num_domains)
 
@@ -222,7 +274,7 @@ class DomainClassifierTransformer(MultiDomainTransformer):
         if len(records) != 1:
             raise RuntimeError("expected one encoder output, got %d" % len(records))
         memory, memory_length = records[0]
-        logits = self.domain_classifier(memory, memory_length, training=training)
+        logits = self.domain_classifier(memory, memory_length, step=step, training=training)
         total, count = adversarial_layers.classification_loss(logits, features["domain"])
         outputs = dict(outputs)
         outputs["domain_logits"] = logits
@@ -289,11 +341,14 @@ def advl_transformer(
     dropout=0.1,
     classifier_loss_weight=1.0,
     reversal_scale=1.0,
+    reversal_ramp_steps=DEFAULT_RAMP_STEPS,
     **kwargs
 ):
     """Adversarial learning (Britz et al., 2017): as :func:`ml_transformer` with the
-    classifier behind a gradient reversal of scale ``lambda`` (:obj:`reversal_scale`),
-    so that the encoder learns domain-invariant representations."""
+    classifier behind a gradient reversal, so that the encoder learns domain-invariant
+    representations. Its weight ramps from 0 to ``lambda`` (:obj:`reversal_scale`) over
+    :obj:`reversal_ramp_steps` training steps (Ganin and Lempitsky's schedule; ``params:
+    gradient_reversal_steps`` overrides the number, 0 keeps ``lambda`` constant)."""
     return DomainClassifierTransformer(
         adversarial=True,
         num_layers=num_layers,
@@ -303,5 +358,6 @@ def advl_transformer(
         dropout=dropout,
         classifier_loss_weight=classifier_loss_weight,
         reversal_scale=reversal_scale,
+        reversal_ramp_steps=reversal_ramp_steps,
         **kwargs,
     )

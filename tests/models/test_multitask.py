@@ -159,7 +159,9 @@ class MultitaskTransformerTest(tf.test.TestCase):
             model, _ = _model(
                 self,
                 adversarial=adversarial,
-                params={multitask.WEIGHT_PARAM: weight},
+                # A constant lambda (1): the reversal's ramp is tested in
+                # tests/layers/test_reversal_schedule.py.
+                params={multitask.WEIGHT_PARAM: weight, multitask.RAMP_PARAM: 0},
                 weights_from=reference,
             )
             self.assertEqual(model.classifier_loss_weight, weight)
@@ -356,7 +358,9 @@ class MultitaskLearningTest(tf.test.TestCase):
         """Trains a tiny model on the separable batch; returns the classifier loss before
         and after, and the model."""
         tf.random.set_seed(3)
-        model, _ = _model(self, adversarial=adversarial, seed=None)
+        # AdvL's reversal weight ramps from 0 to 1 over the first quarter of the steps.
+        params = {multitask.RAMP_PARAM: steps // 4}
+        model, _ = _model(self, adversarial=adversarial, params=params, seed=None)
         features, labels = _separable_batch(model)
         optimizer = tf.keras.optimizers.legacy.Adam(0.01)
         head = {v.ref() for v in model.domain_classifier.trainable_weights}
