@@ -54,18 +54,27 @@ def load_run_config(config_paths, config=None):
     or invalid file and for alias bombs.
 
     The user modules of the top-level key ``user_modules`` are loaded here, before any
-    model is built (they register model families: :mod:`ldr_opennmt.registry`); paths are
-    relative to the current directory, as OpenNMT-tf's data paths are.
+    model is built (they register model families: :mod:`ldr_opennmt.registry`); a relative
+    path is relative to the directory of the configuration file that gives the key (the
+    rightmost one, whose value the merge keeps), see
+    :func:`ldr_opennmt.registry.load_user_module`.
 
     Raises:
       UserError: naming the file.
     """
-    config = config_loader.load_run_config(config_paths, config=config)
+    if config is None:
+        config = {}
+    modules_dir = None
+    for path in config_paths:
+        loaded = config_loader.load_config_file(path)
+        if registry.USER_MODULES_KEY in loaded:
+            modules_dir = os.path.dirname(os.path.abspath(path))
+        config_util.merge_config(config, loaded)
     specs = config.get(registry.USER_MODULES_KEY)
     if specs is not None:
         key = [k for k in config_keys.keys(config_keys.TOP_LEVEL) if k.name == "user_modules"]
         config_keys.check_value(key[0], specs)
-        registry.load_configured_modules(config)
+        registry.load_configured_modules(config, base_dir=modules_dir)
     return config
 
 

@@ -116,6 +116,17 @@ class Family:
     small_def: Optional[str] = None
     module: str = ""
 
+    @property
+    def short_name(self):
+        """The family's short name in tables and commands: the last word of its title,
+        lowercased, with the words of a parenthesized qualifier appended (``Factorized
+        PA``: ``pa``, ``Residual adapters``: ``adapters``, ``LDR (RNN)``: ``ldr_rnn``).
+        :func:`find` resolves it; two families with the same short name are reached by
+        their names only."""
+        title, _, qualifier = self.title.partition("(")
+        words = (title.split() or [self.name])[-1:] + qualifier.replace(")", " ").split()
+        return "_".join("".join(c if c.isalnum() else "_" for c in w.lower()) for w in words)
+
     def build(self, **sizes):
         """A new model of this family (the builder's defaults, overridden by ``sizes``)."""
         return self.builder(**sizes)
@@ -255,6 +266,26 @@ def get(name):
     return family
 
 
+def find(name):
+    """The family :obj:`name`, or the one family whose :attr:`Family.short_name` it is
+    (``ttm``, ``adapters``: the short names of ``ldr-analyze parameters`` and of the
+    experiments' directories).
+
+    Raises:
+      UserError: when no family, or more than one, answers to :obj:`name`.
+    """
+    _load_builtin()
+    if name in _FAMILIES:
+        return _FAMILIES[name]
+    matches = [family for family in _FAMILIES.values() if family.short_name == name]
+    if len(matches) > 1:
+        raise UserError(
+            "%r is the short name of several families (%s): name one of them"
+            % (name, ", ".join(family.name for family in matches))
+        )
+    return matches[0] if matches else get(name)
+
+
 def names():
     """The registered family names, in registration order (the package's first)."""
     _load_builtin()
@@ -282,8 +313,10 @@ def load_user_module(spec, base_dir=None):
     Args:
       spec: A path to a Python file (``experiments/my_method.py``) or an importable module
         name (``my_package.my_method``).
-      base_dir: The directory a relative file path is relative to (a configuration file's
-        directory); default the current directory.
+      base_dir: The directory a relative file path is relative to (the directory of the
+        configuration file naming it); default the current directory. A relative path
+        found from the current directory only (the rule before configurations' directories
+        were) is still loaded from there.
 
     Returns:
       The names of the families the module registered (possibly none: a module may add
@@ -295,10 +328,14 @@ def load_user_module(spec, base_dir=None):
     _load_builtin()
     before = set(_FAMILIES)
     if spec.endswith(".py") or os.sep in spec or "/" in spec:
-        path = spec if os.path.isabs(spec) or base_dir is None else os.path.join(base_dir, spec)
+        relative = not os.path.isabs(spec) and base_dir is not None
+        path = os.path.join(base_dir, spec) if relative else spec
+        if relative and not os.path.isfile(path) and os.path.isfile(spec):
+            path = spec
         path = os.path.abspath(path)
         if not os.path.isfile(path):
-            raise UserError("user module %s: file not found" % spec)
+            where = " (relative to %s)" % os.path.abspath(base_dir) if relative else ""
+            raise UserError("user module %s: file not found%s" % (spec, where))
         digest = hashlib.sha256(path.encode("utf-8")).hexdigest()[:12]
         name = "ldr_opennmt_user_%s_%s" % (
             "".join(c if c.isalnum() else "_" for c in os.path.basename(path)[:-3]),
@@ -328,6 +365,12 @@ def load_user_module(spec, base_dir=None):
 def load_configured_modules(config, base_dir=None):
     """Loads the modules of the top-level key ``user_modules`` of a run configuration.
 
+    Args:
+      config: The run configuration (a dict).
+      base_dir: The directory of the configuration file that gives the key: relative
+        file paths are relative to it (default: the current directory), see
+        :func:`load_user_module`.
+
     Returns:
       The names of the families they registered.
     """
@@ -354,6 +397,9 @@ class Capabilities:
         the export refuses it.
       ensembles: ``None`` when it translates ensembles of domain views, else why not.
       domain_parameters: Whether it has domain-specific parameters.
+      domain_tokens: Whether its targets start with a domain token (Target Token
+        Mixing), so that its target vocabulary must hold the declared domains' tokens:
+        the model class states its ``domain_tokens`` (a property).
     """
 
     labels: str
@@ -363,6 +409,7 @@ class Capabilities:
     ctranslate2: Optional[str]
     ensembles: Optional[str]
     domain_parameters: bool
+    domain_tokens: bool = False
 
     @property
     def stages(self):
@@ -374,32 +421,43 @@ _CAPABILITIES = {}
 
 
 def capabilities(name):
-    """The :class:`Capabilities` of the family :obj:`name` (cached; builds a tiny model)."""
+    """The :class:`Capabilities` of the family :obj:`name` (cached; builds a tiny model and
+    reads it with :func:`model_capabilities`)."""
     family = get(name)
     if family.name not in _CAPABILITIES or _CAPABILITIES[family.name][0] is not family:
-        model = _initialized_tiny(family)
-        optional = getattr(getattr(model, "features_inputter", None), "optional_labels", False)
-        required = getattr(getattr(model, "features_inputter", None), "domains_required", True)
-        has_domain = bool(model.domain_layers()) or model.reads_labels_without_domain_layers
-        if optional:
-            labels = LABEL_NONE
-        elif not required or not has_domain:
-            labels = LABEL_IGNORED
-        else:
-            labels = LABEL_NEEDED
-        _CAPABILITIES[family.name] = (
-            family,
-            Capabilities(
-                labels=labels,
-                domain_training=tuple(model.domain_training_modes),
-                default_domain_training=model.default_domain_training,
-                requires_base=bool(getattr(model, "requires_base", False)),
-                ctranslate2=_ct2_refusal(model),
-                ensembles=model.ensemble_refusal_reason(),
-                domain_parameters=bool(model.domain_layers()),
-            ),
-        )
+        _CAPABILITIES[family.name] = (family, model_capabilities(_initialized_tiny(family)))
     return _CAPABILITIES[family.name][1]
+
+
+def model_capabilities(model):
+    """The :class:`Capabilities` of a model instance, from what its class states.
+
+    The one place where the label policy and the other capabilities are worked out:
+    :func:`capabilities` reads a tiny instance of a family with it, ``ldr-eval`` the
+    trained model it loads (:class:`ldr_opennmt.evaluation.systems.System`).
+
+    Args:
+      model: A multi-domain model, initialized or not (a family that creates its
+        domain layers in ``initialize`` states them once initialized).
+    """
+    domain_inputter = getattr(getattr(model, "features_inputter", None), "domain_inputter", None)
+    has_domain = bool(model.domain_layers()) or model.reads_labels_without_domain_layers
+    if domain_inputter is not None and domain_inputter.optional_labels:
+        labels = LABEL_NONE
+    elif domain_inputter is None or not domain_inputter.required or not has_domain:
+        labels = LABEL_IGNORED
+    else:
+        labels = LABEL_NEEDED
+    return Capabilities(
+        labels=labels,
+        domain_training=tuple(model.domain_training_modes),
+        default_domain_training=model.default_domain_training,
+        requires_base=bool(getattr(model, "requires_base", False)),
+        ctranslate2=_ct2_refusal(model),
+        ensembles=model.ensemble_refusal_reason(),
+        domain_parameters=bool(model.domain_layers()),
+        domain_tokens=isinstance(getattr(type(model), "domain_tokens", None), property),
+    )
 
 
 def _initialized_tiny(family):

@@ -10,22 +10,42 @@ AdvL's classifier head); a family without one has no row. A family registered fr
 user module (``--user_module``) gets its row the same way.
 """
 
+import collections.abc
+
 from ldr_opennmt import registry
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import adapters, factorized
 
 VANILLA = "vanilla"
-#: Short names of the package's rows (the tables' names before the registry), kept as
-#: aliases of the family names.
-ALIASES = {
-    "df": "factorized_df",
-    "sf": "factorized_sf",
-    "pa": "factorized_pa",
-    "adapters": "residual_adapters",
-    "ttm": "ttm_transformer",
-    "ml": "ml_transformer",
-    "advl": "advl_transformer",
-}
+
+
+class _Aliases(collections.abc.Mapping):
+    """``{short name: family name}`` of the rows, read from the registry when used (a
+    family registered later gets its alias too): each family's
+    :attr:`ldr_opennmt.registry.Family.short_name` (``pa``, ``adapters``, ``ttm``), where it
+    is not a family name itself and answers to that family alone."""
+
+    def _mapping(self):
+        rows = [registry.get(name) for name in systems()[1:]]
+        return {
+            family.short_name: family.name
+            for family in rows
+            if family.short_name != family.name and registry.find(family.short_name) is family
+        }
+
+    def __getitem__(self, key):
+        return self._mapping()[key]
+
+    def __iter__(self):
+        return iter(self._mapping())
+
+    def __len__(self):
+        return len(self._mapping())
+
+
+#: The short names of the rows, kept as aliases of the family names (``ldr-analyze
+#: parameters`` took them before the registry): derived from the families' titles.
+ALIASES = _Aliases()
 
 
 def systems():
@@ -46,11 +66,12 @@ def parameter_count(system, adapter_dim=2048, **sizes):
     Raises:
       UserError: on an unknown system or invalid sizes.
     """
-    name = ALIASES.get(system, system)
+    aliases = dict(ALIASES)
+    name = aliases.get(system, system)
     if name not in systems():
         raise UserError(
             "unknown system %r (expected one of: %s)"
-            % (system, ", ".join(list(ALIASES) + systems()))
+            % (system, ", ".join(list(aliases) + systems()))
         )
     adapters.validate_inner_dim(adapter_dim)
     sizes = dict(factorized.PAPER_SIZES, **sizes)

@@ -13,7 +13,7 @@ import re
 
 import tensorflow as tf
 
-from ldr_opennmt import ensembles, stamps
+from ldr_opennmt import ensembles, registry, stamps
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.names import check_path_name, check_unique
 from ldr_opennmt.training.runner import Runner
@@ -165,6 +165,7 @@ class System:
         self.model_dir = self.config["model_dir"]
         self._runner = None
         self._finalized_config = None
+        self._capabilities = None
 
     @property
     def runner(self):
@@ -187,15 +188,28 @@ class System:
         return hasattr(self.model.features_inputter, "domain_inputter")
 
     @property
+    def capabilities(self):
+        """The model's :class:`ldr_opennmt.registry.Capabilities` (label policy, ensembles),
+        read as the registry reads a family's (:func:`ldr_opennmt.registry.model_capabilities`)
+        from the model initialized with the system's configuration: a family may create
+        its domain layers in ``initialize``, as the domain output bias example does.
+
+        Raises:
+          UserError: ``system NAME: ...`` on a configuration error.
+        """
+        if self._capabilities is None:
+            try:
+                model = self.runner.checked_new_model(self.finalized_config())
+            except UserError as e:
+                raise UserError("system %s: %s" % (self.name, e)) from e
+            self._capabilities = registry.model_capabilities(model)
+        return self._capabilities
+
+    @property
     def uses_domains(self):
         """Whether the labels change the translation: Mixed models ignore them, domain
         mixing models read them for training only (``optional_labels``)."""
-        domain_inputter = getattr(self.model.features_inputter, "domain_inputter", None)
-        return (
-            domain_inputter is not None
-            and domain_inputter.required
-            and not domain_inputter.optional_labels
-        )
+        return self.capabilities.labels == registry.LABEL_NEEDED
 
     @property
     def domains(self):
@@ -205,14 +219,16 @@ class System:
     @property
     def ensemble_refusal(self):
         """Why the system translates no ensemble of domain views, or ``None``."""
-        if not self.uses_domains:
+        capabilities = self.capabilities
+        if capabilities.labels != registry.LABEL_NEEDED:
             return "%s does not use domain labels" % type(self.model).__name__
-        return self.model.ensemble_refusal_reason()
+        return capabilities.ensembles
 
     def reload(self):
         """Forgets the runner and configuration (e.g. after ``ensemble.json`` was written)."""
         self._runner = None
         self._finalized_config = None
+        self._capabilities = None
 
     def checkpoint(self):
         """The checkpoint translations are made with (the latest one)."""

@@ -28,11 +28,19 @@ model restores into it), and the stock code that surrounds it (caches, beam sear
 SavedModel signatures) is unchanged. Keras traces a layer's ``call`` through its class,
 so the behaviour is added to the object's class: the object gets a class made of the
 behaviour and its stock class (one such class per pair). That class surgery happens
-here and nowhere else in the package, with three checks: the behaviour is a declared
-:class:`Behaviour`, the layer is exactly one of its :attr:`Behaviour.applies_to` stock
-classes (so no other behaviour is installed on it: compose two behaviours by declaring
-a class that inherits both), and it is not built. Installing a behaviour that the
-layer already has returns it unchanged.
+here, with three checks: the behaviour is a declared :class:`Behaviour`, the layer is
+exactly one of its :attr:`Behaviour.applies_to` stock classes (so no other behaviour is
+installed on it: compose two behaviours by declaring a class that inherits both), and it
+is not built. Installing a behaviour that the layer already has returns it unchanged.
+
+The package does it in one other place, for an object that is not a layer:
+:func:`ldr_opennmt.compat.add_optimizer_mixin` gives the optimizer that OpenNMT-tf's
+``make_optimizer`` built (``get_optimizer``) its update-skipping mixin
+(:class:`ldr_opennmt.models.optimizer.DomainUpdateSkipping`). That optimizer is of
+whichever class the configuration names (any in ``tf.keras.optimizers.legacy`` or
+``tfa.optimizers``, possibly extended with decoupled weight decay), so no list of exact
+stock classes can declare it in :attr:`Behaviour.applies_to`, and it has no build for
+the mixin to precede: the mixin goes on any optimizer, once.
 
 The package's behaviours: domain mixing (:class:`ldr_opennmt.layers.mixing.MixingEncoderLayer`,
 :class:`~ldr_opennmt.layers.mixing.MixingDecoderLayer`), residual adapters

@@ -44,29 +44,29 @@ from ldr_opennmt.utils import read_lines, write_lines_atomic
 from . import common
 from .common import ROOT
 
-#: The systems this experiment compares (its choice of registered families; their titles,
-#: model definitions and label modes are the registry's), by the directory they train in.
-FAMILIES = {
-    "mixed": "mixed_transformer",
-    "adapters": "residual_adapters",
-    "ttm": "ttm_transformer",
-    "ml": "ml_transformer",
-    "advl": "advl_transformer",
-}
+#: The systems this experiment compares, by the registry's short names of their families
+#: (:attr:`ldr_opennmt.registry.Family.short_name`; :func:`family` resolves them), which are
+#: also the directories they train in. Mixed, the baseline, is trained in any case.
+BASELINE = "mixed"
 SYSTEMS = ("adapters", "ttm", "ml", "advl")
 MODEL_DIRS = {"small": "model_defs/small", "paper": "model_defs"}
 #: The label modes of a family whose translation reads the label (the others take none).
 LABEL_MODES = ("oracle", "generic", "wrong")
 
 
+def family(system):
+    """The registered family of a system (its short name)."""
+    return registry.find(system)
+
+
 def title(system):
     """The table row of a system: its family's title."""
-    return registry.get(FAMILIES[system]).title
+    return family(system).title
 
 
 def label_modes(system):
     """The label modes a system is evaluated with (``None``: it reads no label)."""
-    needed = registry.capabilities(FAMILIES[system]).labels == registry.LABEL_NEEDED
+    needed = registry.capabilities(family(system).name).labels == registry.LABEL_NEEDED
     return LABEL_MODES if needed else None
 
 
@@ -106,15 +106,16 @@ def model_def(size, system):
     """The model definition file of one system at one size (the registry's; Mixed untied,
     as the residual adapters' base: the registry's small Mixed ties its target embeddings,
     being Factorized PA's stage 1)."""
-    if system == "mixed":
+    if system == BASELINE:
         return os.path.join(MODEL_DIRS[size], "mixed_transformer.py")
-    family = registry.get(FAMILIES[system])
-    return family.small_def if size == "small" else family.model_def
+    declared = family(system)
+    return declared.small_def if size == "small" else declared.model_def
 
 
-def ttm_vocabulary(data_config, path):
-    """Writes the data configuration's target vocabulary with TTM's domain tokens
-    appended (those it lacks); returns :obj:`path`."""
+def domain_token_vocabulary(data_config, path):
+    """Writes the data configuration's target vocabulary with the domain tokens appended
+    (those it lacks), for a family whose targets start with one (its capabilities'
+    ``domain_tokens``: TTM); returns :obj:`path`."""
     data = common.load_yaml(data_config)["data"]
     lines = read_lines(os.path.join(ROOT, data["target_vocabulary"]))
     missing = [t for t in ttm.domain_tokens(corpora_lib.domain_names(data)) if t not in lines]
@@ -133,12 +134,12 @@ def system_configs(systems, budget, runs_dir, configs_dir, data_config, model_di
         config["params"]["decay_params"]["model_dim"] = model_dim
         return config
 
-    configs["mixed"] = _from_scratch("mixed")
+    configs[BASELINE] = _from_scratch(BASELINE)
     for system in systems:
-        family = registry.get(FAMILIES[system])
-        if family.finetune == "base":  # On the frozen Mixed model (residual adapters).
+        declared = family(system)
+        if declared.finetune == "base":  # On the frozen Mixed model (residual adapters).
             steps = budget["adapter_steps"]
-            mixed = configs["mixed"]
+            mixed = configs[BASELINE]
             # Per-domain batches (the data configuration's): each domain's adapters on
             # that domain's sentences. Mixed's schedule continues.
             configs[system] = {
@@ -150,9 +151,9 @@ def system_configs(systems, budget, runs_dir, configs_dir, data_config, model_di
                     "save_checkpoints_steps": steps,
                 },
             }
-        elif family.name == "ttm_transformer":
-            vocabulary = ttm_vocabulary(
-                data_config, os.path.join(configs_dir, "ttm_target_vocabulary.txt")
+        elif registry.capabilities(declared.name).domain_tokens:  # TTM's targets.
+            vocabulary = domain_token_vocabulary(
+                data_config, os.path.join(configs_dir, "%s_target_vocabulary.txt" % system)
             )
             configs[system] = _from_scratch(system, {"target_vocabulary": vocabulary})
         else:
@@ -182,11 +183,11 @@ def main(argv=None):
         systems, budget, steps.runs_dir, steps.configs_dir, args.config, UNITS[args.size]
     )
     evaluated = []
-    order = ["mixed"] + systems
+    order = [BASELINE] + systems
     for index, system in enumerate(order):
         config = configs[system]
         path = common.write_config(config, os.path.join(steps.configs_dir, "%s.yml" % system))
-        based = registry.get(FAMILIES[system]).finetune == "base"
+        based = family(system).finetune == "base"
         final = budget["steps"] + (budget["adapter_steps"] if based else 0)
         steps.train(
             title(system),
@@ -205,7 +206,7 @@ def main(argv=None):
         args.data,
         evaluated,
         os.path.join(out, "eval"),
-        baseline="Mixed",
+        baseline=title(BASELINE),
         max_sentences=budget["eval_sentences"],
     )
     steps.timings.append(("evaluate", time.time() - t0))

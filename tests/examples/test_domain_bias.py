@@ -13,10 +13,13 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+import yaml
 
 from ldr_opennmt import registry
 from ldr_opennmt.analysis import parameters
+from ldr_opennmt.evaluation import systems
 from ldr_opennmt.layers import domain_scope
+from ldr_opennmt.serving import client
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 from tests.test_onmt_main import ROOT, _checkpoints, _onmt_main, _write_config
@@ -96,6 +99,34 @@ class DomainBiasFamilyTest(tf.test.TestCase):
         with domain_scope(tf.constant([1])):
             self.assertEqual(model.decoder.output_layer(tf.zeros([1, units])).shape[0], 1)
 
+    def test_ldr_eval_reads_the_labels_of_the_loaded_model(self):
+        # Its domain layer is made in initialize: ldr-eval reads the capabilities of the
+        # model initialized with the system's configuration, as the registry does. The
+        # configuration names the module by a path relative to its own directory.
+        directory = self.get_temp_dir()
+        paths = corpus.write_corpus(os.path.join(directory, "data"), count=4)
+        model_dir = os.path.join(directory, "model")
+        os.makedirs(model_dir)
+        with open(os.path.join(model_dir, "model_description.py"), "w") as f:
+            f.write(
+                "from ldr_opennmt import registry\n\n\ndef model():\n"
+                "    return registry.get(%r).build_tiny()\n" % FAMILY
+            )
+        config = os.path.join(directory, "bias.yml")
+        with open(config, "w") as f:
+            yaml.safe_dump(
+                {
+                    "user_modules": [os.path.relpath(EXAMPLE, directory)],
+                    "model_dir": model_dir,
+                    "data": corpus.data_config(paths),
+                },
+                f,
+            )
+        system = systems.System("Bias", [config])
+        self.assertTrue(system.uses_domains)
+        self.assertIsNone(system.ensemble_refusal)
+        self.assertEqual(system.capabilities, registry.capabilities(FAMILY))
+
     def test_trains_jointly_with_the_multi_domain_runner(self):
         # ldr-main's Runner (per-domain corpora, domain sampling) in joint mode: the shared
         # weights and every domain's bias are updated together.
@@ -165,7 +196,25 @@ class DomainBiasEndToEndTest(helpers.SharedDirTestCase):
             )
             self.assertEqual(result.returncode, 0, msg=result.stderr[-2000:])
             outputs[label] = corpus.read_lines(output)
-        self.assertLen(outputs["medical"], len(corpus.read_lines(self.paths["test_src"])))
+        sources = corpus.read_lines(self.paths["test_src"])
+        self.assertLen(outputs["medical"], len(sources))
+        # The label matters: the medical bias (moved from zero by training) changes the
+        # translations or, where the words are the same, their log-probabilities, which
+        # the SavedModel returns (generic adds no bias).
+        translator = client.Translator(self.export_dir)
+        tokens = [line.split() for line in sources]
+        scored = {
+            label: translator.translate_batch(tokens, [label] * len(tokens))
+            for label in ("medical", "generic")
+        }
+        self.assertEqual(
+            [" ".join(hypotheses[0]) for hypotheses, _ in scored["medical"]], outputs["medical"]
+        )
+        differences = [
+            abs(medical[1][0] - generic[1][0]) if medical[0][0] == generic[0][0] else np.inf
+            for medical, generic in zip(scored["medical"], scored["generic"])
+        ]
+        self.assertGreater(max(differences), 1e-4)
 
     def test_ctranslate2_is_refused_in_one_line(self):
         out = os.path.join(self.dir, "ct2")

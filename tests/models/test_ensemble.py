@@ -1,6 +1,7 @@
 """Beam search over ensembles of domain views."""
 
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -8,18 +9,11 @@ from parameterized import parameterized
 
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
-from tests import helpers
+from tests import by_capability, helpers
 
 SENTENCES = ["the big cell", "a host is here now", "spirit"]
-VIEW_FAMILIES = [
-    ("ldr_transformer_target",),
-    ("dc_transformer",),
-    ("factorized_pa",),
-    ("factorized_sf",),
-    ("factorized_df",),
-    ("residual_adapters",),
-    ("ldr_rnn",),
-]
+#: The families that translate ensembles of their domain views (the registry's).
+VIEW_FAMILIES = by_capability.families(by_capability.with_views)
 # Each of these labels puts all its weight on one view.
 ONE_HOT = {"medical": "medical:1", "religious": "religious:1.0", "generic": "generic:1"}
 
@@ -103,17 +97,20 @@ class EnsembleDecodingTest(tf.test.TestCase):
 
 
 class EnsembleRefusalTest(tf.test.TestCase):
-    @parameterized.expand(
-        [
-            ("mixed_transformer", "MultiDomainTransformer has no domain-specific parameters"),
-            ("mixed_rnn", "MultiDomainRNN has no domain-specific parameters"),
-            ("mixing_transformer", "MixingTransformer translates without reading the domain"),
-            ("ml_transformer", "DomainClassifierTransformer translates without reading"),
-            ("ttm_transformer", "TTMTransformer has no domain-specific parameters"),
-        ]
-    )
-    def test_models_without_views_refuse_ensemble_labels(self, family, reason):
+    @parameterized.expand(by_capability.families(by_capability.without_views))
+    def test_models_without_views_refuse_ensemble_labels(self, family):
         model, paths = helpers.build_model(self, family)
+        # The model's own reason: unless its class states one, the class, then no
+        # domain-specific parameters (Mixed, TTM) or a translation that reads no label
+        # (domain mixing, ML, AdvL).
+        reason = by_capability.capabilities(family).ensembles
+        if not model.ensemble_refusal:
+            self.assertRegex(
+                reason,
+                "^%s (has no domain-specific parameters|translates without reading the domain)"
+                % type(model).__name__,
+            )
+        reason = re.escape(reason)
         labels = os.path.join(self.get_temp_dir(), "labels")
         with open(paths["test_src"]) as f:
             count = len(f.read().splitlines())

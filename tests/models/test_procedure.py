@@ -3,7 +3,17 @@ import tensorflow as tf
 from parameterized import parameterized
 
 from ldr_opennmt.models import procedure
-from tests import helpers
+from tests import by_capability, helpers
+
+
+def _procedure1(caps):
+    """A family Procedure 1 trains: it has domain-specific parameters to route."""
+    return procedure.PROCEDURE1 in caps.domain_training and caps.domain_parameters
+
+
+def _procedure1_without_domain_parameters(caps):
+    """A family that accepts Procedure 1 (Mixed models) but has nothing to route."""
+    return procedure.PROCEDURE1 in caps.domain_training and not caps.domain_parameters
 
 
 def _split(model):
@@ -24,15 +34,7 @@ def _with_domain(features, domain_id):
 
 
 class ProcedureTest(tf.test.TestCase):
-    @parameterized.expand(
-        [
-            ("ldr_transformer",),
-            ("ldr_transformer_target",),
-            ("ldr_rnn",),
-            ("factorized_pa",),
-            ("factorized_sf",),
-        ]
-    )
+    @parameterized.expand(by_capability.families(_procedure1))
     def test_procedure1_routes_gradients(self, family):
         model, paths = helpers.build_model(self, family)
         features, labels = helpers.training_batch(model, paths, size=8)
@@ -99,8 +101,9 @@ class ProcedureTest(tf.test.TestCase):
         for grad, ref in zip(gradients, expected):
             self.assertAllClose(tf.convert_to_tensor(grad), tf.convert_to_tensor(ref), atol=1e-5)
 
-    def test_procedure1_needs_domain_parameters(self):
-        model, paths = helpers.build_model(self, "mixed_transformer")
+    @parameterized.expand(by_capability.families(_procedure1_without_domain_parameters))
+    def test_procedure1_needs_domain_parameters(self, family):
+        model, paths = helpers.build_model(self, family)
         features, labels = helpers.training_batch(model, paths)
         with self.assertRaisesRegex(ValueError, "needs domain-specific parameters"):
             procedure.compute_gradients(

@@ -3,26 +3,14 @@ import tensorflow as tf
 from parameterized import parameterized
 
 from ldr_opennmt.errors import UserError
-from tests import helpers
+from tests import by_capability, helpers
 
 SENTENCES = ["the big cell", "a host is here now", "spirit", "red cell a host"]
 LABELS = ["religious", "medical", "generic", "software"]
 
 
 class MultiDomainModelTest(tf.test.TestCase):
-    @parameterized.expand(
-        [
-            ("ldr_transformer",),
-            ("ldr_transformer_target",),
-            ("dc_transformer",),
-            ("mixed_transformer",),
-            ("ldr_rnn",),
-            ("dc_rnn",),
-            ("factorized_pa",),
-            ("factorized_sf",),
-            ("factorized_df",),
-        ]
-    )
+    @parameterized.expand(by_capability.families())
     def test_beam_search_batch_equals_alone(self, family):
         model, _ = helpers.build_model(self, family, params={"beam_width": 3})
         batch = model.infer(helpers.source_features(model, SENTENCES, LABELS))
@@ -33,16 +21,7 @@ class MultiDomainModelTest(tf.test.TestCase):
             self.assertAllEqual(batch["tokens"][i, 0, :length], alone["tokens"][0, 0, :length])
             self.assertAllClose(batch["log_probs"][i], alone["log_probs"][0], atol=1e-4)
 
-    @parameterized.expand(
-        [
-            ("ldr_transformer",),
-            ("ldr_transformer_target",),
-            ("dc_rnn",),
-            ("factorized_pa",),
-            ("factorized_sf",),
-            ("factorized_df",),
-        ]
-    )
+    @parameterized.expand(by_capability.families(by_capability.labels_needed))
     def test_domain_changes_the_output(self, family):
         model, _ = helpers.build_model(self, family, params={"beam_width": 2})
         scores = [
@@ -52,8 +31,9 @@ class MultiDomainModelTest(tf.test.TestCase):
         self.assertNotAllClose(scores[0], scores[1])
         self.assertNotAllClose(scores[0], scores[2])
 
-    def test_mixed_ignores_the_domain(self):
-        model, _ = helpers.build_model(self, "mixed_transformer")
+    @parameterized.expand(by_capability.families(by_capability.labels_not_read))
+    def test_the_domain_is_ignored(self, family):
+        model, _ = helpers.build_model(self, family)
         scores = [
             model.infer(helpers.source_features(model, ["the big cell"], [label]))["log_probs"]
             for label in ("medical", "software")
