@@ -60,7 +60,7 @@ from ldr_opennmt.evaluation import classification, contrastive, evaluate
 from ldr_opennmt.evaluation import systems as systems_lib
 from ldr_opennmt.utils import DEFAULT_CACHE, copy_file_atomic, write_lines_atomic
 
-from . import common
+from . import baselines, common
 from .common import ROOT
 
 DATA_CONFIG = "data_configs/default_corpora.yml"
@@ -487,9 +487,15 @@ class Plan:
                 params["domain_training"] = "general"
                 slug += "_stage1"
                 title += " stage 1 (domain-agnostic, %d steps)" % budget["steps"]
-            config = common.train_config(
-                slug, params, dict(run.train), budget, runs_dir, data=common.MIXED_BATCHES
-            )
+            data = dict(common.MIXED_BATCHES)
+            if registry.capabilities(run.family).domain_tokens:
+                # Targets that start with a domain token (TTM): a target vocabulary with
+                # the domain tokens appended.
+                data["target_vocabulary"] = baselines.domain_token_vocabulary(
+                    self.data_config_source,
+                    os.path.join(self.steps.configs_dir, "%s_target_vocabulary.txt" % slug),
+                )
+            config = common.train_config(slug, params, dict(run.train), budget, runs_dir, data=data)
             if run.curriculum:
                 stage1_configs[run.directory] = config
             else:

@@ -236,3 +236,18 @@ class CurvesTest(tf.test.TestCase):
         commands = dict(plan.steps.commands)
         self.assertIn("--with_eval", commands["Train FT_medical"])
         self.assertNotIn("--with_eval", commands["Train Mixed"])
+
+
+class DomainTokensTest(tf.test.TestCase):
+    def test_a_family_with_domain_tokens_trains_with_them_in_its_vocabulary(self):
+        plan = _plan(self.get_temp_dir(), tables.table_runs(["ttm_transformer"]))
+        written = os.path.join(plan.steps.configs_dir, "ttm_target_vocabulary.txt")
+        with mock.patch.object(
+            tables.demo.baselines, "domain_token_vocabulary", return_value=written
+        ) as vocabulary:
+            plan.training_stages(plan.runs)
+        vocabulary.assert_called_once_with(tables.demo.DATA_CONFIG, written)
+        ttm = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "ttm.yml"))
+        self.assertEqual(ttm["data"]["target_vocabulary"], written)
+        mixed = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "mixed.yml"))
+        self.assertNotIn("target_vocabulary", mixed["data"])
