@@ -201,7 +201,7 @@ DC_PAPER = "Kobus et al., 2017 (RANLP): domain control"
 BRITZ_PAPER = "Britz et al., 2017 (WMT): effective domain mixing"
 ADAPTERS_PAPER = "Bapna and Firat, 2019 (EMNLP): simple, scalable adaptation"
 TRANSFORMER_PAPER = "Vaswani et al., 2017: Transformer, trained on all domains"
-RNN_PAPER = "Luong et al., 2015: attentional RNN, trained on all domains"
+RNN_PAPER = "Bahdanau et al., 2015: attentional RNN, trained on all domains"
 
 
 def _vanilla_count(**sizes):

@@ -62,6 +62,9 @@ DEFAULT_ARCHITECTURE = "transformer"
 #: The family of the baseline row, always in the table.
 BASELINE_FAMILY = "mixed_transformer"
 
+#: A value of :data:`VARIANTS` replaced by the budget's training steps.
+MAX_STEP = "<max_step>"
+
 #: The rows beyond one per family: the options of this experiment, not a list of families
 #: (a family not named here gets its one default row). Each entry: family -> the extra
 #: :class:`experiments.demo.Run` of that family, and the options of its default row.
@@ -98,6 +101,8 @@ VARIANTS = {
             )
         ],
     },
+    # AdvL's gradient reversal ramps up over the whole training (Ganin and Lempitsky).
+    "advl_transformer": {"default": {"params": {"gradient_reversal_steps": MAX_STEP}}},
     # The Factorized paper's curriculum (section 3.1) for the designs whose attention has
     # other shapes than Mixed's (multi-query K/V): a stage 1 of their own.
     "factorized_sf": {"default": {"curriculum": True}},
@@ -540,6 +545,13 @@ def write_report(plan, steps, info, results, contrastive_results, total, budget,
     return "\n".join(lines) + "\n"
 
 
+def _with_budget(run, budget):
+    """:obj:`run` with the :data:`MAX_STEP` values of its parameters set to the budget's
+    steps."""
+    params = {k: budget["steps"] if v == MAX_STEP else v for k, v in run.params.items()}
+    return dataclasses.replace(run, params=params)
+
+
 class TablesPlan(demo.Plan):
     """The demo's :class:`experiments.demo.Plan` for the rows of :func:`table_runs`."""
 
@@ -552,7 +564,7 @@ class TablesPlan(demo.Plan):
             contrastive_systems=contrastive_rows(runs),
             data_config=args.config,
         )
-        self.runs = runs
+        self.runs = runs = [_with_budget(run, budget) for run in runs]
         self.runs_by_name = {run.name: run for run in runs}
         seeds = [run for run in runs if run.family == runs[0].family and run is not runs[0]]
         self.seed_row = seeds[0].name if seeds else None
@@ -639,7 +651,7 @@ def main(argv=None):
     plan.write_data_config(info)
     lanes = common.cpu_lanes(2)
     in_lanes = budget["evaluate_in_lanes"]
-    parallel = [plan.items_stage()] + plan.training_stages(runs)
+    parallel = [plan.items_stage()] + plan.training_stages(plan.runs)
     evaluation = plan.evaluation_stages(in_lanes)
     if in_lanes:
         parallel, evaluation = parallel + evaluation, []

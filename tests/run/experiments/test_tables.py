@@ -110,6 +110,13 @@ class StagesTest(tf.test.TestCase):
             [stages["factorized_sf_stage1"].title, stages["factorized_sf"].title],
         )
 
+    def test_the_reversal_ramps_over_the_training(self):
+        plan, _ = self._stages(["advl_transformer"])
+        config = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "advl.yml"))
+        steps = tables.BUDGETS["quick"]["steps"]
+        self.assertEqual(config["params"]["gradient_reversal_steps"], steps)
+        self.assertEqual(config["train"]["max_step"], steps)
+
     def test_paper_scale_uses_the_paper_definitions_and_schedule(self):
         budget = dict(tables.BUDGETS["paper"])
         plan, stages = self._stages(["mixing_transformer"], scale="paper", budget="paper")
