@@ -22,13 +22,13 @@ with the word's *domain proportions*:
   ``D_l`` is computed once per word on the input of the layer's self-attention
   (the layer input after the wrapper's layer norm, i.e. the tensor the Q/K/V
   projections of eq. (2) read), and that proportion mixes every projection of the
-  layer at that word's position: self-attention Q, K, V, the decoder's
-  cross-attention queries, and both FFN linears. The cross-attention keys and
+  layer at that word's position: self-attention Q, K, V and output projection (W^O,
+  mixed "in the same way" in section 3.2), the decoder's cross-attention queries and
+  output projection, and both FFN linears. The cross-attention keys and
   values are computed on the encoder output, so they are mixed with
   ``D_l(encoder output)`` (the same ``R_l`` applied to the memory): they depend on
   the source alone, and the keys/values that incremental decoding caches stay
-  exact. The attention output projection, the embeddings and the layer norms are
-  shared.
+  exact. The embeddings and the layer norms are shared.
 * **Gradient cut** (section 4.2, Figure 5), on by default: ``D`` reads
   ``stop_gradient(x)`` (the translator gets no gradient from ``L_mix``) and the
   projections are weighted by ``stop_gradient(D)`` (``R`` gets no gradient from
@@ -36,8 +36,8 @@ with the word's *domain proportions*:
 
 :func:`install` puts the mixed layers into a stock OpenNMT-tf
 ``SelfAttentionEncoder`` or ``SelfAttentionDecoder`` after construction and before
-build: it replaces the ``linear_queries``/``linear_keys``/``linear_values`` of
-every ``MultiHeadAttention`` and the ``inner``/``outer`` of every
+build: it replaces the ``linear_queries``/``linear_keys``/``linear_values``/
+``linear_output`` of every ``MultiHeadAttention`` and the ``inner``/``outer`` of every
 ``FeedForwardNetwork`` by :class:`MixedDense`, gives every encoder/decoder layer a
 ``domain_proportions`` sublayer, and installs a behaviour
 (:class:`MixingEncoderLayer`, :class:`MixingDecoderLayer`, see
@@ -538,15 +538,15 @@ def install(layer_stack, num_domains=None, epsilon=DEFAULT_EPSILON, cut=True, na
 
     * a :class:`DomainProportions` sublayer ``domain_proportions`` (one ``R`` per
       layer), computed on the self-attention's (normalized) input;
-    * :class:`MixedDense` Q, K, V in the self-attention; in the decoder's
-      cross-attention, mixed Q with the layer's proportions and mixed K, V with
-      the proportions of the encoder output; both FFN linears mixed (the first
-      before its ReLU) with the layer's proportions;
+    * :class:`MixedDense` Q, K, V and output projections in the self-attention; in the
+      decoder's cross-attention, mixed Q and output projection with the layer's
+      proportions and mixed K, V with the proportions of the encoder output; both FFN
+      linears mixed (the first before its ReLU) with the layer's proportions;
     * the layer gets the behaviour :class:`MixingEncoderLayer` or
       :class:`MixingDecoderLayer`, whose ``call`` opens the mixing scope around the
       stock ``call``.
 
-    The attention output projections, layer norms and everything else stay stock.
+    The layer norms and everything else stay stock.
 
     Args:
       layer_stack: An unbuilt ``opennmt.encoders.SelfAttentionEncoder`` or
@@ -585,12 +585,16 @@ def install(layer_stack, num_domains=None, epsilon=DEFAULT_EPSILON, cut=True, na
     installed = []
     for index, layer in enumerate(layer_stack.layers):
         attentions = [layer.self_attention.layer]
-        for attribute in ("linear_queries", "linear_keys", "linear_values"):
+        # Section 3.2 of the paper mixes W^O "in the same way" as W^Q, W^K, W^V: the output
+        # projection reads the attention context at the layer's own positions (the query
+        # positions, in the cross-attention too), so it takes the layer's proportions.
+        for attribute in ("linear_queries", "linear_keys", "linear_values", "linear_output"):
             _replace(attentions[0], attribute, LAYER, num_domains)
         for wrapper in getattr(layer, "attention", []):
             _replace(wrapper.layer, "linear_queries", LAYER, num_domains)
             _replace(wrapper.layer, "linear_keys", MEMORY, num_domains)
             _replace(wrapper.layer, "linear_values", MEMORY, num_domains)
+            _replace(wrapper.layer, "linear_output", LAYER, num_domains)
         for attribute in ("inner", "outer"):
             _replace(layer.ffn.layer, attribute, LAYER, num_domains)
         layer.domain_proportions = DomainProportions(

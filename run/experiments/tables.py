@@ -117,7 +117,8 @@ BUDGETS = {
     # The demo's recipe and budget per system (run/experiments/demo.py, BUDGETS["default"]),
     # for every row: the whole table's time is estimated in docs/tables.md.
     "default": dict(demo.BUDGETS["default"], contrastive_items=500),
-    "quick": dict(demo.BUDGETS["quick"]),
+    # Two points per curve: evaluating the dev sets costs more than a quick training step.
+    "quick": dict(demo.BUDGETS["quick"], curve_points=2),
     # The papers' schedule (the LDR paper's section 3.2, the Factorized paper's 3.1):
     # Transformer base, Noam decay with 4000 warmup steps, 200,000 steps (Factorized stage 2:
     # 50,000), batches of 4096 tokens, the whole test sets. For GPUs.
@@ -569,8 +570,9 @@ class TablesPlan(demo.Plan):
         seeds = [run for run in runs if run.family == runs[0].family and run is not runs[0]]
         self.seed_row = seeds[0].name if seeds else None
         self.stage_titles = {}
-        # The per-domain dev loss of every stage 2 and fine-tuning, at 8 points.
-        self.curve_every = max(1, min(budget["stage2_steps"], budget["finetune_steps"]) // 8)
+        # The per-domain dev loss of every stage 2 and fine-tuning, at curve_points points.
+        shortest = min(budget["stage2_steps"], budget["finetune_steps"])
+        self.curve_every = max(1, shortest // budget.get("curve_points", 8))
 
     def training_stages(self, runs):
         stages = super().training_stages(runs)

@@ -3,7 +3,6 @@
 import numpy as np
 import opennmt
 import tensorflow as tf
-from opennmt.layers import common
 from parameterized import parameterized
 
 from ldr_opennmt.errors import UserError
@@ -177,15 +176,14 @@ class InstallTest(tf.test.TestCase):
         self.assertTrue(all(p.epsilon == 0.1 and not p.cut for p in installed))
         for layer in encoder.layers:
             attention = layer.self_attention.layer
-            for attribute in ("linear_queries", "linear_keys", "linear_values"):
+            # Q, K, V and the output projection W^O (section 3.2: mixed the same way).
+            for attribute in ("linear_queries", "linear_keys", "linear_values", "linear_output"):
                 self.assertIsInstance(getattr(attention, attribute), mixing.MixedDense)
                 self.assertEqual(getattr(attention, attribute).role, mixing.LAYER)
-            # The output projection stays shared.
-            self.assertIs(type(attention.linear_output), common.Dense)
             ffn = layer.ffn.layer
             self.assertIs(ffn.inner.activation, tf.nn.relu)
             self.assertIsInstance(ffn.outer, mixing.MixedDense)
-        self.assertLen(mixing.mixed_layers(encoder), 10)
+        self.assertLen(mixing.mixed_layers(encoder), 12)  # Q, K, V, O and the FFN's two, twice
         rng = np.random.RandomState(0)
         inputs = tf.constant(rng.normal(size=[2, 4, UNITS]).astype(np.float32))
         with mixing.collect_proportions() as records:
@@ -212,7 +210,7 @@ class InstallTest(tf.test.TestCase):
         self.assertEqual(cross.linear_queries.role, mixing.LAYER)
         self.assertEqual(cross.linear_keys.role, mixing.MEMORY)
         self.assertEqual(cross.linear_values.role, mixing.MEMORY)
-        self.assertLen(mixing.mixed_layers(decoder), 8)
+        self.assertLen(mixing.mixed_layers(decoder), 10)  # Q, K, V, O twice; the FFN's two
         rng = np.random.RandomState(1)
         memory = tf.constant(rng.normal(size=[2, 5, UNITS]).astype(np.float32))
         decoder.initialize(vocab_size=10)
