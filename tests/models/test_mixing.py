@@ -107,11 +107,11 @@ class MixingTransformerTest(tf.test.TestCase):
         self.assertEqual(model.domain_training, "joint")
         labels = [p.label for p in model.proportion_layers()]
         self.assertEqual(labels, ["encoder/layer_0", "decoder/layer_0"])
-        # Q, K, V + 2 FFN linears in the encoder layer; + cross Q, K, V in the decoder.
-        self.assertLen(mixing.mixed_layers(model.encoder), 5)
-        self.assertLen(mixing.mixed_layers(model.decoder), 8)
+        # Q, K, V, O + 2 FFN linears in the encoder layer; + cross Q, K, V, O in the decoder.
+        self.assertLen(mixing.mixed_layers(model.encoder), 6)
+        self.assertLen(mixing.mixed_layers(model.decoder), 10)
         kernels = [v for v in model.weights if v.shape.rank == 3]
-        self.assertLen(kernels, 13)
+        self.assertLen(kernels, 16)
         self.assertTrue(all(v.shape[1] == 3 for v in kernels))
         encoder_only, _ = _model(self, randomize=False, variant="encoder")
         self.assertLen(mixing.mixed_layers(encoder_only.decoder), 0)
@@ -453,7 +453,10 @@ class MixingLearningTest(tf.test.TestCase):
         self.assertLen(accuracy, 6)
         for value in accuracy.values():
             self.assertGreater(value, chance + 0.2, accuracy)
-        self.assertGreater(accuracy["encoder/layer_1"], 0.85, accuracy)
+        # 0.83 here since W^O is mixed too (section 3.2), above 0.85 before: the input of
+        # encoder layer 1 is then a mixture of per-domain projections, learnt from fewer
+        # updates per copy in these 100 steps; chance is 0.33.
+        self.assertGreater(accuracy["encoder/layer_1"], 0.8, accuracy)
         self.assertGreater(np.mean(list(accuracy.values())), chance + 0.4, accuracy)
 
 
