@@ -68,11 +68,34 @@ MAX_STEP = "<max_step>"
 #: The rows beyond one per family: the options of this experiment, not a list of families
 #: (a family not named here gets its one default row). Each entry: family -> the extra
 #: :class:`experiments.demo.Run` of that family, and the options of its default row.
+#: Mixed with tied target embeddings at both scales: the stage 1 of Factorized PA (tied, as
+#: the Factorized paper) and the base of the residual adapters.
+TIED_MIXED = {
+    "small": "model_defs/small/mixed_transformer_tied.py",
+    "paper": "model_defs/mixed_transformer_tied.py",
+}
+
 VARIANTS = {
     "mixed_transformer": {
-        "default": {"headline": True},
+        "default": {"headline": True, "model_defs": TIED_MIXED},
         # The run-to-run spread: Mixed again, another seed.
-        "extra": [Run("mixed_transformer", suffix=" (seed 2)", slug="mixed_seed2", seed=2)],
+        "extra": [
+            Run(
+                "mixed_transformer",
+                suffix=" (seed 2)",
+                slug="mixed_seed2",
+                seed=2,
+                model_defs=TIED_MIXED,
+            )
+        ],
+    },
+    "residual_adapters": {
+        "default": {
+            "model_defs": {
+                "small": "model_defs/small/residual_adapters_tied.py",
+                "paper": "model_defs/residual_adapters_tied.py",
+            }
+        }
     },
     "ldr_transformer": {
         "default": {"params": {"domain_training": "procedure1"}, "pred": True},

@@ -38,6 +38,13 @@ class TableRunsTest(tf.test.TestCase):
         for extra in ("Mixed (seed 2)", "LDR (joint)", "Domain mixing (E)"):
             self.assertIn(extra, names)
         self.assertNotIn("LDR (RNN)", names)
+        for run in runs:  # Every row has its model definition at both scales.
+            for scale in ("small", "paper"):
+                self.assertTrue(os.path.isfile(os.path.join(common.ROOT, run.model_def(scale))))
+        # A family trained on a stage 1 uses the stage-1 row's embedding sharing (tied).
+        by_family = {run.family: run for run in runs}
+        self.assertIn("tied", by_family["mixed_transformer"].model_def("paper"))
+        self.assertIn("tied", by_family["residual_adapters"].model_def("small"))
 
     def test_label_modes_follow_the_capabilities(self):
         runs = {run.name: run for run in tables.table_runs()}
@@ -124,12 +131,13 @@ class StagesTest(tf.test.TestCase):
         mixing = [c for title, c in commands.items() if title == "Train Domain mixing (E)"][0]
         self.assertIn("model_defs/mixing_transformer_encoder.py", mixing)
         mixed = [c for title, c in commands.items() if title == "Train Mixed"][0]
-        self.assertIn("model_defs/mixed_transformer.py", mixed)
+        self.assertIn("model_defs/mixed_transformer_tied.py", mixed)
         config = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "mixed.yml"))
         self.assertEqual(config["params"]["decay_params"]["model_dim"], 512)
         self.assertEqual(config["train"]["max_step"], budget["steps"])
-        for path in ("model_defs/mixing_transformer_encoder.py",):
-            self.assertTrue(os.path.isfile(os.path.join(common.ROOT, path)))
+        for run in plan.runs:
+            for scale in ("small", "paper"):
+                self.assertTrue(os.path.isfile(os.path.join(common.ROOT, run.model_def(scale))))
 
     def test_the_options_reach_every_training(self):
         args, budget = tables._arguments(

@@ -1,0 +1,9 @@
+"""Residual adapters (adapter inner size 2048) on the tied Mixed Transformer
+(``model_defs/mixed_transformer_tied.py``): the tables' row, whose Mixed is also Factorized
+PA's stage 1."""
+
+from ldr_opennmt import models
+
+
+def model():
+    return models.residual_adapter_transformer(adapter_dim=2048, share_target_embeddings=True)
