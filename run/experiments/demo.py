@@ -128,11 +128,15 @@ class Run:
 
     def model_def(self, scale="small"):
         """Its model definition file at one scale (``small``: ``model_defs/small/``,
-        ``paper``: ``model_defs/``)."""
+        ``paper``: ``model_defs/``; a family of a user module without one: the module's
+        file, whose ``model()`` gives its size)."""
         if self.model_defs:
             return self.model_defs[scale]
         family = self.definition
         path = family.small_def if scale == "small" else family.model_def
+        if path is None and family.module.endswith(".py"):
+            # A user module's file is its model definition (onmt-main --model FILE).
+            path = family.module
         if path is None:
             raise errors.UserError(
                 "family %s has no %s model definition in the registry" % (self.family, scale)
