@@ -629,6 +629,14 @@ def _arguments(argv):
     )
     parser.add_argument("--steps", type=int, help="training steps of a system from scratch")
     parser.add_argument("--stage2_steps", type=int, help="steps of a stage 2")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=N",
+        help="a budget entry (repeatable; e.g. --set eval_sentences=5 --set finetune_steps=2:"
+        " the paper-scale path on tiny budgets)",
+    )
     parser.add_argument("--config", default=demo.DATA_CONFIG, help="data configuration")
     parser.add_argument("--data", default="data/default", help="corpus directory")
     parser.add_argument("--out", help="results directory (default results/tables[-quick])")
@@ -648,6 +656,15 @@ def _arguments(argv):
             if value < 1:
                 raise SystemExit("--%s must be >= 1, got %d" % (name, value))
             budget[name] = value
+    for entry in args.set:
+        name, _, value = entry.partition("=")
+        countable = name in budget and _countable(budget[name])
+        if not countable or not value.isdigit() or int(value) < 1:
+            raise SystemExit(
+                "--set %s: expected KEY=N with N >= 1 and KEY one of %s"
+                % (entry, ", ".join(sorted(k for k, v in budget.items() if _countable(v))))
+            )
+        budget[name] = int(value)
     if args.scale == "paper":
         budget["model_dim"] = 512
     args.out = args.out or ("results/tables-quick" if args.quick else "results/tables")
@@ -657,6 +674,11 @@ def _arguments(argv):
         options += ["--num_gpus", str(args.num_gpus)]
     args.options = options
     return args, budget
+
+
+def _countable(value):
+    """Whether a budget entry is a count (``--set`` may change it)."""
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def main(argv=None):
