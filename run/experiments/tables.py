@@ -241,9 +241,10 @@ def parameter_counts(checkpoint, num_domains):
     """``(total, domain-specific)`` parameters of a trained model, from its checkpoint.
 
     Every model weight counts (biases and layer norms included, unlike the Factorized
-    paper's #P). A weight is domain-specific when its name says so (``domain``, ``region``,
-    ``adapter``, ``proportion``, ``mix``) or its first dimension is the number of domains
-    (with or without the ``generic`` copy): the per-domain copies of the package's layers.
+    paper's #P). A weight is domain-specific when it is one domain's copy (its name has
+    ``domain_<i>_``: LDR's regions, the Factorized blocks, adapters, DC's vectors) or has a
+    dimension of the number of domains (the mixing layers' stacked copies, proportion
+    layers, a domain classifier's output layer).
 
     Args:
       checkpoint: A checkpoint prefix.
@@ -252,7 +253,6 @@ def parameter_counts(checkpoint, num_domains):
     import tensorflow as tf
 
     total = specific = 0
-    markers = ("domain", "region", "adapter", "proportion", "mix")
     for name, shape in tf.train.list_variables(checkpoint):
         if not _is_model_variable(name):
             continue
@@ -260,12 +260,12 @@ def parameter_counts(checkpoint, num_domains):
         for dim in shape:
             size *= dim
         total += size
-        lowered = name.lower()
-        if any(m in lowered for m in markers) or (
-            len(shape) > 1 and shape[0] in (num_domains, num_domains + 1)
-        ):
+        if _DOMAIN_COPY.search(name) or (len(shape) > 1 and num_domains in shape):
             specific += size
     return total, specific
+
+
+_DOMAIN_COPY = re.compile(r"(^|/)domain_\d+_")
 
 
 # The report.
@@ -296,7 +296,7 @@ def system_rows(plan, steps, num_domains):
                 trained.name,
                 family.name,
                 "%.2fM" % (total / 1e6),
-                "%.3fM" % (specific / num_domains / 1e6) if specific else "0",
+                "%.1fk" % (specific / num_domains / 1e3) if specific else "0",
                 "%.1f" % minutes,
                 "%.2f" % speeds[-1] if speeds else "",
             ]
@@ -340,9 +340,9 @@ def quoted_lines(averages):
 
 
 def _our_row(row):
-    """Our table's row of a quoted row name: a label mode in parentheses is ours too
-    (``LDR (generic)``); a bare family row is its oracle row when it reads labels."""
-    return row
+    """Our table's row of a quoted row name (the papers' "predicted" labels are our
+    ``pred`` mode; other names are ours as they are)."""
+    return row.replace(" (predicted)", " (pred)")
 
 
 #: OpenNMT-tf's log line of a per-domain evaluation
@@ -433,6 +433,11 @@ def row_averages(results):
     for row in list(averages):
         if row.endswith(" (oracle)"):
             averages.setdefault(row[: -len(" (oracle)")], averages[row])
+    # FT: each domain translated by the model fine-tuned on it (the papers' FT row).
+    scores = dict(results["rows"])
+    own = [scores.get("FT_%s" % d, {}).get(d) for d in results["domains"]]
+    if own and all(score is not None for score in own):
+        averages["FT"] = sum(score["bleu"] for score in own) / len(own)
     return averages
 
 
@@ -479,19 +484,41 @@ def findings(results, spread, baseline, rows):
         theirs = [row for row in quoted.ordering(paper) if row in averages]
         if len(theirs) < 2:
             continue
+        agree, reverse = ordering_agreement(theirs, averages, noise)
+        pairs = len(theirs) * (len(theirs) - 1) // 2
         ours = sorted(theirs, key=lambda row: -averages[row])
-        same = ours == theirs
+        verdict = (
+            "the same ordering"
+            if agree == pairs
+            else "of its %d pairs, ours orders %d the same way beyond the spread, %d the other"
+            " way, and cannot separate %d" % (pairs, agree, reverse, pairs - agree - reverse)
+        )
         lines.append(
-            "- %s's ordering of these rows (%s, best first): %s; ours: %s: %s."
+            "- %s (%s) orders these rows %s; ours: %s: %s."
             % (
                 info["citation"],
                 info["table"],
                 " > ".join(theirs),
-                " > ".join(ours),
-                "the same" if same else "it differs",
+                " > ".join("%s %.1f" % (row, averages[row]) for row in ours),
+                verdict,
             )
         )
     return lines
+
+
+def ordering_agreement(ordering, averages, noise):
+    """``(agree, reverse)``: of the pairs of rows of :obj:`ordering` (best first), how many
+    our averages put in the same order by more than :obj:`noise`, and how many in the
+    other order by more than it (the rest are within it)."""
+    agree = reverse = 0
+    for i, better in enumerate(ordering):
+        for worse in ordering[i + 1 :]:
+            difference = averages[better] - averages[worse]
+            if difference > noise:
+                agree += 1
+            elif -difference > noise:
+                reverse += 1
+    return agree, reverse
 
 
 def write_report(plan, steps, info, results, contrastive_results, total, budget, mode):
@@ -552,13 +579,15 @@ def write_report(plan, steps, info, results, contrastive_results, total, budget,
         "",
         contrastive.format_tables(contrastive_results),
         "",
+    ]
+    lines += curve_section(plan, steps.out)
+    lines += [
         "## The papers' figures beside ours",
         "",
         "Quoted from the papers (`run/experiments/quoted.py`), on their data and model sizes:"
         " only the ordering of the rows is comparable with ours.",
         "",
     ]
-    lines += curve_section(plan, steps.out)
     lines += quoted_lines(row_averages(results))
     lines += ["## What this shows", "", "Generated from the figures above.", ""]
     lines += findings(results, spread, plan.baseline.name, names)

@@ -189,32 +189,47 @@ class FindingsTest(tf.test.TestCase):
         ordering[first] = ["DC", "LDR", "Mixed"]
         with mock.patch.object(quoted, "ordering", lambda paper: ordering[paper]):
             lines = tables.findings(self.RESULTS, 1 / 3, "Mixed", ["Mixed", "LDR", "DC"])
-        [line] = [line for line in lines if "ordering" in line]
-        self.assertIn("DC > LDR > Mixed; ours: LDR > DC > Mixed: it differs", line)
+        [line] = [line for line in lines if "orders these rows" in line]
+        self.assertIn(
+            "orders these rows DC > LDR > Mixed; ours: LDR 16.7 > DC 15.1 > Mixed 15.0: of its"
+            " 3 pairs, ours orders 1 the same way beyond the spread, 1 the other way, and"
+            " cannot separate 1.",
+            line,
+        )
+
+    def test_the_fine_tuned_rows_make_the_papers_ft_row(self):
+        results = dict(
+            self.RESULTS,
+            rows=self.RESULTS["rows"]
+            + [("FT_%s" % d, _scores(30.0, 30.0, 30.0)) for d in DOMAINS[:2]],
+        )
+        self.assertNotIn("FT", tables.row_averages(results))
+        results["rows"].append(("FT_software", _scores(0.0, 0.0, 33.0)))
+        self.assertAlmostEqual(tables.row_averages(results)["FT"], 31.0)
+        self.assertEqual(tables._our_row("LDR (predicted)"), "LDR (pred)")
 
 
 class ParametersTest(tf.test.TestCase):
     def test_domain_copies_are_counted_per_domain(self):
+        def value(path):
+            return "model/%s/.ATTRIBUTES/VARIABLE_VALUE" % path
+
         variables = [
-            ("model/encoder/layer_0/kernel/.ATTRIBUTES/VARIABLE_VALUE", [5, 5]),
-            ("model/encoder/layer_0/domain_kernels/.ATTRIBUTES/VARIABLE_VALUE", [3, 4, 4]),
-            ("model/decoder/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE", [4, 7]),
-            ("model/examples_inputter/regions/.ATTRIBUTES/VARIABLE_VALUE", [10, 2]),
-            (
-                "model/encoder/layer_0/kernel/.OPTIMIZER_SLOT/optimizer/m/.ATTRIBUTES/"
-                "VARIABLE_VALUE",
-                [5, 5],
-            ),
+            (value("encoder/layer_0/kernel"), [5, 5]),  # shared
+            (value("encoder/layer_0/linear_keys/domain_0_kernel"), [5, 5]),  # PA's copies
+            (value("encoder/layer_0/linear_keys/domain_1_kernel"), [5, 5]),
+            (value("encoder/layer_0/linear_keys/domain_2_kernel"), [5, 5]),
+            (value("word_inputter/domain_0_embedding"), [10, 2]),  # an LDR region
+            (value("encoder/ffn/inner/kernel"), [5, 3, 7]),  # mixing: stacked copies
+            (value("encoder/ffn/inner/bias"), [3, 7]),
+            (value("encoder/ffn/outer/bias"), [7]),  # shared
+            (value("encoder/layer_0/kernel") + "/.OPTIMIZER_SLOT/optimizer/m", [5, 5]),
             ("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE", []),
         ]
         with mock.patch.object(tf.train, "list_variables", return_value=variables):
             total, specific = tables.parameter_counts("ckpt", num_domains=3)
-        self.assertEqual(total, 25 + 48 + 28 + 20)
-        self.assertEqual(specific, 48 + 28 + 20)  # [4, 7]: generic + 3 domains
-
-
-if __name__ == "__main__":
-    tf.test.main()
+        self.assertEqual(total, 25 + 75 + 20 + 105 + 21 + 7)
+        self.assertEqual(specific, 75 + 20 + 105 + 21)
 
 
 class CurvesTest(tf.test.TestCase):
