@@ -676,7 +676,7 @@ class Plan:
         pred = "pred" in (trained.modes or ())
         command = ["ldr-eval", "--corpus", self.data, "--out", self.eval_dir]
         command += _system_args(trained.name, trained.config_paths, trained.modes)
-        command += ["--max-sentences", str(sentences), "--cache-only"]
+        command += _max_sentences(sentences) + ["--cache-only"]
         command += ["--pred-dir", self.pred_dir] if pred else []
 
         def stamp():
@@ -759,7 +759,7 @@ class Plan:
         for trained in self.trained:
             command += _system_args(trained.name, trained.config_paths, trained.modes)
         command += ["--pred-dir", self.pred_dir]
-        command += ["--max-sentences", str(budget["eval_sentences"])]
+        command += _max_sentences(budget["eval_sentences"])
         self.steps.commands.append(("Evaluate", command))
         command = ["ldr-eval", "contrastive", "--corpus", self.data]
         command += ["--out", self.contrastive_dir, "--items", self.items_path]
@@ -1015,6 +1015,11 @@ def main(argv=None):
         % (os.path.join(steps.out, "report.md"), (time.time() - start) / 60)
     )
     return 0
+
+
+def _max_sentences(sentences):
+    """``ldr-eval``'s ``--max-sentences`` option (none for ``None``: the whole test sets)."""
+    return [] if sentences is None else ["--max-sentences", str(sentences)]
 
 
 def _system_args(name, config_paths, modes=None):

@@ -135,6 +135,11 @@ class StagesTest(tf.test.TestCase):
         config = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "mixed.yml"))
         self.assertEqual(config["params"]["decay_params"]["model_dim"], 512)
         self.assertEqual(config["train"]["max_step"], budget["steps"])
+        # The whole test sets: no --max-sentences.
+        plan.score_stage()
+        self.assertNotIn("--max-sentences", dict(plan.steps.commands)["Evaluate"])
+        self.assertEqual(tables.demo._max_sentences(None), [])
+        self.assertEqual(tables.demo._max_sentences(5), ["--max-sentences", "5"])
         for run in plan.runs:
             for scale in ("small", "paper"):
                 self.assertTrue(os.path.isfile(os.path.join(common.ROOT, run.model_def(scale))))
