@@ -70,9 +70,11 @@ class TableRunsTest(tf.test.TestCase):
         example = os.path.join(
             os.path.dirname(__file__), "..", "..", "..", "examples", "domain_bias", "domain_bias.py"
         )
-        names = registry.load_user_module(os.path.abspath(example)) or ["bias_transformer"]
-        runs = tables.table_runs(["mixed_transformer"] + names)
-        self.assertEqual([run.family for run in runs][-1], names[-1])
+        registry.load_user_module(os.path.abspath(example))
+        runs = tables.table_runs(["mixed_transformer", "domain_bias_transformer"])
+        self.assertEqual([run.family for run in runs][-1], "domain_bias_transformer")
+        # No model definition declared: the module file is its definition.
+        self.assertEqual(runs[-1].model_def("small"), os.path.abspath(example))
 
     def test_the_contrastive_rows_are_mixed_and_the_label_readers(self):
         runs = tables.table_runs()
