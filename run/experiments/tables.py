@@ -305,26 +305,26 @@ def system_rows(plan, steps, num_domains):
 
 
 def quoted_lines(averages):
-    """The papers' figures beside ours: per paper, its rows with their quoted average (or
-    the mean of the domains it prints), and our average BLEU of the same row."""
+    """The papers' figures beside ours: per paper, its rows with the figure its ordering
+    ranks them by (:func:`experiments.quoted.score`: the printed average, or the mean of the
+    domains every row of its table reports), and our average BLEU of the same row."""
     lines = []
     for paper, info in quoted.PAPERS.items():
         entries = [e for e in quoted.QUOTED if e["paper"] == paper]
         if not entries:
             continue
+        # The figures the paper's ordering ranks by (quoted.score).
+        printed = all(e["average"] is not None for e in entries)
+        how = "average" if printed else "mean of the domains its rows share"
         cells = []
         for entry in entries:
-            figure = entry["average"]
-            how = "average"
-            if figure is None and entry["domains"]:
-                figure = sum(entry["domains"].values()) / len(entry["domains"])
-                how = "mean of its domains"
+            figure = quoted.score(entry)
             ours = averages.get(_our_row(entry["row"]))
             cells.append(
                 [
                     entry["row"],
                     entry["paper_row"],
-                    "%.1f (%s)" % (figure, how) if figure is not None else "",
+                    "%.1f (%s)" % (figure, how),
                     "%.1f" % ours if ours is not None else "not trained",
                 ]
             )
@@ -749,11 +749,7 @@ def main(argv=None):
         budget=budget,
         mode=args.mode,
     )
-
-    def report(total):
-        return write(total)
-
-    steps.run_stages([plan.report_stage(report, args.mode, start, COMMAND + argv)])
+    steps.run_stages([plan.report_stage(write, args.mode, start, COMMAND + argv)])
     common.log(
         "[tables] report: %s (total %.1f min)"
         % (os.path.join(steps.out, "report.md"), (time.time() - start) / 60)
