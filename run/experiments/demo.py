@@ -822,6 +822,10 @@ class Plan:
                 loaded.append(json.load(f))
         return tuple(loaded)
 
+    def report_inputs(self):
+        """The result files the report is written from (part of its stamp)."""
+        return [self.scores_path, self.contrastive_path, self.classification_path]
+
     def report_stage(self, write, mode, start, command):
         """Writes ``report.md`` (:obj:`write`: a callable of the total time) from the
         results, the configurations and the commands.
@@ -844,9 +848,7 @@ class Plan:
                 layout=REPORT_LAYOUT,
                 mode=mode,
                 budget=self.budget,
-                results=stamps.files_digest(
-                    [self.scores_path, self.contrastive_path, self.classification_path]
-                ),
+                results=stamps.files_digest(self.report_inputs()),
                 corpus=stamps.file_digest(self._corpus_file("corpus.json")),
                 configs=[
                     [name, stamps.file_digest(os.path.join(configs_dir, name))] for name in configs

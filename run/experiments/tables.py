@@ -45,11 +45,19 @@ import re
 import sys
 import time
 
-from ldr_opennmt import errors, registry
+from ldr_opennmt import config_loader, errors, registry, stamps
+from ldr_opennmt.analysis import label_use
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import contrastive, evaluate
 from ldr_opennmt.reports import markdown_table, pyplot
-from ldr_opennmt.utils import DEFAULT_CACHE, save_figure
+from ldr_opennmt.utils import (
+    DEFAULT_CACHE,
+    make_directories,
+    read_lines,
+    save_figure,
+    write_lines_atomic,
+    write_text_atomic,
+)
 
 from . import common, demo, quoted
 from .common import ROOT
@@ -86,7 +94,18 @@ VARIANTS = {
                 slug="mixed_seed2",
                 seed=2,
                 model_defs=TIED_MIXED,
-            )
+            ),
+            # Mixed with its own output layer, as LDR, DC, TTM, ML, AdvL and domain mixing
+            # have: the control that separates their method from the untying.
+            Run(
+                "mixed_transformer",
+                suffix=" (untied)",
+                slug="mixed_untied",
+                model_defs={
+                    "small": "model_defs/small/mixed_transformer.py",
+                    "paper": "model_defs/mixed_transformer.py",
+                },
+            ),
         ],
     },
     "residual_adapters": {
@@ -166,6 +185,11 @@ BUDGETS = {
 
 #: The report's layout, part of its stamp.
 REPORT_LAYOUT = 1
+
+#: Where the domain knowledge sits (:func:`label_use_figures`): the file, and its layout
+#: (part of its stamp).
+LABEL_USE_FILE = "label_use.json"
+LABEL_USE_LAYOUT = 2
 COMMAND = ["bash", "run/tables.sh"]
 
 
@@ -521,8 +545,212 @@ def ordering_agreement(ordering, averages, noise):
     return agree, reverse
 
 
-def write_report(plan, steps, info, results, contrastive_results, total, budget, mode):
-    """The report's Markdown text."""
+def item_files(plan, items, directory):
+    """Writes the items' tokenized sources, references and labels (the corpus's lines they
+    come from) into :obj:`directory`; returns ``(source, target, labels)`` paths."""
+    cache = {}
+    lines = {side: [] for side in (plan.source, plan.target, "domain")}
+    for item in items:
+        for side in lines:
+            name = "%s.%s.%s" % (item["split"], item["domain"], side)
+            if name not in cache:
+                cache[name] = read_lines(plan._corpus_file(name))
+            lines[side].append(cache[name][item["line"] - 1])
+    paths = []
+    for side in (plan.source, plan.target, "domain"):
+        path = os.path.join(directory, "items.%s" % side)
+        write_lines_atomic(path, lines[side])
+        paths.append(path)
+    return tuple(paths)
+
+
+def label_use_figures(plan):
+    """Where each system's domain knowledge sits (:mod:`ldr_opennmt.analysis.label_use`):
+    for the rows with LDR embeddings, how far their domain regions move the words of the test
+    sentences and the contrastive items' ambiguous words; for the domain-mixing rows, their
+    proportions at the items' ambiguous words and at the other words.
+
+    Returns:
+      ``{"ldr": {row: {"test" | "items": {domain: [ratio, tokens]}}}, "mixing": {row:
+      [layer]}}``.
+    """
+    import tensorflow as tf
+    from ldr_opennmt import checkpoints
+    from ldr_opennmt.analysis import proportions
+    from ldr_opennmt.layers import LDREmbedder
+    from ldr_opennmt.models.mixing import MixingTransformer
+    from ldr_opennmt.training.runner import Runner
+
+    items = contrastive.read_items(plan.items_path, plan.domains)
+    out = os.path.abspath(plan.steps.out)
+    directory = make_directories(os.path.join(out, "label_use"), out)
+    source, target, labels = item_files(plan, items, directory)
+    item_tokens = [line.split() for line in read_lines(source)]
+    item_domains = [plan.domains.index(item["domain"]) for item in items]
+    item_words = [
+        [tokens[p] for p in label_use.word_positions(tokens, item["word"])]
+        for tokens, item in zip(item_tokens, items)
+    ]
+    test, test_domains = [], []
+    for i, domain in enumerate(plan.domains):
+        lines = read_lines(plan._corpus_file("test.%s.%s" % (domain, plan.source)))
+        lines = lines[: plan.budget["eval_sentences"] or len(lines)]
+        test += [line.split() for line in lines]
+        test_domains += [i] * len(lines)
+    figures = {"ldr": {}, "mixing": {}}
+    for trained in plan.trained:
+        runner = Runner.from_files(trained.config_paths, auto_config=True)
+        embedder = getattr(runner.model.features_inputter, "word_inputter", None)
+        if isinstance(embedder, LDREmbedder):
+            model, latest = runner.restore()
+            embedder = model.features_inputter.word_inputter
+            figures["ldr"][trained.name] = {
+                name: {
+                    plan.domains[k]: list(value)
+                    for k, value in label_use.region_shares(embedder, sentences, ids).items()
+                }
+                for name, sentences, ids in (
+                    ("test", test, test_domains),
+                    ("items", item_words, item_domains),
+                )
+            }
+            # The same on every checkpoint kept: do the regions grow with training?
+            by_step = []
+            for path in tf.train.get_checkpoint_state(trained.model_dir).all_model_checkpoint_paths:
+                checkpoints.check_model_checkpoint(model, path)
+                tf.train.Checkpoint(model=model).restore(path).expect_partial()
+                shares = label_use.region_shares(embedder, test, test_domains).values()
+                tokens = sum(count for _, count in shares)
+                mean = sum(share * count for share, count in shares) / max(tokens, 1)
+                by_step.append([int(path.rsplit("-", 1)[-1]), mean])
+            figures["ldr"][trained.name]["by_step"] = sorted(by_step)
+        elif isinstance(runner.model, MixingTransformer):
+            model, _ = runner.restore()
+            result = proportions.compute(model, source, labels, target, progress=False)
+            figures["mixing"][trained.name] = [
+                layer._asdict() for layer in label_use.item_proportions(result, items)
+            ]
+    return figures
+
+
+def _percent(correct, count):
+    return "%.1f" % (100.0 * correct / count) if count else "n/a"
+
+
+def label_use_section(figures, contrastive_results, classification, baseline):
+    """The report's section on where the domain knowledge sits: Markdown lines.
+
+    Args:
+      figures: :func:`label_use_figures`'s.
+      contrastive_results: The contrastive results (``contrastive.json``).
+      classification: The domain classifier's scores on the test sets.
+      baseline: The baseline row (it reads no label).
+    """
+    lines = ["## Where the domain knowledge sits", ""]
+    rows = contrastive_results["rows"]
+    found = [r for r in rows if r["system"] == baseline and r["metric"] == "accuracy"]
+    if classification:
+        lines.append(
+            "- The source sentence gives its domain away: the domain classifier, which reads"
+            " the source alone, labels %.1f%% of the test sentences correctly."
+            % (100.0 * classification["accuracy"])
+        )
+    if found:
+        lines.append(
+            "- %s, which reads no label, prefers the reference to every variant in %.1f%% of"
+            " the contrastive items, by %.1f nats of log-probability on average: the context"
+            " decides the word's sense before any label does."
+            % (baseline, found[0]["values"]["all"], found[0]["margin"]["all"])
+        )
+    shifts = [r for r in rows if r["metric"] == "shift"]
+    if shifts:
+        lines.append(
+            "- The label's pull: the variant's label instead of the item's changes the"
+            " log-probability difference (reference against variant) by %s nats on average."
+            % ", ".join(
+                "%s %+.2f" % (r["system"], r["margin"]["all"])
+                for r in sorted(shifts, key=lambda r: -r["margin"]["all"])
+            )
+        )
+    lines.append("")
+    if figures.get("ldr"):
+        domains = sorted({d for row in figures["ldr"].values() for d in row["test"]})
+        table = []
+        for row, values in figures["ldr"].items():
+            for name, title in (("test", "test words"), ("items", "ambiguous words")):
+                cells = [row, title]
+                cells += [
+                    "%.3f" % values[name][d][0] if d in values[name] else "n/a" for d in domains
+                ]
+                table.append(cells)
+        lines += [
+            "LDR's domain regions: the norm of what the sentence's own domain region adds to a"
+            " word's fused embedding, against the norm of its generic embedding (|M_k e_k(v)|"
+            " / |M_g e_g(v) + b|), averaged over the tokens of the test sentences of each"
+            " domain and over the contrastive items' ambiguous words.",
+            "",
+            markdown_table(["row", "words"] + domains, table, "ll" + "r" * len(domains)),
+            "",
+        ]
+        for row, values in figures["ldr"].items():
+            if len(values.get("by_step", [])) > 1:
+                lines.append(
+                    "- %s's mean share on the test words at each checkpoint kept: %s."
+                    % (row, ", ".join("step %d %.3f" % tuple(p) for p in values["by_step"]))
+                )
+        lines.append("")
+    if figures.get("mixing"):
+        table = []
+        for row, layers in figures["mixing"].items():
+            for layer in layers:
+                table.append(
+                    [
+                        row,
+                        layer["label"],
+                        _percent(layer["word_correct"], layer["word"]),
+                        _percent(layer["other_correct"], layer["other"]),
+                        "%.2f" % layer["word_mean"],
+                        "%.2f" % layer["other_mean"],
+                    ]
+                )
+        lines += [
+            "Domain mixing's proportions on the contrastive items (their sources, and their"
+            " references forced on the decoder): at the ambiguous word (the source word; on"
+            " the decoder, the positions that predict its translation) and at the other words"
+            " of the sentence: how often the largest proportion is the item's domain, and the"
+            " mean proportion of that domain (1/k is uniform).",
+            "",
+            markdown_table(
+                [
+                    "row",
+                    "layer",
+                    "argmax = domain, word %",
+                    "other words %",
+                    "D(domain), word",
+                    "other words",
+                ],
+                table,
+                "llrrrr",
+            ),
+            "",
+        ]
+    return lines
+
+
+def write_report(
+    plan,
+    steps,
+    info,
+    results,
+    contrastive_results,
+    total,
+    budget,
+    mode,
+    classification=None,
+    label_figures=None,
+):
+    """The report's Markdown text (:obj:`label_figures`: :func:`label_use_figures`', with the
+    domain :obj:`classification` scores)."""
     domains = results["domains"]
     spread = demo.seed_spread(results, first=plan.baseline.name, second=plan.seed_row)
     names = [run.name for run in plan.runs]
@@ -580,6 +808,10 @@ def write_report(plan, steps, info, results, contrastive_results, total, budget,
         contrastive.format_tables(contrastive_results),
         "",
     ]
+    if label_figures is not None:
+        lines += label_use_section(
+            label_figures, contrastive_results, classification, plan.baseline.name
+        )
     lines += curve_section(plan, steps.out)
     lines += [
         "## The papers' figures beside ours",
@@ -625,6 +857,43 @@ class TablesPlan(demo.Plan):
         # The per-domain dev loss of every stage 2 and fine-tuning, at curve_points points.
         shortest = min(budget["stage2_steps"], budget["finetune_steps"])
         self.curve_every = max(1, shortest // budget.get("curve_points", 8))
+
+    def report_inputs(self):
+        return super().report_inputs() + [self.label_use_path]
+
+    @property
+    def label_use_path(self):
+        return os.path.join(self.steps.out, LABEL_USE_FILE)
+
+    def label_use_stage(self):
+        """Where the domain knowledge sits (:func:`label_use_figures`): after the trainings
+        and the items; its stamp is their checkpoints and the test files."""
+        path = self.label_use_path
+
+        def stamp():
+            return stamps.make_stamp(
+                layout=LABEL_USE_LAYOUT,
+                checkpoints=[[t.name, common.checkpoint_digest(t.model_dir)] for t in self.trained],
+                configs=[config_loader.load_run_config(t.config_paths) for t in self.trained],
+                items=stamps.file_digest(self.items_path),
+                test=stamps.files_digest(self._test_files()),
+                sentences=self.budget["eval_sentences"],
+            )
+
+        def run(cores):
+            figures = label_use_figures(self)
+            write_text_atomic(path, json.dumps(figures, indent=2) + "\n")
+
+        return common.Stage(
+            "label_use",
+            "where the domain knowledge sits",
+            "5/6",
+            stamp,
+            [path],
+            run,
+            after=[t.slug for t in self.trained] + ["items"],
+            owns=[path, os.path.join(self.steps.out, "label_use")],
+        )
 
     def training_stages(self, runs):
         stages = super().training_stages(runs)
@@ -733,21 +1002,29 @@ def main(argv=None):
         parallel, evaluation = parallel + evaluation, []
     common.log("[tables] %d rows, %d stages on %d lane(s)" % (len(runs), len(parallel), len(lanes)))
     steps.run_stages(demo._by_priority(parallel), lanes)
-    steps.run_stages(evaluation + [plan.score_stage()])
+    steps.run_stages(evaluation + [plan.score_stage(), plan.label_use_stage()])
 
-    with open(plan.scores_path, encoding="utf-8") as f:
-        results = json.load(f)
-    with open(plan.contrastive_path, encoding="utf-8") as f:
-        contrastive_results = json.load(f)
+    loaded = {}
+    for name, path in (
+        ("results", plan.scores_path),
+        ("contrastive", plan.contrastive_path),
+        ("classification", plan.classification_path),
+        ("label_use", plan.label_use_path),
+    ):
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                loaded[name] = json.load(f)
     write = functools.partial(
         write_report,
         plan,
         steps,
         info,
-        results,
-        contrastive_results,
+        loaded["results"],
+        loaded["contrastive"],
         budget=budget,
         mode=args.mode,
+        classification=loaded.get("classification"),
+        label_figures=loaded.get("label_use"),
     )
     steps.run_stages([plan.report_stage(write, args.mode, start, COMMAND + argv)])
     common.log(

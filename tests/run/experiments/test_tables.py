@@ -35,15 +35,20 @@ class TableRunsTest(tf.test.TestCase):
         self.assertCountEqual(set(run.family for run in runs), families)
         names = [run.name for run in runs]
         self.assertEqual(len(names), len(set(names)))
-        for extra in ("Mixed (seed 2)", "LDR (joint)", "Domain mixing (E)"):
+        for extra in ("Mixed (seed 2)", "Mixed (untied)", "LDR (joint)", "Domain mixing (E)"):
             self.assertIn(extra, names)
         self.assertNotIn("LDR (RNN)", names)
         for run in runs:  # Every row has its model definition at both scales.
             for scale in ("small", "paper"):
                 self.assertTrue(os.path.isfile(os.path.join(common.ROOT, run.model_def(scale))))
         # A family trained on a stage 1 uses the stage-1 row's embedding sharing (tied).
-        by_family = {run.family: run for run in runs}
+        by_family = {}
+        for run in runs:
+            by_family.setdefault(run.family, run)
         self.assertIn("tied", by_family["mixed_transformer"].model_def("paper"))
+        # The control of the families with their own output layer is untied.
+        untied = [run for run in runs if run.name == "Mixed (untied)"][0]
+        self.assertNotIn("tied", untied.model_def("small"))
         self.assertIn("tied", by_family["residual_adapters"].model_def("small"))
 
     def test_label_modes_follow_the_capabilities(self):
@@ -63,8 +68,9 @@ class TableRunsTest(tf.test.TestCase):
     def test_a_chosen_family_brings_mixed(self):
         for families in (["factorized_pa"], ["ttm_transformer", "mixed_transformer"]):
             runs = tables.table_runs(families)
-            self.assertEqual([run.family for run in runs][:2], ["mixed_transformer"] * 2)
-            self.assertEqual([run.family for run in runs][2], families[0])
+            # Mixed, its second seed and its untied control, then the chosen family.
+            self.assertEqual([run.family for run in runs][:3], ["mixed_transformer"] * 3)
+            self.assertEqual([run.family for run in runs][3], families[0])
 
     def test_a_user_family_gets_a_row(self):
         example = os.path.join(
@@ -295,3 +301,63 @@ class DomainTokensTest(tf.test.TestCase):
         self.assertEqual(ttm["data"]["target_vocabulary"], written)
         mixed = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "mixed.yml"))
         self.assertNotIn("target_vocabulary", mixed["data"])
+
+
+class LabelUseSectionTest(tf.test.TestCase):
+    """The report's section on where the domain knowledge sits, from its figures."""
+
+    CONTRASTIVE = {
+        "rows": [
+            {
+                "system": "Mixed",
+                "metric": "accuracy",
+                "mode": "oracle",
+                "values": {"all": 93.8},
+                "margin": {"all": 14.7},
+            },
+            {"system": "LDR", "metric": "shift", "values": {"all": 51.0}, "margin": {"all": 0.02}},
+            {"system": "DC", "metric": "shift", "values": {"all": 60.0}, "margin": {"all": 0.3}},
+        ]
+    }
+    FIGURES = {
+        "ldr": {
+            "LDR": {
+                "test": {"medical": [0.05, 100], "software": [0.07, 90]},
+                "items": {"medical": [0.04, 10]},
+                "by_step": [[1125, 0.02], [4500, 0.05]],
+            }
+        },
+        "mixing": {
+            "Domain mixing": [
+                {
+                    "label": "encoder/layer_0",
+                    "side": "source",
+                    "word": 20,
+                    "word_correct": 8,
+                    "word_mean": 0.41,
+                    "other": 50,
+                    "other_correct": 40,
+                    "other_mean": 0.7,
+                }
+            ]
+        },
+    }
+
+    def test_the_section_says_what_the_figures_say(self):
+        text = "\n".join(
+            tables.label_use_section(self.FIGURES, self.CONTRASTIVE, {"accuracy": 0.967}, "Mixed")
+        )
+        self.assertIn("labels 96.7% of the test sentences correctly", text)
+        self.assertIn("in 93.8% of the contrastive items, by 14.7 nats", text)
+        self.assertIn("DC +0.30, LDR +0.02 nats", text)  # strongest pull first
+        self.assertIn("| LDR | test words | 0.050 | 0.070 |", text)
+        self.assertIn("| LDR | ambiguous words | 0.040 | n/a |", text)
+        self.assertIn("step 1125 0.020, step 4500 0.050", text)
+        self.assertIn("| Domain mixing | encoder/layer_0 | 40.0 | 80.0 | 0.41 | 0.70 |", text)
+
+    def test_a_table_without_ldr_or_mixing_rows_has_the_context_lines_only(self):
+        lines = tables.label_use_section({"ldr": {}, "mixing": {}}, self.CONTRASTIVE, None, "Mixed")
+        text = "\n".join(lines)
+        self.assertNotIn("classifier", text)
+        self.assertNotIn("|", text)
+        self.assertIn("93.8%", text)
