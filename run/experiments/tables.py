@@ -184,7 +184,7 @@ BUDGETS = {
 }
 
 #: The report's layout, part of its stamp.
-REPORT_LAYOUT = 1
+REPORT_LAYOUT = 2
 
 #: Where the domain knowledge sits (:func:`label_use_figures`): the file, and its layout
 #: (part of its stamp).
@@ -291,6 +291,41 @@ def parameter_counts(checkpoint, num_domains):
 
 _DOMAIN_COPY = re.compile(r"(^|/)domain_\d+_")
 
+#: The checkpoint key of a decoder output layer of its own (untied from the target embeddings).
+_OUTPUT_KERNEL = "model/decoder/output_layer/kernel/"
+
+
+def output_layer_tied(checkpoint):
+    """Whether a trained model's decoder output layer is its target embedding table (no
+    output kernel of its own in the checkpoint)."""
+    import tensorflow as tf
+
+    return not any(
+        name.startswith(_OUTPUT_KERNEL) for name, _ in tf.train.list_variables(checkpoint)
+    )
+
+
+def matched_controls(plan):
+    """``{row: its Mixed}``: each row is judged against the Mixed row whose output layer is
+    tied like its own (``Mixed``, tied, or ``Mixed (untied)``), read from the checkpoints;
+    rows without a matching Mixed, or not trained, map to the baseline."""
+    import tensorflow as tf
+
+    tied = {}
+    for trained in plan.trained:
+        checkpoint = tf.train.latest_checkpoint(trained.model_dir)
+        if checkpoint:
+            tied[trained.name] = output_layer_tied(checkpoint)
+    mixed = {}
+    for run in plan.runs:
+        if run.family == plan.baseline.family and run.name != plan.seed_row and run.name in tied:
+            mixed.setdefault(tied[run.name], run.name)
+    baseline = plan.baseline.name
+    return {
+        name: mixed.get(value, baseline) if name not in mixed.values() else name
+        for name, value in tied.items()
+    }
+
 
 # The report.
 
@@ -315,10 +350,12 @@ def system_rows(plan, steps, num_domains):
             for title, speed in steps.speeds.items()
             if title.replace(" (earlier run)", "") in titles
         ]
+        tied = output_layer_tied(checkpoint) if checkpoint else None
         rows.append(
             [
                 trained.name,
                 family.name,
+                {True: "tied", False: "own", None: ""}[tied],
                 "%.2fM" % (total / 1e6),
                 "%.1fk" % (specific / num_domains / 1e3) if specific else "0",
                 "%.1f" % minutes,
@@ -465,15 +502,17 @@ def row_averages(results):
     return averages
 
 
-def findings(results, spread, baseline, rows):
-    """The generated paragraph: which rows beat :obj:`baseline` beyond the seed spread,
-    which do not, and the ordering of the systems against each paper's.
+def findings(results, spread, baseline, rows, controls=None):
+    """The generated paragraph: which rows beat their Mixed beyond the seed spread, which do
+    not, and the ordering of the systems against each paper's.
 
     Args:
       results: The BLEU results of ``evaluate.evaluate``.
       spread: The seed spread of the baseline's average BLEU (``None``: not measured).
       baseline: The baseline row.
       rows: The table's row names (the systems, without their label modes).
+      controls: ``{row: the Mixed row it is judged against}`` (:func:`matched_controls`);
+        a row not in it is judged against :obj:`baseline`.
 
     Returns:
       Markdown lines.
@@ -483,12 +522,17 @@ def findings(results, spread, baseline, rows):
         return ["- No %s row: nothing to compare with." % baseline]
     base = averages[baseline]
     noise = spread or 0.0
+    controls = {row: c for row, c in (controls or {}).items() if c in averages}
+    judged_by = sorted(set(controls.values()) - {baseline})
     beat, within, below = [], [], []
     for row in rows:
         if row == baseline or row not in averages or row.endswith("(seed 2)"):
             continue
-        difference = averages[row] - base
-        cell = "%s (%+.1f)" % (row, difference)
+        control = controls.get(row, baseline)
+        if control == row:
+            control = baseline
+        difference = averages[row] - averages[control]
+        cell = "%s (%+.1f%s)" % (row, difference, "" if control == baseline else " on " + control)
         if spread is not None and abs(difference) <= noise:
             within.append(cell)
         elif difference > 0:
@@ -499,10 +543,18 @@ def findings(results, spread, baseline, rows):
     lines = [
         "- %s averages %.1f BLEU; the seed spread (Mixed trained twice) is %s."
         % (baseline, base, spread_text),
-        "- Beat %s beyond the spread: %s." % (baseline, ", ".join(beat) or "none"),
+    ]
+    for control in judged_by:
+        lines.append(
+            "- %s averages %.1f BLEU (%+.1f): the rows with an output layer of their own are"
+            " judged against it, the others against %s."
+            % (control, averages[control], averages[control] - base, baseline)
+        )
+    lines += [
+        "- Beat their Mixed beyond the spread: %s." % (", ".join(beat) or "none"),
         "- Within the spread (no difference this run can show): %s."
         % (", ".join(within) or "none"),
-        "- Below %s beyond the spread: %s." % (baseline, ", ".join(below) or "none"),
+        "- Below their Mixed beyond the spread: %s." % (", ".join(below) or "none"),
     ]
     for paper, info in quoted.PAPERS.items():
         theirs = [row for row in quoted.ordering(paper) if row in averages]
@@ -794,13 +846,23 @@ def write_report(
         "",
         "Parameters counted in the trained checkpoint (every weight, biases included);"
         " domain-specific ones (the per-domain copies, regions, adapters, proportion layers)"
-        " per domain. Training: the minutes of its training stages on one lane (a curriculum's"
+        " per domain. Output layer: tied with the target embeddings, or its own (each row is"
+        " judged against the Mixed of the same kind below). Training: the minutes of its"
+        " training stages on one lane (a curriculum's"
         " or a stage 2's own, not its stage-1 family's), and the last stage's steps/s.",
         "",
         markdown_table(
-            ["row", "family", "parameters", "per domain", "training min", "steps/s"],
+            [
+                "row",
+                "family",
+                "output layer",
+                "parameters",
+                "per domain",
+                "training min",
+                "steps/s",
+            ],
             system_rows(plan, steps, len(domains)),
-            "llrrrr",
+            "lllrrrr",
         ),
         "",
         "## Contrastive lexical choice",
@@ -822,7 +884,7 @@ def write_report(
     ]
     lines += quoted_lines(row_averages(results))
     lines += ["## What this shows", "", "Generated from the figures above.", ""]
-    lines += findings(results, spread, plan.baseline.name, names)
+    lines += findings(results, spread, plan.baseline.name, names, matched_controls(plan))
     lines += ["", "## Time", ""] + steps.timing_lines(total)
     lines += ["", "## Commands to rerun any step", ""]
     for title, command in steps.commands:

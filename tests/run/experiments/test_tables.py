@@ -192,9 +192,29 @@ class FindingsTest(tf.test.TestCase):
             self.RESULTS, 1 / 3, "Mixed", ["Mixed", "Mixed (seed 2)", "LDR", "DC", "TTM"]
         )
         text = "\n".join(lines)
-        self.assertIn("Beat Mixed beyond the spread: LDR (+1.7).", text)
+        self.assertIn("Beat their Mixed beyond the spread: LDR (+1.7).", text)
         self.assertIn("Within the spread (no difference this run can show): DC (+0.1).", text)
-        self.assertIn("Below Mixed beyond the spread: TTM (-8.3).", text)
+        self.assertIn("Below their Mixed beyond the spread: TTM (-8.3).", text)
+
+    def test_rows_are_judged_by_the_mixed_with_their_output_layer(self):
+        results = dict(
+            self.RESULTS,
+            rows=self.RESULTS["rows"] + [("Mixed (untied)", _scores(21.0, 11.0, 16.0))],
+        )  # 16.0: +1.0 on Mixed
+        controls = {
+            "LDR": "Mixed (untied)",
+            "DC": "Mixed (untied)",
+            "Mixed (untied)": "Mixed (untied)",
+        }
+        rows = ["Mixed", "Mixed (seed 2)", "Mixed (untied)", "LDR", "DC", "TTM"]
+        text = "\n".join(tables.findings(results, 1 / 3, "Mixed", rows, controls))
+        self.assertIn("Mixed (untied) averages 16.0 BLEU (+1.0)", text)
+        self.assertIn(
+            "Beat their Mixed beyond the spread: Mixed (untied) (+1.0), LDR (+0.7 on Mixed"
+            " (untied)).",
+            text,
+        )
+        self.assertIn("Below their Mixed beyond the spread: DC (-0.9 on Mixed (untied)), TTM", text)
 
     def test_the_orderings_are_compared_with_the_papers(self):
         ordering = {paper: [] for paper in quoted.PAPERS}
@@ -361,3 +381,20 @@ class LabelUseSectionTest(tf.test.TestCase):
         self.assertNotIn("classifier", text)
         self.assertNotIn("|", text)
         self.assertIn("93.8%", text)
+
+
+class OutputLayerTest(tf.test.TestCase):
+    def _checkpoint(self, name, own_kernel):
+        output = tf.Module()
+        output.bias = tf.Variable([0.0])
+        if own_kernel:
+            output.kernel = tf.Variable([[0.0]])
+        decoder = tf.Module()
+        decoder.output_layer = output
+        model = tf.Module()
+        model.decoder = decoder
+        return tf.train.Checkpoint(model=model).save(os.path.join(self.get_temp_dir(), name))
+
+    def test_a_checkpoint_without_an_output_kernel_is_tied(self):
+        self.assertTrue(tables.output_layer_tied(self._checkpoint("tied", False)))
+        self.assertFalse(tables.output_layer_tied(self._checkpoint("own", True)))
