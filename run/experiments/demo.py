@@ -400,6 +400,8 @@ class Plan:
         self.scores_path = os.path.join(self.eval_dir, "scores.json")
         self.contrastive_path = os.path.join(self.contrastive_dir, contrastive.RESULTS_FILE)
         self.classification_path = os.path.join(self.pred_dir, "classification.json")
+        #: The report's layout, part of its stamp: a new one rewrites a report.
+        self.report_layout = REPORT_LAYOUT
         self.data_config = None  # Written once the corpus is there (write_data_config).
         self.domains = self.source = self.target = None
         self.trained = []
@@ -845,7 +847,7 @@ class Plan:
         def stamp():
             configs = sorted(os.listdir(configs_dir))
             due["stamp"] = stamps.make_stamp(
-                layout=REPORT_LAYOUT,
+                layout=self.report_layout,
                 mode=mode,
                 budget=self.budget,
                 results=stamps.files_digest(self.report_inputs()),
