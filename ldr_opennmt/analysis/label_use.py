@@ -19,16 +19,24 @@ neighbour).
 """
 
 import collections
+import re
 
 import numpy as np
 
 from ldr_opennmt.domains import GENERIC_ID
-from ldr_opennmt.evaluation.contrastive.lexicon import english_key, french_key, words
 from ldr_opennmt.layers.mixing import SOURCE, TARGET
 from ldr_opennmt.utils import read_lines
 
 #: pyonmttok's default joiner (``joiner_annotate: true``).
 JOINER = "\uffed"
+
+#: A run of letters (the contrastive lexicon's words).
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _same(word):
+    return word
+
 
 #: Proportions of one record (layer) on the items: the positions of the ambiguous word and of
 #: the other words, how many of each have their largest proportion on the item's domain, and
@@ -61,17 +69,18 @@ def token_words(tokens):
     return [("".join(parts).replace(JOINER, ""), positions) for parts, positions in groups]
 
 
-def word_positions(tokens, word, key=english_key):
+def word_positions(tokens, word, key=_same):
     """The positions of the tokens of every occurrence of :obj:`word` in a tokenized sentence.
 
-    A word matches when one of its runs of letters (:func:`ldr_opennmt.evaluation.contrastive.
-    lexicon.words`, lowercased) has the same :obj:`key` as :obj:`word` (``english_key`` folds
-    the English plural, ``french_key`` the French ``s``/``x``).
+    A word matches when one of its runs of letters, lowercased, has the same :obj:`key` as
+    :obj:`word` (the contrastive lexicon's ``english_key`` folds the English plural,
+    ``french_key`` the French ``s``/``x``; the caller passes them: this module does not
+    import the evaluation's).
 
     Args:
       tokens: The tokens of the sentence.
       word: The word (any case).
-      key: The folding of both sides.
+      key: The folding of both sides (default: none).
 
     Returns:
       The sorted positions (empty when the word does not occur).
@@ -79,7 +88,7 @@ def word_positions(tokens, word, key=english_key):
     wanted = key(word.lower())
     found = []
     for text, positions in token_words(tokens):
-        if any(key(part) == wanted for part in words(text)):
+        if any(key(part) == wanted for part in _WORD.findall(text.lower())):
             found.extend(positions)
     return sorted(found)
 
@@ -119,7 +128,7 @@ def region_shares(embedder, sentences, domain_ids):
     return shares
 
 
-def item_positions(result, items):
+def item_positions(result, items, source_key=_same, target_key=_same):
     """Per item, its ambiguous word's positions on each side of a proportions result.
 
     Args:
@@ -128,6 +137,8 @@ def item_positions(result, items):
         order.
       items: The items (``word``: the English word; ``translation``: its translation in the
         item's domain).
+      source_key: The folding of source words (:func:`word_positions`).
+      target_key: The folding of target words.
 
     Returns:
       ``{side: [positions of item i]}``: the source positions of the word, and the target
@@ -135,25 +146,27 @@ def item_positions(result, items):
     """
     positions = {SOURCE: [], TARGET: []}
     for i, item in enumerate(items):
-        positions[SOURCE].append(word_positions(result.tokens[SOURCE][i], item["word"]))
+        positions[SOURCE].append(word_positions(result.tokens[SOURCE][i], item["word"], source_key))
         if TARGET in result.tokens:
-            found = word_positions(result.tokens[TARGET][i], item["translation"], french_key)
+            found = word_positions(result.tokens[TARGET][i], item["translation"], target_key)
             positions[TARGET].append([p - 1 for p in found if p >= 1])
     return positions
 
 
-def item_proportions(result, items):
+def item_proportions(result, items, source_key=_same, target_key=_same):
     """The proportions of each mixed layer at the ambiguous word and at the other words.
 
     Args:
       result: As :func:`item_positions`, computed with the items' domain labels.
       items: The items, in the order of the result's sentences.
+      source_key: The folding of source words (:func:`word_positions`).
+      target_key: The folding of target words.
 
     Returns:
       An :class:`ItemLayer` per layer of the result (items whose word was not found on a
       side count for no position of that side).
     """
-    positions = item_positions(result, items)
+    positions = item_positions(result, items, source_key, target_key)
     summary = []
     for layer in result.layers:
         word, other = [], []

@@ -49,6 +49,7 @@ from ldr_opennmt import config_loader, errors, registry, stamps
 from ldr_opennmt.analysis import label_use
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import contrastive, evaluate
+from ldr_opennmt.evaluation.contrastive import lexicon
 from ldr_opennmt.reports import markdown_table, pyplot
 from ldr_opennmt.utils import (
     DEFAULT_CACHE,
@@ -627,6 +628,7 @@ def label_use_figures(plan):
       [layer]}}``.
     """
     import tensorflow as tf
+
     from ldr_opennmt import checkpoints
     from ldr_opennmt.analysis import proportions
     from ldr_opennmt.layers import LDREmbedder
@@ -640,7 +642,7 @@ def label_use_figures(plan):
     item_tokens = [line.split() for line in read_lines(source)]
     item_domains = [plan.domains.index(item["domain"]) for item in items]
     item_words = [
-        [tokens[p] for p in label_use.word_positions(tokens, item["word"])]
+        [tokens[p] for p in label_use.word_positions(tokens, item["word"], lexicon.english_key)]
         for tokens, item in zip(item_tokens, items)
     ]
     test, test_domains = [], []
@@ -680,7 +682,10 @@ def label_use_figures(plan):
             model, _ = runner.restore()
             result = proportions.compute(model, source, labels, target, progress=False)
             figures["mixing"][trained.name] = [
-                layer._asdict() for layer in label_use.item_proportions(result, items)
+                layer._asdict()
+                for layer in label_use.item_proportions(
+                    result, items, lexicon.english_key, lexicon.french_key
+                )
             ]
     return figures
 

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from ldr_opennmt.analysis import label_use, proportions
 from ldr_opennmt.analysis.label_use import JOINER as J
-from ldr_opennmt.evaluation.contrastive.lexicon import french_key
+from ldr_opennmt.evaluation.contrastive.lexicon import english_key, french_key
 from ldr_opennmt.layers.mixing import SOURCE, TARGET
 from tests.layers.test_ldr import _make_embedder
 
@@ -23,7 +23,8 @@ class WordsTest(tf.test.TestCase):
 
     def test_word_positions_fold_case_and_plural(self):
         tokens = ["<s>", "Deli" + J, "veries", "of", "the", "delivery", J + "."]
-        self.assertEqual(label_use.word_positions(tokens, "delivery"), [1, 2, 5, 6])
+        self.assertEqual(label_use.word_positions(tokens, "delivery", english_key), [1, 2, 5, 6])
+        self.assertEqual(label_use.word_positions(tokens, "delivery"), [5, 6])  # no folding
         self.assertEqual(label_use.word_positions(tokens, "the"), [4])
         self.assertEqual(label_use.word_positions(tokens, "absent"), [])
         french = ["Les", "accouche" + J, "ments"]
@@ -86,12 +87,12 @@ ITEMS = [
 
 class ItemProportionsTest(tf.test.TestCase):
     def test_positions_of_the_word_and_of_what_predicts_its_translation(self):
-        positions = label_use.item_positions(_result(), ITEMS)
+        positions = label_use.item_positions(_result(), ITEMS, english_key, french_key)
         self.assertEqual(positions[SOURCE], [[1, 2], [0]])
         self.assertEqual(positions[TARGET], [[0], [0]])
 
     def test_word_and_context_are_counted_apart(self):
-        encoder, decoder = label_use.item_proportions(_result(), ITEMS)
+        encoder, decoder = label_use.item_proportions(_result(), ITEMS, english_key, french_key)
         # Item 0 (domain 0): word rows argmax 1, 1 (misses); context row argmax 0 (hit).
         # Item 1 (domain 1): word row argmax 1 (hit); context rows argmax 0, 1.
         self.assertEqual(encoder.label, "encoder/layer_0")
@@ -105,7 +106,7 @@ class ItemProportionsTest(tf.test.TestCase):
 
     def test_an_item_whose_word_is_not_found_counts_for_nothing(self):
         items = [dict(ITEMS[0], word="absent", translation="absent"), ITEMS[1]]
-        encoder, decoder = label_use.item_proportions(_result(), items)
+        encoder, decoder = label_use.item_proportions(_result(), items, english_key, french_key)
         self.assertEqual((encoder.word, encoder.other), (1, 2))
         self.assertEqual((decoder.word, decoder.other), (1, 3))
 
