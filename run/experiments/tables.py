@@ -26,8 +26,11 @@ The report (``report.md``) has BLEU and chrF per domain with a paired bootstrap 
 Mixed, the parameters of every system (total, and specific to the domains), its training time,
 the contrastive lexical-choice accuracy and label effect, the figures the papers print for the
 same rows (quoted from :mod:`experiments.quoted`, marked as such), and a paragraph generated
-from the figures: which rows beat Mixed beyond the seed spread, and how the ordering of the
-systems compares with each paper's.
+from the figures: which rows beat their Mixed beyond the seed spread (the Mixed whose output
+layer is tied like theirs: ``Mixed``, or the control ``Mixed (untied)``), and how the ordering
+of the systems compares with each paper's. A section says where each system's domain knowledge
+sits (:mod:`ldr_opennmt.analysis.label_use`: LDR's region shares, the mixing proportions at
+the contrastive items' ambiguous words, the context's margin and the label's pull).
 
 ``--scale paper`` is the same pipeline with the paper-size model definitions
 (``model_defs/``), the papers' schedule (:data:`BUDGETS` ``paper``) and a corpus of
@@ -656,7 +659,7 @@ def label_use_figures(plan):
         runner = Runner.from_files(trained.config_paths, auto_config=True)
         embedder = getattr(runner.model.features_inputter, "word_inputter", None)
         if isinstance(embedder, LDREmbedder):
-            model, latest = runner.restore()
+            model, _ = runner.restore()
             embedder = model.features_inputter.word_inputter
             figures["ldr"][trained.name] = {
                 name: {
