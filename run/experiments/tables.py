@@ -16,7 +16,8 @@ ignore labels or need them for training only). Rows:
   from its stage-1 family (Factorized PA unfolded from Mixed, residual adapters on a frozen
   Mixed);
 * the variants of :data:`VARIANTS`: Mixed again with another seed (the spread every
-  difference is judged by), LDR trained jointly besides Procedure 1, encoder-only domain
+  difference is judged by) and with an output layer of its own (the control of the families
+  that have one), LDR trained jointly besides Procedure 1, encoder-only domain
   mixing (E) besides E/DC, and the Factorized designs SF and DF with the paper's curriculum
   (a stage 1 of their own, every sentence generic, then unfolded);
 * FT_<domain> (Mixed fine-tuned on one domain) and the domain classifier behind the
