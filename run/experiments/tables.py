@@ -310,10 +310,9 @@ def output_layer_tied(checkpoint):
     )
 
 
-def matched_controls(plan):
-    """``{row: its Mixed}``: each row is judged against the Mixed row whose output layer is
-    tied like its own (``Mixed``, tied, or ``Mixed (untied)``), read from the checkpoints;
-    rows without a matching Mixed, or not trained, map to the baseline."""
+def output_layers(plan):
+    """``{row: whether its output layer is tied}`` of the trained rows (:func:`output_layer_tied`
+    on their latest checkpoints; rows without one are left out)."""
     import tensorflow as tf
 
     tied = {}
@@ -321,22 +320,28 @@ def matched_controls(plan):
         checkpoint = tf.train.latest_checkpoint(trained.model_dir)
         if checkpoint:
             tied[trained.name] = output_layer_tied(checkpoint)
+    return tied
+
+
+def matched_controls(plan, tied):
+    """``{row: its Mixed}``: each row is judged against the Mixed row whose output layer is
+    tied like its own (``Mixed``, tied, or ``Mixed (untied)``); rows without a matching Mixed
+    map to the baseline.
+
+    Args:
+      plan: The plan.
+      tied: :func:`output_layers`'.
+    """
     mixed = {}
     for run in plan.runs:
         if run.family == plan.baseline.family and run.name != plan.seed_row and run.name in tied:
             mixed.setdefault(tied[run.name], run.name)
-    baseline = plan.baseline.name
-    return {
-        name: mixed.get(value, baseline) if name not in mixed.values() else name
-        for name, value in tied.items()
-    }
+    return {name: mixed.get(value, plan.baseline.name) for name, value in tied.items()}
 
 
-# The report.
-
-
-def system_rows(plan, steps, num_domains):
-    """The systems table's cells: row, family, parameters, training minutes, steps/s."""
+def system_rows(plan, steps, num_domains, tied):
+    """The systems table's cells: row, family, output layer (:obj:`tied`:
+    :func:`output_layers`'), parameters, training minutes, steps/s."""
     import tensorflow as tf
 
     rows = []
@@ -355,12 +360,11 @@ def system_rows(plan, steps, num_domains):
             for title, speed in steps.speeds.items()
             if title.replace(" (earlier run)", "") in titles
         ]
-        tied = output_layer_tied(checkpoint) if checkpoint else None
         rows.append(
             [
                 trained.name,
                 family.name,
-                {True: "tied", False: "own", None: ""}[tied],
+                {True: "tied", False: "own", None: ""}[tied.get(trained.name)],
                 "%.2fM" % (total / 1e6),
                 "%.1fk" % (specific / num_domains / 1e3) if specific else "0",
                 "%.1f" % minutes,
@@ -660,28 +664,25 @@ def label_use_figures(plan):
         runner = Runner.from_files(trained.config_paths, auto_config=True)
         embedder = getattr(runner.model.features_inputter, "word_inputter", None)
         if isinstance(embedder, LDREmbedder):
-            model, _ = runner.restore()
+            model, latest = runner.restore()
             embedder = model.features_inputter.word_inputter
-            figures["ldr"][trained.name] = {
-                name: {
-                    plan.domains[k]: list(value)
-                    for k, value in label_use.region_shares(embedder, sentences, ids).items()
-                }
-                for name, sentences, ids in (
-                    ("test", test, test_domains),
-                    ("items", item_words, item_domains),
-                )
-            }
-            # The same on every checkpoint kept: do the regions grow with training?
-            by_step = []
-            for path in tf.train.get_checkpoint_state(trained.model_dir).all_model_checkpoint_paths:
+            test_shares = label_use.region_shares(embedder, test, test_domains)
+            item_shares = label_use.region_shares(embedder, item_words, item_domains)
+            # The older checkpoints kept too: do the regions grow with training?
+            by_step = [[_checkpoint_step(latest), _mean_share(test_shares)]]
+            state = tf.train.get_checkpoint_state(trained.model_dir)
+            for path in state.all_model_checkpoint_paths:
+                if _checkpoint_step(path) == by_step[0][0]:
+                    continue
                 checkpoints.check_model_checkpoint(model, path)
                 tf.train.Checkpoint(model=model).restore(path).expect_partial()
-                shares = label_use.region_shares(embedder, test, test_domains).values()
-                tokens = sum(count for _, count in shares)
-                mean = sum(share * count for share, count in shares) / max(tokens, 1)
-                by_step.append([int(path.rsplit("-", 1)[-1]), mean])
-            figures["ldr"][trained.name]["by_step"] = sorted(by_step)
+                shares = label_use.region_shares(embedder, test, test_domains)
+                by_step.append([_checkpoint_step(path), _mean_share(shares)])
+            figures["ldr"][trained.name] = {
+                "test": {plan.domains[k]: list(v) for k, v in test_shares.items()},
+                "items": {plan.domains[k]: list(v) for k, v in item_shares.items()},
+                "by_step": sorted(by_step),
+            }
         elif isinstance(runner.model, MixingTransformer):
             model, _ = runner.restore()
             result = proportions.compute(model, source, labels, target, progress=False)
@@ -692,6 +693,17 @@ def label_use_figures(plan):
                 )
             ]
     return figures
+
+
+def _checkpoint_step(path):
+    """The step of a checkpoint prefix (``.../ckpt-4500`` -> 4500)."""
+    return int(path.rsplit("-", 1)[-1])
+
+
+def _mean_share(shares):
+    """The token-weighted mean of :func:`ldr_opennmt.analysis.label_use.region_shares`'."""
+    tokens = sum(count for _, count in shares.values())
+    return sum(share * count for share, count in shares.values()) / max(tokens, 1)
 
 
 def _percent(correct, count):
@@ -815,6 +827,7 @@ def write_report(
     domains = results["domains"]
     spread = demo.seed_spread(results, first=plan.baseline.name, second=plan.seed_row)
     names = [run.name for run in plan.runs]
+    tied = output_layers(plan)
     lines = [
         "# The papers' tables on one corpus (%s)" % mode,
         "",
@@ -870,7 +883,7 @@ def write_report(
                 "training min",
                 "steps/s",
             ],
-            system_rows(plan, steps, len(domains)),
+            system_rows(plan, steps, len(domains), tied),
             "lllrrrr",
         ),
         "",
@@ -893,7 +906,7 @@ def write_report(
     ]
     lines += quoted_lines(row_averages(results))
     lines += ["## What this shows", "", "Generated from the figures above.", ""]
-    lines += findings(results, spread, plan.baseline.name, names, matched_controls(plan))
+    lines += findings(results, spread, plan.baseline.name, names, matched_controls(plan, tied))
     lines += ["", "## Time", ""] + steps.timing_lines(total)
     lines += ["", "## Commands to rerun any step", ""]
     for title, command in steps.commands:
