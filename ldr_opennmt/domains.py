@@ -19,10 +19,12 @@ import collections
 import math
 import re
 
-import tensorflow as tf
-
 from ldr_opennmt.errors import UserError, not_utf8_error
 from ldr_opennmt.names import check_path_name
+from ldr_opennmt.utils import lazy_module
+
+# Imported on first use: the label checks in Python run without TensorFlow (ldr-serve).
+tf = lazy_module("tensorflow")
 
 GENERIC = "generic"
 GENERIC_ID = -1

@@ -34,10 +34,13 @@ import os
 import re
 
 import numpy as np
-import tensorflow as tf
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.utils import lazy_module
+
+# Imported on first use: the label checks in Python run without TensorFlow (ldr-serve).
+tf = lazy_module("tensorflow")
 
 ENS_UNIFORM = "ens-uniform"
 ENS_LEARNED = "ens-learned"
@@ -162,7 +165,7 @@ def parse_label(label, domains, learned=None, where="label"):
     # Split and read as the graph does (ASCII whitespace, the same number syntax).
     for part in re.split("[%s]+" % re.escape(domains_lib.ASCII_SPACE), label):
         name, sep, value = part.rpartition(":")
-        if not sep or not name or not tf.compat.as_str(value):
+        if not sep or not name or not value:
             raise UserError(
                 "%s: malformed ensemble label %r (expected NAME:WEIGHT ..., %s or %s)"
                 % (where, label, ENS_UNIFORM, ENS_LEARNED)

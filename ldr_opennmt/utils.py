@@ -17,12 +17,32 @@ would make every file "inside" the tree land outside it.
 """
 
 import contextlib
+import importlib
 import os
 import shutil
 import stat
+import sys
 import tempfile
+import types
 
 from ldr_opennmt.errors import UserError, not_utf8_error
+
+
+class LazyModule(types.ModuleType):
+    """A module imported on its first attribute access.
+
+    Lets a module that uses TensorFlow in a few functions only (the domain labels, the
+    ensemble labels) be imported where TensorFlow is not installed: the serving runtime
+    (``.venv-serve``) reads labels in Python and never calls those functions.
+    """
+
+    def __getattr__(self, attribute):
+        return getattr(importlib.import_module(self.__name__), attribute)
+
+
+def lazy_module(name):
+    """:obj:`name` as a :class:`LazyModule` (the module itself if already imported)."""
+    return sys.modules.get(name) or LazyModule(name)
 
 
 def read_lines(path):
@@ -58,6 +78,43 @@ def decode_lines(data, where):
     if lines[-1] == "":  # No line after the last "\n" (or only "\r" there).
         lines.pop()
     return lines
+
+
+def same_file(path_a, path_b):
+    """Whether two paths name the same file: the same resolved path, or (both existing) the
+    same device and inode (a hard link, a bind mount, ``/dev/fd/N`` of an open file).
+
+    Writing to one would replace the other: a command that writes a file it also reads
+    refuses such an output (:func:`check_output_not_input`).
+    """
+    if os.path.realpath(path_a) == os.path.realpath(path_b):
+        return True
+    try:
+        stat_a, stat_b = os.stat(path_a), os.stat(path_b)
+    except (OSError, ValueError):
+        return False
+    return (stat_a.st_dev, stat_a.st_ino) == (stat_b.st_dev, stat_b.st_ino)
+
+
+def check_output_not_input(output, inputs, option="--output"):
+    """Refuses an output path that is one of the command's inputs, before anything is read.
+
+    Args:
+      output: The output path (``None``: standard output, never an input).
+      inputs: ``(option, path)`` of each input (a ``None`` path is skipped).
+      option: How the output is named in the message.
+
+    Raises:
+      UserError: ``--output: in.en is also --input: it would be overwritten by ...``.
+    """
+    if output is None:
+        return
+    for name, path in inputs:
+        if path is not None and same_file(output, path):
+            raise UserError(
+                "%s: %s is also %s (%s): writing it would destroy that input; write the "
+                "output to another file" % (option, output, name, path)
+            )
 
 
 def write_lines(path, lines):

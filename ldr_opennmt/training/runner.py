@@ -46,7 +46,7 @@ from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.training import data_files, domain_record, horovod, inference_checks
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator, evaluation_sets
-from ldr_opennmt.utils import atomic_output, write_lines_atomic
+from ldr_opennmt.utils import atomic_output, same_file, write_lines_atomic
 
 FINETUNE_STATE = "finetune.json"
 # Only PA keeps a plain Transformer's attention shapes (SF and DF: multi-query attention).
@@ -728,12 +728,11 @@ class Runner(compat.RunnerAdapter):
             if not os.path.isdir(directory):
                 raise UserError("%s: directory %s not found" % (predictions_file, directory))
             for path in data_files.strings(features_file):
-                if os.path.exists(path) and os.path.exists(predictions_file):
-                    if os.path.samefile(path, predictions_file):
-                        raise UserError(
-                            "%s: the predictions file is an input of this run: it would be "
-                            "overwritten" % predictions_file
-                        )
+                if same_file(path, predictions_file):
+                    raise UserError(
+                        "%s: the predictions file is an input of this run: it would be "
+                        "overwritten" % predictions_file
+                    )
         model, _, config = self._restored(checkpoint_path)
         inference_checks.warn_long_sources(model, features_file)
         infer_config = config["infer"]
