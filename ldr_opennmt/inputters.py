@@ -566,6 +566,8 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
 
     domain_batches = False
     keep_empty_targets = False
+    _training_features_file = None
+    _domain_shares = None
 
     #: Set by a model that needs it (default ``None``): a callable taking the source
     #: features of one example (``domain`` included) and returning the 1-D string
@@ -653,7 +655,49 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
                 source, target, training=True, keep_empty=self.keep_empty_targets
             )
 
+    def domain_shares(self):
+        """Each domain's share of the training examples last given to
+        :meth:`make_training_dataset` (``params: summed_generic_weight: corpus_share``).
+
+        Returns:
+          A list of ``len(domains) + 1`` floats summing to 1: index 0 is the share of the
+          lines labelled ``generic``, index ``i + 1`` that of domain ``i``.
+
+        Raises:
+          UserError: when no training files were given yet, or a label is invalid.
+        """
+        if self._domain_shares is not None:
+            return self._domain_shares
+        if self._training_features_file is None:
+            raise UserError(
+                "params: summed_generic_weight: corpus_share reads the domain shares from the "
+                "training files, and none were given (set the weight to a number or a mapping "
+                "domain: share)"
+            )
+        domain_inputter = self.features_inputter.domain_inputter
+        sources, labels = self.features_inputter.split_files(self._training_features_file)
+        if isinstance(sources, str):
+            sources, labels = [sources], [labels]
+        counts = np.zeros(len(domain_inputter.domains) + 1, dtype=np.int64)
+        for source, label in zip(sources, labels):
+            ids = domain_inputter.validate_file(label, source_file=source, training=True)
+            if constant_label_name(label) is not None:
+                counts[ids[0] + 1] += domains_lib.count_lines(source)
+            else:
+                np.add.at(counts, np.asarray(ids, dtype=np.int64) + 1, 1)
+        total = int(counts.sum())
+        if total == 0:
+            raise UserError(
+                "params: summed_generic_weight: corpus_share: the training files are empty"
+            )
+        self._domain_shares = [float(c) / total for c in counts]
+        return self._domain_shares
+
     def make_training_dataset(self, features_file, labels_file, batch_size, **kwargs):
+        # Remembered for domain_shares(), which reads them only when asked.
+        if self._training_features_file != features_file:
+            self._training_features_file = features_file
+            self._domain_shares = None
         if not kwargs.get("batch_autotune_mode"):
             # Auto-tuning runs in child processes on data the parent has checked.
             self.check_training_files(features_file, labels_file)

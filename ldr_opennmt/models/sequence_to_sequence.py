@@ -223,7 +223,8 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         config_keys.check_section("data", data_config)
         config_keys.check_section("params", params)
         super().initialize(data_config, params=params)
-        _ = self.domain_training  # Fail early on an invalid mode.
+        if self.domain_training == procedure.SUMMED:  # Fail early on an invalid mode.
+            procedure.summed_weights(self.params, self.domains or [], shares=lambda: [])
         if hasattr(self.features_inputter, "truncate_source"):
             self.features_inputter.maximum_source_length = self.maximum_source_length
         domain_inputter = getattr(self.features_inputter, "domain_inputter", None)

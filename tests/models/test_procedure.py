@@ -2,6 +2,7 @@ import numpy as np
 import tensorflow as tf
 from parameterized import parameterized
 
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.models import procedure
 from tests import by_capability, helpers
 
@@ -108,6 +109,103 @@ class ProcedureTest(tf.test.TestCase):
         with self.assertRaisesRegex(ValueError, "needs domain-specific parameters"):
             procedure.compute_gradients(
                 model, features, labels, tf.keras.optimizers.legacy.Adam(), procedure.PROCEDURE1
+            )
+
+    def _summed_reference(self, model, features, labels, domain_weight, generic_weights):
+        """Gradients and true-label loss of ``w_d L_domain + sum_i w_i L_generic,i``."""
+        generic = _with_domain(features, -1)
+        weights = tf.gather(tf.constant(generic_weights), features["domain"] + 1)
+        with tf.GradientTape() as tape:
+            outputs, _ = model(features, labels, training=True)
+            true_loss, true_size, _ = model.compute_loss(outputs, labels, training=True)
+            outputs, _ = model(generic, labels, training=True)
+            generic_loss = model.compute_loss(outputs, dict(labels, weight=weights), training=True)
+            total = domain_weight * true_loss + generic_loss[0]
+        return tape.gradient(total, model.trainable_weights), true_loss, true_size
+
+    @parameterized.expand(by_capability.families(_procedure1))
+    def test_summed_updates_everything_with_both_losses(self, family):
+        # The LDR authors' generic+domain_training: 0.5 L_domain + 0.5 L_generic, every
+        # variable (shared and domain-specific) gets the gradient of the sum.
+        model, paths = helpers.build_model(self, family, params={"domain_training": "summed"})
+        features, labels = helpers.training_batch(model, paths, size=8)
+        loss, gradients, sample_size = procedure.compute_gradients(
+            model,
+            features,
+            labels,
+            tf.keras.optimizers.legacy.Adam(),
+            procedure.SUMMED,
+            normalize_loss=False,
+        )
+        expected, true_loss, true_size = self._summed_reference(
+            model, features, labels, 0.5, [0.5] * (len(model.domains) + 1)
+        )
+        for grad, ref in zip(gradients, expected):
+            self.assertAllClose(tf.convert_to_tensor(grad), tf.convert_to_tensor(ref), atol=1e-5)
+        self.assertAllClose(loss, true_loss, atol=1e-4)  # Reported: the true-label loss.
+        self.assertAllClose(sample_size, true_size)
+
+    def test_summed_weighted_by_corpus_share(self):
+        # domain_weighted_loss: L_domain + p(d) L_generic, p(d) each sentence's domain share
+        # of the training files (read from the label file the batch came from).
+        model, paths = helpers.build_model(
+            self, params={"domain_training": "summed", "summed_generic_weight": "corpus_share"}
+        )
+        features, labels = helpers.training_batch(model, paths, size=8)
+        labels_read = [line.strip() for line in open(paths["train_domain"], encoding="utf-8")]
+        shares = [0.0] + [labels_read.count(d) / len(labels_read) for d in model.domains]
+        self.assertAllClose(model.examples_inputter.domain_shares(), shares)
+        self.assertNotIn(0.0, shares[1:])  # Every domain has a weight of its own.
+        _, gradients = procedure.compute_gradients(
+            model,
+            features,
+            labels,
+            tf.keras.optimizers.legacy.Adam(),
+            procedure.SUMMED,
+            normalize_loss=False,
+        )[:2]
+        expected, _, _ = self._summed_reference(model, features, labels, 1.0, shares)
+        for grad, ref in zip(gradients, expected):
+            self.assertAllClose(tf.convert_to_tensor(grad), tf.convert_to_tensor(ref), atol=1e-5)
+
+    def test_summed_weight_mapping_and_refusals(self):
+        domains = ["a", "b"]
+        self.assertEqual(procedure.summed_weights({}, domains), (0.5, [0.5, 0.5, 0.5]))
+        self.assertEqual(
+            procedure.summed_weights({"summed_generic_weight": 0.2}, domains)[1], [0.2] * 3
+        )
+        self.assertEqual(
+            procedure.summed_weights({"summed_generic_weight": {"a": 0.3, "b": 0.7}}, domains),
+            (1.0, [0.0, 0.3, 0.7]),
+        )
+        for value, message in (
+            (1.5, "must be a number in \\[0, 1\\]"),
+            ("half", "got 'half'"),
+            ({"a": 0.3}, "no weight for 'b'"),
+            ({"a": 0.3, "b": 0.1, "c": 0.2}, "unknown domain 'c'"),
+        ):
+            with self.assertRaisesRegex(UserError, message):
+                procedure.summed_weights({"summed_generic_weight": value}, domains)
+        # Checked when the model is initialized, before anything is trained.
+        with self.assertRaisesRegex(UserError, "summed_generic_weight"):
+            helpers.build_model(
+                self, params={"domain_training": "summed", "summed_generic_weight": -1}
+            )
+
+    def test_corpus_share_without_training_files_is_one_line(self):
+        model, _ = helpers.build_model(
+            self, params={"domain_training": "summed", "summed_generic_weight": "corpus_share"}
+        )
+        with self.assertRaisesRegex(UserError, "corpus_share reads the domain shares"):
+            model.examples_inputter.domain_shares()
+
+    @parameterized.expand(by_capability.families(_procedure1_without_domain_parameters))
+    def test_summed_needs_domain_parameters(self, family):
+        model, paths = helpers.build_model(self, family)
+        features, labels = helpers.training_batch(model, paths)
+        with self.assertRaisesRegex(ValueError, "needs domain-specific parameters"):
+            procedure.compute_gradients(
+                model, features, labels, tf.keras.optimizers.legacy.Adam(), procedure.SUMMED
             )
 
     def test_invalid_mode(self):
