@@ -40,13 +40,21 @@ setup(
     },
     extras_require={
         "test": [
-            "pytest==9.2.0",
+            # pytest 8.4: schemathesis 3.39 (the last that installs beside TensorFlow 2.13's
+            # typing-extensions < 4.6 and FastAPI 0.103's anyio < 4) requires pytest < 9.
+            "pytest==8.4.2",
             "pytest-xdist==3.8.0",
             "parameterized==0.9.0",
             "hypothesis==6.170.17",
             # The serving tests start the real ldr-serve server (the serve extra).
             "fastapi==0.103.2",
             "uvicorn==0.54.0",
+            "prometheus-client==0.26.0",
+            "fastapi-offline==1.7.7",
+            # Property tests of every route from the server's own OpenAPI schema, and the
+            # LibreTranslate client (tests/serving/test_api.py).
+            "schemathesis==3.39.16",
+            "libretranslatepy==2.1.4",
         ],
         # ldr-serve (docs/serving.md). FastAPI 0.103 is the last whose dependencies
         # accept typing-extensions 4.5, which TensorFlow 2.13 requires (< 4.6): newer
@@ -54,6 +62,9 @@ setup(
         "serve": [
             "fastapi==0.103.2",
             "uvicorn==0.54.0",
+            # /metrics, and /docs and /redoc from local assets (no CDN).
+            "prometheus-client==0.26.0",
+            "fastapi-offline==1.7.7",
         ],
         # The documentation site (docs/, bash run/docs.sh; tests/test_docs.py builds it in
         # CI): Sphinx with MyST Markdown pages and the furo theme. Not needed to use the
