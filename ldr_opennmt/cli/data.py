@@ -22,7 +22,7 @@ import sys
 
 from ldr_opennmt import errors
 from ldr_opennmt.cli import positive_int
-from ldr_opennmt.data import corpus
+from ldr_opennmt.data import corpus, sources
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.names import check_path_name
 from ldr_opennmt.utils import DEFAULT_CACHE
@@ -74,6 +74,20 @@ def _main(argv):
         " URL, or to {url: or path:, sha256:} (e.g. data_configs/opus_en_fr.yml); --corpus"
         " adds or replaces domains",
     )
+    build.add_argument(
+        "--max-member-mb",
+        type=positive_int,
+        default=None,
+        help="(opus) the most megabytes a member of a zip may expand to (default: %d); a"
+        " larger one is refused before it is read" % sources.MAX_MEMBER_MB,
+    )
+    build.add_argument(
+        "--max-member-lines",
+        type=positive_int,
+        default=None,
+        help="(opus) the most lines a member of a zip may hold (default: %d); reading stops"
+        " and refuses beyond it" % sources.MAX_MEMBER_LINES,
+    )
     build.add_argument("--source-lang", default="en", help="(opus) source file suffix")
     build.add_argument("--target-lang", default="fr", help="(opus) target file suffix")
     args = parser.parse_args(argv)
@@ -92,6 +106,16 @@ def _main(argv):
     }
     if args.name == "default" and (args.config or args.corpus):
         raise UserError("--config and --corpus are for ldr-data build opus")
+    bounds = {
+        key: value
+        for key, value in (
+            ("max_member_mb", args.max_member_mb),
+            ("max_member_lines", args.max_member_lines),
+        )
+        if value is not None
+    }
+    if bounds and args.name != "opus":
+        raise UserError("--max-member-mb and --max-member-lines are for ldr-data build opus")
     if args.name == "default":
         info = corpus.build_default(args.out, args.cache, log=_log, **options)
     else:
@@ -116,6 +140,7 @@ def _main(argv):
             target_lang=args.target_lang,
             log=_log,
             **options,
+            **bounds,
         )
     print(corpus.corpus_table(info))
     return 0

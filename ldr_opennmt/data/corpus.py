@@ -668,6 +668,8 @@ def build_opus(
     source_lang="en",
     target_lang="fr",
     log=_stderr,
+    max_member_mb=sources.MAX_MEMBER_MB,
+    max_member_lines=sources.MAX_MEMBER_LINES,
 ):
     """Builds a corpus from OPUS Moses zips.
 
@@ -685,6 +687,9 @@ def build_opus(
       source_lang: Source language suffix.
       target_lang: Target language suffix.
       log: Logging function.
+      max_member_mb: The most megabytes a member of a zip may expand to.
+      max_member_lines: The most lines a member of a zip may hold (both bounds refuse a
+        zip bomb before it is read whole, see :func:`ldr_opennmt.data.sources.zip_member_lines`).
 
     The paper's defaults: 1000 dev and test sentences per domain, 30k BPE merges.
 
@@ -692,7 +697,13 @@ def build_opus(
     of each zip's content, the corpus version and the options: the stamp in ``DONE``)
     is reused; any other is rebuilt.
     """
-    check_sizes(dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges)
+    check_sizes(
+        dev_size=dev_size,
+        test_size=test_size,
+        bpe_merges=bpe_merges,
+        max_member_mb=max_member_mb,
+        max_member_lines=max_member_lines,
+    )
     for domain in zips:
         check_path_name(domain, "domain name", "ldr-data")
     root = _output_root(out, log)
@@ -719,7 +730,11 @@ def build_opus(
         local.items(), desc="reading", unit="corpus", disable=None
     ):
         domain_pairs[domain] = sources.moses_zip_pairs(
-            path, source_lang=source_lang, target_lang=target_lang
+            path,
+            source_lang=source_lang,
+            target_lang=target_lang,
+            max_bytes=max_member_mb << 20,
+            max_lines=max_member_lines,
         )
         log("[data] %s: %d raw pairs from %s" % (domain, len(domain_pairs[domain]), location))
     return build(

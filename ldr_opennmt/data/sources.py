@@ -33,6 +33,7 @@ import zipfile
 import zlib
 
 import polib
+from tqdm import tqdm
 
 from ldr_opennmt.errors import UserError, not_utf8_error
 from ldr_opennmt.utils import atomic_output
@@ -422,7 +423,42 @@ def bible_pairs(wheel_path, cache_dir, source_bible=WEB_BIBLE, target_bible=SEGO
     return pairs
 
 
-def zip_member_lines(archive, zip_path, name):
+#: The default bounds on what one member of an OPUS zip may expand to (``ldr-data build
+#: opus --max-member-mb``, ``--max-member-lines``): a zip of a few hundred kilobytes can
+#: expand to gigabytes or to tens of millions of lines (a zip bomb), which would be read for
+#: minutes before anything is refused. The largest corpus of the paper's OPUS setup,
+#: Europarl en-fr, has about 2 million lines per member; reading 5 million lines takes
+#: about 35 s on a 2-core machine.
+MAX_MEMBER_MB = 2048
+MAX_MEMBER_LINES = 5_000_000
+#: The longest line a Moses member may hold (a sentence, not a whole file on one line).
+MAX_LINE_BYTES = 1 << 20
+
+
+def _too_large(where, what, bound, option):
+    return UserError(
+        "%s: expands to more than %s (%s): refused (a damaged or hostile zip?); raise %s to"
+        " read a larger corpus" % (where, what, bound, option)
+    )
+
+
+def check_member_size(info, zip_path, max_bytes=None):
+    """Refuses a zip member whose recorded size exceeds :obj:`max_bytes`, before it is read
+    (``zipfile`` never expands a member beyond the size its directory records).
+
+    Raises:
+      UserError: ``ZIP:MEMBER: expands to more than N MB (...)``.
+    """
+    if max_bytes is not None and info.file_size > max_bytes:
+        raise _too_large(
+            "%s:%s" % (zip_path, info.filename),
+            "%d MB" % (max_bytes >> 20) if max_bytes >= 1 << 20 else "%d bytes" % max_bytes,
+            "its directory records %d bytes" % info.file_size,
+            "--max-member-mb",
+        )
+
+
+def zip_member_lines(archive, zip_path, name, max_bytes=None, max_lines=None, progress=None):
     """Yields the lines of a zip member, decoded, one at a time (streaming).
 
     Lines are split on ``\\n`` only (a Moses file's sentence separator; ``str.splitlines``
@@ -430,15 +466,44 @@ def zip_member_lines(archive, zip_path, name):
     is decoded on its own rather than through ``io.TextIOWrapper``, which decodes in
     blocks of several lines and so cannot tell which line is not UTF-8.
 
+    Args:
+      archive: The open ``zipfile.ZipFile``.
+      zip_path: Its path, for messages.
+      name: The member.
+      max_bytes: If set, the most bytes the member may expand to (checked on its recorded
+        size before reading, see :func:`check_member_size`).
+      max_lines: If set, the most lines the member may hold (counted while reading).
+      progress: If set, called with the number of bytes of each line read.
+
     Raises:
-      UserError: ``ZIP:MEMBER:LINE: not UTF-8 (...)``.
+      UserError: ``ZIP:MEMBER:LINE: not UTF-8 (...)``, ``ZIP:MEMBER: expands to more than
+        ...`` or ``ZIP:MEMBER:LINE: a line of more than 1048576 bytes``.
     """
-    with archive.open(name) as member:
-        for number, line in enumerate(member, 1):
+    info = archive.getinfo(name)
+    check_member_size(info, zip_path, max_bytes)
+    where = "%s:%s" % (zip_path, name)
+    with archive.open(info) as member:
+        number = 0
+        while True:
+            line = member.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            if max_lines is not None and number > max_lines:
+                raise _too_large(
+                    where, "%d lines" % max_lines, "read so far: %d" % number, "--max-member-lines"
+                )
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                raise UserError(
+                    "%s:%d: a line of more than %d bytes: refused (not a sentence-aligned"
+                    " Moses file?)" % (where, number, MAX_LINE_BYTES)
+                )
+            if progress is not None:
+                progress(len(line))
             try:
                 yield line.decode("utf-8").rstrip("\n")
             except UnicodeDecodeError as e:
-                raise not_utf8_error("%s:%s" % (zip_path, name), line, number, e) from None
+                raise not_utf8_error(where, line, number, e) from None
 
 
 def opus_zip(zip_path_or_url, cache_dir=None, sha256=None, log=print):
@@ -499,15 +564,47 @@ def opus_moses_pairs(
     return moses_zip_pairs(path, source_lang=source_lang, target_lang=target_lang)
 
 
-def moses_zip_pairs(path, source_lang="en", target_lang="fr"):
+class _Progress:
+    """Feeds a tqdm bar the bytes read, a megabyte at a time (a call per line costs)."""
+
+    def __init__(self, bar):
+        self._bar = bar
+        self._pending = 0
+
+    def __call__(self, size):
+        self._pending += size
+        if self._pending >= _CHUNK_SIZE:
+            self._bar.update(self._pending)
+            self._pending = 0
+
+
+def moses_zip_pairs(
+    path,
+    source_lang="en",
+    target_lang="fr",
+    max_bytes=MAX_MEMBER_MB << 20,
+    max_lines=MAX_MEMBER_LINES,
+    progress=True,
+):
     """Pairs of a local OPUS Moses zip (a ``*.en`` and a ``*.fr`` member).
 
     The two members are read line by line, side by side, never whole: an OPUS zip
-    holds members of gigabytes.
+    holds members of gigabytes. What a member may expand to is bounded (see
+    :func:`zip_member_lines`, :data:`MAX_MEMBER_MB`, :data:`MAX_MEMBER_LINES`); a
+    progress bar (tqdm, on stderr when it is a terminal) counts the bytes of the source
+    member read.
+
+    Args:
+      path: The zip file.
+      source_lang: Source language suffix.
+      target_lang: Target language suffix.
+      max_bytes: The most bytes a member may expand to (``None``: no bound).
+      max_lines: The most lines a member may hold (``None``: no bound).
+      progress: Whether to show the progress bar.
 
     Raises:
-      UserError: on an invalid zip, members of different lengths, or a line that is not
-        UTF-8 (``ZIP:MEMBER:LINE: not UTF-8``).
+      UserError: on an invalid zip, members of different lengths, a member beyond the
+        bounds, or a line that is not UTF-8 (``ZIP:MEMBER:LINE: not UTF-8``).
     """
     if not zipfile.is_zipfile(path):
         raise UserError("%s: not a valid zip file" % path)
@@ -521,20 +618,33 @@ def moses_zip_pairs(path, source_lang="en", target_lang="fr"):
                     "%s: expected one *.%s and one *.%s file, found %s"
                     % (path, source_lang, target_lang, ", ".join(names))
                 )
+            for name in (sources[0], targets[0]):  # Both refused before either is read.
+                check_member_size(archive.getinfo(name), path, max_bytes)
             pairs = []
             counts = [0, 0]
-            for source, target in itertools.zip_longest(
-                zip_member_lines(archive, path, sources[0]),
-                zip_member_lines(archive, path, targets[0]),
-            ):
-                # Once one member ends, the other is still read to the end, to count it.
-                counts[0] += source is not None
-                counts[1] += target is not None
-                if source is None or target is None:
-                    continue
-                source, target = _SPACES.sub(" ", source).strip(), _SPACES.sub(" ", target).strip()
-                if source and target and source != target:
-                    pairs.append((source, target))
+            with tqdm(
+                total=archive.getinfo(sources[0]).file_size,
+                desc=os.path.basename(path),
+                unit="B",
+                unit_scale=True,
+                leave=False,
+                disable=None if progress else True,
+            ) as bar:
+                for source, target in itertools.zip_longest(
+                    zip_member_lines(
+                        archive, path, sources[0], max_bytes, max_lines, _Progress(bar)
+                    ),
+                    zip_member_lines(archive, path, targets[0], max_bytes, max_lines),
+                ):
+                    # Once one member ends, the other is still read to the end, to count it.
+                    counts[0] += source is not None
+                    counts[1] += target is not None
+                    if source is None or target is None:
+                        continue
+                    source = _SPACES.sub(" ", source).strip()
+                    target = _SPACES.sub(" ", target).strip()
+                    if source and target and source != target:
+                        pairs.append((source, target))
     except (zipfile.BadZipFile, zlib.error, EOFError) as e:
         # A damaged member is found only when it is read (CRC, truncated data).
         raise UserError("%s: not a valid zip file (%s)" % (path, e)) from e

@@ -230,6 +230,38 @@ class CorpusTest(tf.test.TestCase):
         )
         self.assertFalse(os.path.exists(out))
 
+    def test_cli_opus_bounds_what_a_member_expands_to(self):
+        # A zip bomb of a kind: kilobytes that expand to many lines (issue 43 item 12).
+        zips = self._moses_zips()
+        with zipfile.ZipFile(zips["software"], "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("software.en-fr.en", "Open the file.\n" * 20000)
+            archive.writestr("software.en-fr.fr", "Ouvrir le fichier.\n" * 20000)
+        out = os.path.join(self.get_temp_dir(), "bounded")
+        args = self._opus_args(out) + ["--max-member-lines", "500"]
+        for domain, path in zips.items():
+            args += ["--corpus", "%s=%s" % (domain, path)]
+        message = assert_cli_error(self, cli.main, args, "expands to more than")
+        self.assertEqual(
+            message,
+            "%s:software.en-fr.en: expands to more than 500 lines (read so far: 501): refused (a"
+            " damaged or hostile zip?); raise --max-member-lines to read a larger corpus"
+            % zips["software"],
+        )
+        self.assertFalse(os.path.exists(out))
+        status, stderr = run_cli(cli.main, self._opus_args(out) + ["--max-member-mb", "0"])
+        self.assertEqual(status, 2)
+        self.assertIn("argument --max-member-mb: must be a positive integer, got '0'", stderr)
+        message = assert_cli_error(
+            self,
+            cli.main,
+            ["build", "default", "--out", out, "--max-member-lines", "5"],
+            "opus",
+        )
+        self.assertEqual(
+            message, "--max-member-mb and --max-member-lines are for ldr-data build opus"
+        )
+        self.assertFalse(os.path.exists(out))
+
 
 class OutputTreeTest(tf.test.TestCase):
     """``ldr-data`` writes only under ``--out``, never through a link, and never over what

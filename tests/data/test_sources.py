@@ -424,5 +424,67 @@ class OpusTest(tf.test.TestCase):
         self.assertEqual(sources.opus_moses_pairs(path), [("a b", "x y"), ("c d", "z w")])
 
 
+def _bomb(path, lines, line="a b\n", target_line="c d\n"):
+    """A small zip whose Moses members expand to :obj:`lines` lines each (deflated)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("c.en-fr.en", line * lines)
+        archive.writestr("c.en-fr.fr", target_line * lines)
+    return path
+
+
+class MemberBoundsTest(tf.test.TestCase):
+    """A zip whose members expand to far more than the zip's size is refused in one line
+    (issue 43 item 12): by the size its directory records before anything is read, by its
+    line count while reading."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.get_temp_dir()
+
+    def test_lines_beyond_the_bound_are_refused(self):
+        path = _bomb(os.path.join(self.dir, "bomb.zip"), 50000)
+        self.assertLess(os.path.getsize(path), 5000)  # 400 kB of text in a few kilobytes.
+        with self.assertRaises(UserError) as context:
+            sources.moses_zip_pairs(path, max_lines=1000)
+        self.assertEqual(
+            str(context.exception),
+            "%s:c.en-fr.en: expands to more than 1000 lines (read so far: 1001): refused (a"
+            " damaged or hostile zip?); raise --max-member-lines to read a larger corpus" % path,
+        )
+        # Within the bound, read as before.
+        self.assertLen(sources.moses_zip_pairs(path, max_lines=50000), 50000)
+
+    def test_size_beyond_the_bound_is_refused_before_reading(self):
+        path = _bomb(os.path.join(self.dir, "bomb.zip"), 200000)
+        with mock.patch.object(zipfile.ZipFile, "open", side_effect=AssertionError("read")):
+            with self.assertRaises(UserError) as context:
+                sources.moses_zip_pairs(path, max_bytes=100000)
+        self.assertEqual(
+            str(context.exception),
+            "%s:c.en-fr.en: expands to more than 100000 bytes (its directory records 800000"
+            " bytes): refused (a damaged or hostile zip?); raise --max-member-mb to read a"
+            " larger corpus" % path,
+        )
+
+    def test_a_line_of_a_megabyte_is_refused(self):
+        path = _moses_zip(os.path.join(self.dir, "c.zip"), "a" * (2 << 20), "b\n")
+        with self.assertRaises(UserError) as context:
+            sources.moses_zip_pairs(path)
+        self.assertEqual(
+            str(context.exception),
+            "%s:c.en-fr.en:1: a line of more than 1048576 bytes: refused (not a"
+            " sentence-aligned Moses file?)" % path,
+        )
+
+    def test_default_bounds(self):
+        path = _bomb(os.path.join(self.dir, "small.zip"), 10)
+        with mock.patch.object(sources, "zip_member_lines", wraps=sources.zip_member_lines) as f:
+            sources.moses_zip_pairs(path)
+        for call in f.call_args_list:
+            self.assertEqual(
+                call.args[3:5], (sources.MAX_MEMBER_MB << 20, sources.MAX_MEMBER_LINES)
+            )
+
+
 if __name__ == "__main__":
     tf.test.main()
