@@ -169,7 +169,18 @@ def _summed_terms(model):
     training step is traced)."""
     domains = list(model.domains or [])
     inputter = model.examples_inputter
-    return summed_weights(model.params, domains, shares=getattr(inputter, "domain_shares", None))
+    domain_weight, generic_weights = summed_weights(
+        model.params, domains, shares=getattr(inputter, "domain_shares", None)
+    )
+    tf.get_logger().info(
+        "domain_training: summed: %s x L_domain + w(d) x L_generic, w: %s",
+        domain_weight,
+        ", ".join(
+            "%s %.4f" % (name, weight)
+            for name, weight in zip([domains_lib.GENERIC] + domains, generic_weights)
+        ),
+    )
+    return domain_weight, generic_weights
 
 
 def compute_gradients(

@@ -103,6 +103,22 @@ class RunnerTest(helpers.SharedDirTestCase):
         # The per-domain values also go to TensorBoard summaries.
         self.assertTrue(any(n.startswith("events") for n in os.listdir(eval_dir)), eval_dir)
 
+    def test_summed_corpus_share_reads_the_corpora(self):
+        # ldr-main's corpora are constant label specifications, one per weighted file: the
+        # generic loss of each sentence is weighted by its domain's share of the lines.
+        config = copy.deepcopy(self.config)
+        config["model_dir"] = os.path.join(self.dir, "summed")
+        config["params"].update(domain_training="summed", summed_generic_weight="corpus_share")
+        config["train"]["max_step"] = 2
+        with self.assertLogs("tensorflow", level="INFO") as logs:
+            Runner(_ldr, config, seed=3).train()
+        total = sum(SIZES.values())
+        expected = ", ".join(
+            ["generic 0.0000"] + ["%s %.4f" % (d, n / total) for d, n in SIZES.items()]
+        )
+        self.assertTrue(any(expected in line for line in logs.output), logs.output)
+        self.assertEqual(tf.train.latest_checkpoint(config["model_dir"])[-6:], "ckpt-2")
+
     def test_finetune_keeps_the_base_model(self):
         base_dir = self.config["model_dir"]
         before = _digest(base_dir)
