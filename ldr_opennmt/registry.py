@@ -7,8 +7,11 @@ file of their own, without editing the package:
 
 .. code-block:: python
 
+    import opennmt
+
     from ldr_opennmt import registry
-    from ldr_opennmt.models import MultiDomainTransformer, transformer_arguments
+    from ldr_opennmt.models import MultiDomainTransformer
+    from ldr_opennmt.models.sequence_to_sequence import transformer_arguments
 
     @registry.register_family(
         "bias_transformer",
@@ -18,10 +21,17 @@ file of their own, without editing the package:
     )
     def bias_transformer(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048,
                          dropout=0.1):
-        return MultiDomainTransformer(...)
+        return MultiDomainTransformer(
+            opennmt.inputters.WordEmbedder(num_units),
+            opennmt.inputters.WordEmbedder(num_units),
+            **transformer_arguments(num_layers, num_units, num_heads, ffn_inner_dim, dropout),
+        )
 
     def model():  # what onmt-main --model calls
         return bias_transformer()
+
+(``examples/domain_bias/domain_bias.py`` puts the bias layer in; ``docs/adding-a-method.md``
+builds it step by step.)
 
 Everything that lists families reads this registry: the catalog, ``ldr-main
 --list-families``, ``ldr-analyze parameters``, ``run/benchmarks.py``, the demo and the
@@ -193,31 +203,56 @@ def _check(family):
 def register(family):
     """Registers :obj:`family` (a :class:`Family`).
 
-    Registering the same name again from the same module replaces the entry (a model
-    definition is imported again by ``onmt-main`` as its copied ``model_description.py``,
-    and a test may reload a module); from another module it is an error.
+    A name is registered once. Registering it again is accepted only for the same family:
+    the same builder object, or a builder of the same qualified name defined in a file of
+    the same contents (``onmt-main`` imports a model definition a second time as its copy
+    ``model_dir/model_description.py``; a file named both by ``user_modules`` and by
+    ``--model`` is imported under two module names), with the same declaration. Anything
+    else, a builder whose code merely equals the first one's included, is refused.
 
     Raises:
-      UserError: on an invalid declaration or a name another module registered.
+      UserError: on an invalid declaration or a name another family holds.
     """
     _check(family)
     previous = _FAMILIES.get(family.name)
-    if previous is not None and not _same_origin(previous, family):
+    if previous is not None and not _same_family(previous, family):
         raise UserError(
-            "family %s is registered twice: by %s and by %s (choose another name)"
-            % (family.name, previous.module, family.module)
+            "family %s is registered twice: by %s and by %s (a name is registered once: "
+            "choose another name)" % (family.name, previous.module, family.module)
         )
     _FAMILIES[family.name] = family
+    _DIGESTS[family.name] = _source_digest(family.builder)
     return family
 
 
-def _same_origin(previous, family):
-    if previous.module == family.module:
+#: The declaration fields that a second registration of the same family repeats.
+_DECLARATION = ("title", "paper", "summary", "architecture", "stage1", "finetune")
+
+
+#: The SHA-256 of the file defining each registered builder, read when it registered.
+_DIGESTS = {}
+
+
+def _same_family(previous, family):
+    if any(getattr(previous, f) != getattr(family, f) for f in _DECLARATION):
+        return False
+    if previous.builder is family.builder:
         return True
-    # onmt-main imports the model definition under another name (its copy in the model
-    # directory, model_description.py): the same builder code is the same family.
-    code = lambda f: getattr(getattr(f.builder, "__code__", None), "co_code", None)  # noqa
-    return code(previous) is not None and code(previous) == code(family)
+    # The same function imported twice from byte-identical files (the model definition
+    # and its copy): same qualified name, same file contents.
+    names = [getattr(f.builder, "__qualname__", None) for f in (previous, family)]
+    digests = [_DIGESTS.get(previous.name), _source_digest(family.builder)]
+    return None not in names + digests and names[0] == names[1] and digests[0] == digests[1]
+
+
+def _source_digest(builder):
+    """SHA-256 of the file that defines :obj:`builder`, or ``None`` if unknown."""
+    path = getattr(getattr(builder, "__code__", None), "co_filename", None)
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except (OSError, TypeError):
+        return None
 
 
 def register_family(name, **declaration):
@@ -347,19 +382,32 @@ def load_user_module(spec, base_dir=None):
             module = importlib.util.module_from_spec(module_spec)
             sys.modules[name] = module
             try:
-                module_spec.loader.exec_module(module)
-            except UserError:
+                _run_user_code(spec, module_spec.loader.exec_module, module)
+            except BaseException:
                 del sys.modules[name]
                 raise
-            except Exception as e:  # Any failure of user code: one line naming the file.
-                del sys.modules[name]
-                raise UserError("user module %s: %s: %s" % (spec, type(e).__name__, e)) from e
     else:
-        try:
-            importlib.import_module(spec)
-        except ImportError as e:
-            raise UserError("user module %s: %s" % (spec, e)) from e
+        _run_user_code(spec, importlib.import_module, spec)
     return [name for name in _FAMILIES if name not in before]
+
+
+def _run_user_code(spec, function, argument):
+    """Runs the import of a user module: any failure of its code (an exception, a
+    ``sys.exit``) is one :class:`UserError` line naming the module and the cause."""
+    try:
+        return function(argument)
+    except UserError:
+        raise
+    except ModuleNotFoundError as e:
+        raise UserError("user module %s: %s" % (spec, e)) from e
+    except SystemExit as e:
+        raise UserError(
+            "user module %s: it called sys.exit(%r) while being imported (a user module only "
+            "defines and registers)" % (spec, e.code)
+        ) from None
+    except Exception as e:  # Any failure of user code: one line naming the module.
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise UserError("user module %s: %s: %s" % (spec, type(e).__name__, first)) from e
 
 
 def load_configured_modules(config, base_dir=None):

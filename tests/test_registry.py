@@ -1,19 +1,25 @@
 """The family registry: declarations, user modules, and capabilities that hold."""
 
+import dataclasses
 import os
 import runpy
+import sys
+import textwrap
 
 import tensorflow as tf
 import yaml
+from opennmt import config as opennmt_config
 from parameterized import parameterized
 
 from ldr_opennmt import registry
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.models import catalog
 from ldr_opennmt.serving import folding
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLE = os.path.join(ROOT, "examples", "domain_bias", "domain_bias.py")
 PACKAGE_FAMILIES = [(f.name,) for f in registry.families() if f.module.startswith("ldr_opennmt")]
 
 
@@ -73,6 +79,89 @@ class RegistryTest(tf.test.TestCase):
             UserError, "family ldr_transformer is registered twice: by ldr_opennmt.models.catalog"
         ):
             registry.register(_family(name="ldr_transformer"))
+
+    def test_a_builtin_name_with_equal_bytecode_is_refused(self):
+        # A user module's one-line builder has the bytecode of the built-in's (both return
+        # a call to a global): it must not replace the built-in family silently.
+        path = os.path.join(self.get_temp_dir(), "impostor.py")
+        with open(path, "w") as f:
+            f.write(
+                "from ldr_opennmt import registry\n"
+                "from ldr_opennmt.models.catalog import dc_transformer, FAMILIES\n\n"
+                "declared = [f for f in FAMILIES if f.name == 'mixing_transformer'][0]\n\n"
+                "@registry.register_family('mixing_transformer', title=declared.title,"
+                " paper=declared.paper, summary=declared.summary)\n"
+                "def mixing_transformer(**kwargs):\n"
+                "    return dc_transformer(**kwargs)\n"
+            )
+        with self.assertRaisesRegex(
+            UserError,
+            "family mixing_transformer is registered twice: by ldr_opennmt.models.catalog and "
+            "by .*impostor.py",
+        ):
+            registry.load_user_module(path)
+        self.assertIs(registry.get("mixing_transformer").builder, catalog.mixing_transformer)
+
+    def test_the_model_definition_copy_is_the_same_family(self):
+        # onmt-main imports a model definition as its module and, later, its byte copy
+        # model_dir/model_description.py: the same family, not a second registration.
+        directory = self.get_temp_dir()
+        with open(EXAMPLE, "rb") as f:
+            source = f.read()
+        model_dir = os.path.join(directory, "model")
+        os.makedirs(model_dir)
+        with open(os.path.join(model_dir, "model_description.py"), "wb") as f:
+            f.write(source)
+        registry.load_user_module(EXAMPLE)
+        self.assertIn("domain_bias", registry.get("domain_bias_transformer").module)
+        model = opennmt_config.load_model(model_dir)
+        self.assertEqual(type(model).__name__, "DomainBiasTransformer")
+        self.assertEqual(registry.get("domain_bias_transformer").module, "model_description")
+        # A copy that differs (an edited definition) is another family under the same name.
+        with open(os.path.join(model_dir, "model_description.py"), "wb") as f:
+            f.write(source + b"\n# edited\n")
+        with self.assertRaisesRegex(UserError, "domain_bias_transformer is registered twice"):
+            opennmt_config.load_model(model_dir)
+
+    def test_the_same_builder_object_registers_again(self):
+        family = registry.get("ldr_transformer")
+        registry.register(dataclasses.replace(family, module="tests.test_registry"))
+        self.assertEqual(registry.get("ldr_transformer").module, "tests.test_registry")
+        with self.assertRaisesRegex(UserError, "registered twice"):
+            registry.register(dataclasses.replace(family, title="Another title"))
+        registry.register(family)
+
+    @parameterized.expand(
+        [
+            ("raise RuntimeError('no GPU here')\n", "RuntimeError: no GPU here"),
+            ("import sys\nsys.exit(3)\n", r"it called sys.exit\(3\) while being imported"),
+            ("raise ValueError('first\\nsecond')\n", "ValueError: first$"),
+        ]
+    )
+    def test_a_failing_user_module_is_one_line(self, code, message):
+        # By file and by module name (importable from sys.path): one line naming it.
+        directory = self.get_temp_dir()
+        name = "failing_module_%d" % abs(hash(code))
+        path = os.path.join(directory, name + ".py")
+        with open(path, "w") as f:
+            f.write(code)
+        with self.assertRaisesRegex(UserError, "^user module .*%s.py: %s" % (name, message)):
+            registry.load_user_module(path)
+        sys.path.insert(0, directory)
+        try:
+            with self.assertRaisesRegex(UserError, "^user module %s: %s" % (name, message)):
+                registry.load_user_module(name)
+        finally:
+            sys.path.remove(directory)
+        self.assertNotIn(name, sys.modules)
+
+    def test_the_docstring_example_registers(self):
+        source = registry.__doc__.split(".. code-block:: python\n")[1].split("\n(``")[0]
+        namespace = {}
+        exec(textwrap.dedent(source), namespace)
+        self.assertIn("bias_transformer", registry.names())
+        model = namespace["bias_transformer"](**registry.TINY_TRANSFORMER)
+        self.assertIsInstance(model, namespace["MultiDomainTransformer"])
 
     def test_unknown_family(self):
         with self.assertRaisesRegex(UserError, "unknown model family 'lora' .*ldr_transformer"):

@@ -3,6 +3,7 @@ atomically; infer counts the translations stopped at ``maximum_decoding_length``
 
 import os
 import re
+import sys
 from unittest import mock
 
 import opennmt
@@ -337,6 +338,29 @@ class InferExportTest(helpers.SharedDirTestCase):
             "^%s: not empty and not an export made by ldr-opennmt" % re.escape(directory),
         )
         self.assertEqual(os.listdir(directory), ["notes.txt"])
+
+
+class ListFamiliesTest(tf.test.TestCase):
+    def test_a_user_module_that_fails_is_one_line(self):
+        # A module name (not a file) that raises, or calls sys.exit, at import: one line
+        # naming the module and the cause, exit 2 (it was a traceback, or a silent exit 3).
+        directory = self.get_temp_dir()
+        _write(os.path.join(directory, "raising_user_module.py"), ["import no_such_dependency"])
+        _write(os.path.join(directory, "exiting_user_module.py"), ["import sys", "sys.exit(3)"])
+        sys.path.insert(0, directory)
+        try:
+            for name, regex in (
+                ("raising_user_module", "No module named 'no_such_dependency'"),
+                ("exiting_user_module", r"it called sys.exit\(3\) while being imported"),
+            ):
+                helpers.assert_cli_error(
+                    self,
+                    cli.main,
+                    ["--list-families", "--user_module", name],
+                    "^user module %s: .*%s" % (name, regex),
+                )
+        finally:
+            sys.path.remove(directory)
 
 
 @pytest.mark.slow
