@@ -39,7 +39,10 @@ TOP_LEVEL = "(top level)"
 
 KEYS = (
     Key(TOP_LEVEL, "user_modules", "list or str", None, None,
-        "Python files or module names that register model families (loaded first)"),
+        "Python files or module names that register model families, imported before"
+        " anything else: their code runs with your rights in every command that reads the"
+        " configuration (ldr-main, ldr-eval --system NAME=their.yml, ldr-export, ...), as"
+        " fairseq's --user-dir does; name only code you trust"),
     Key("data", "domains", "list", None, "the order of train_corpora",
         "declared domain names; a label's id is its index (letters, digits, -, _, .)"),
     Key("data", "train_corpora", "mapping or list", None, None,
@@ -206,9 +209,19 @@ def check_config(config, where="the configuration"):
             check_value(key, config[key.name])
 
 
+#: OpenNMT-tf's own reference of the configuration keys.
+OPENNMT_CONFIGURATION_URL = "https://opennmt.net/OpenNMT-tf/configuration.html"
+
+
+def _sentence(text):
+    """:obj:`text` with a final full stop (its first word may be a value: kept as it is)."""
+    return text if text.endswith(".") else text + "."
+
+
 def markdown_reference():
     """The configuration reference of the package's keys (Markdown), generated from
-    :data:`KEYS`: ``docs/configuration.md`` is this text (``python -m
+    :data:`KEYS`, one definition (MyST's definition lists) per key under a heading per
+    section: ``docs/configuration.md`` is this text (``python -m
     ldr_opennmt.config_keys > docs/configuration.md`` writes it; a test fails when it
     differs)."""
 
@@ -233,17 +246,19 @@ def markdown_reference():
         "Generated from `ldr_opennmt/config_keys.py` (`KEYS`), the table that also checks",
         "them: every key below is checked for its type and range before anything is",
         "written, and a key found in a section that does not read it is refused.",
-        "All other keys are OpenNMT-tf's.",
-        "",
-        "| section | key | type | range | default | meaning |",
-        "|---|---|---|---|---|---|",
+        "All other keys are OpenNMT-tf's: see [its configuration reference]"
+        "(%s)." % OPENNMT_CONFIGURATION_URL,
     ]
-    for key in KEYS:
-        default = "" if key.default is None else str(key.default)
-        lines.append(
-            "| `%s` | `%s` | %s | %s | %s | %s |"
-            % (key.section, key.name, key.type, _range(key), default, key.help.replace("|", "\\|"))
-        )
+    for section in [TOP_LEVEL] + [s for s in SECTIONS if keys(s)]:
+        lines += ["", "## %s" % ("Top level" if section == TOP_LEVEL else "`%s`" % section)]
+        for key in keys(section):
+            facts = [key.type]
+            if _range(key):
+                facts.append(_range(key))
+            if key.default is not None:
+                facts.append("default: %s" % key.default)
+            lines += ["", "`%s` (%s)" % (key.name, "; ".join(facts))]
+            lines.append(": %s" % _sentence(key.help))
     return "\n".join(lines) + "\n"
 
 

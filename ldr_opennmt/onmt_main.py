@@ -57,7 +57,8 @@ def load_run_config(config_paths, config=None):
     model is built (they register model families: :mod:`ldr_opennmt.registry`); a relative
     path is relative to the directory of the configuration file that gives the key (the
     rightmost one, whose value the merge keeps), see
-    :func:`ldr_opennmt.registry.load_user_module`.
+    :func:`ldr_opennmt.registry.load_user_module`. Loading a module imports it: its code
+    runs, so a configuration that names user modules is code (docs/training.md).
 
     Raises:
       UserError: naming the file.

@@ -2,6 +2,7 @@
 
 import math
 import os
+import re
 
 import tensorflow as tf
 import yaml
@@ -66,10 +67,29 @@ class ConfigKeysTest(tf.test.TestCase):
                 "docs/configuration.md is stale: python -m ldr_opennmt.config_keys > "
                 "docs/configuration.md",
             )
+        # One definition per key, under its section's heading (issue 47 item 6: the
+        # six-column table squeezed the meanings to a few words a line).
+        sections = config_keys.markdown_reference().split("\n## ")[1:]
+        headings = {
+            config_keys.TOP_LEVEL if s.startswith("Top level") else s.split("`")[1]: s
+            for s in sections
+        }
         for key in config_keys.KEYS:
-            self.assertIn(
-                "| `%s` | `%s` |" % (key.section, key.name), config_keys.markdown_reference()
+            self.assertRegex(
+                headings[key.section], "\n`%s` \\(%s[;)]" % (key.name, re.escape(key.type))
             )
+            self.assertIn("\n: %s" % key.help, headings[key.section])
+        self.assertIn(config_keys.OPENNMT_CONFIGURATION_URL, config_keys.markdown_reference())
+
+    def test_user_modules_says_that_it_runs_code(self):
+        # Issue 43 item 17: where the key is documented, it says that it imports and runs
+        # Python code (ldr-eval --system X=their.yml runs their code), as fairseq's --user-dir.
+        key = [k for k in config_keys.KEYS if k.name == "user_modules"][0]
+        for text in (key.help, config_keys.markdown_reference()):
+            self.assertIn("their code runs with your rights", text)
+            self.assertIn("ldr-eval --system NAME=their.yml", text)
+        with open(os.path.join(ROOT, "docs", "training.md"), encoding="utf-8") as f:
+            self.assertIn("`user_modules` imports and runs Python code", f.read())
 
 
 class LdrMainConfigTest(helpers.SharedDirTestCase):

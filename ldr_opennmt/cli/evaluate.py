@@ -126,7 +126,9 @@ def _add_system_argument(parser):
         metavar="NAME=CONFIG[,CONFIG...]",
         help="a system and its OpenNMT-tf run configuration(s) (with model_dir); NAME is its "
         "table row and names its files, where characters other than letters, digits, '-', '_' "
-        "and '.' become '_' (no '/' or '\\', no leading '.'); each name once",
+        "and '.' become '_' (no '/' or '\\', no leading '.'); each name once. The "
+        "configuration's user_modules are imported: their Python code runs, so evaluate "
+        "configurations from others only if you trust their code",
     )
 
 
