@@ -21,7 +21,7 @@ import re
 
 from ldr_opennmt.errors import UserError, not_utf8_error
 from ldr_opennmt.names import check_path_name
-from ldr_opennmt.utils import lazy_module
+from ldr_opennmt.utils import BOM, lazy_module, note_bom
 
 # Imported on first use: the label checks in Python run without TensorFlow (ldr-serve).
 tf = lazy_module("tensorflow")
@@ -161,11 +161,13 @@ def scan_text_file(path):
     pending = []  # The start of a line that continues in the next chunk.
     if tf.io.gfile.isdir(path):
         raise UserError("%s: a directory, not a text file" % path)
+    first = b""
     with tf.io.gfile.GFile(path, "rb") as f:
         while True:
             chunk = f.read(_CHUNK_SIZE)
             if not chunk:
                 break
+            first = first or chunk[: len(BOM.encode("utf-8"))]
             # Blocks end on a newline, which is never inside a multi-byte UTF-8 character.
             end = chunk.rfind(b"\n") + 1
             if end == 0:
@@ -177,7 +179,19 @@ def scan_text_file(path):
     # TextLineDataset drops every "\r": a last line of "\r" only is no line.
     if pending and b"".join(pending).strip(b"\r"):
         lines = _scan_block(path, b"".join(pending) + b"\n", lines, blank)
+    if first.startswith(BOM.encode("utf-8")):
+        note_bom(path)  # The inputters strip it from every line read (strip_bom).
     return TextFile(path, lines, blank)
+
+
+def strip_bom(lines):
+    """In-graph: a string tensor of lines without a leading byte order mark (U+FEFF).
+
+    ``tf.data.TextLineDataset`` keeps the mark of a file's first line: left there, it
+    would be part of line 1's first word. Every inputter of the package reads its lines
+    through this.
+    """
+    return tf.strings.regex_replace(lines, "^" + BOM, "")
 
 
 def count_lines(path):
@@ -222,6 +236,9 @@ def read_label_file(path, domains, expected_lines=None, source_path=None, ensemb
                 label = line.decode("utf-8").strip(ASCII_SPACE)
             except UnicodeDecodeError as e:
                 raise not_utf8_error(path, line, line_number, e) from None
+            if line_number == 1 and label.startswith(BOM):
+                note_bom(path)  # The in-graph lookup strips it too (lookup_domain_ids).
+                label = label[len(BOM) :].strip(ASCII_SPACE)
             if not label:
                 raise UserError("%s:%d: empty domain label" % (path, line_number))
             where = "%s:%d" % (path, line_number)
@@ -441,7 +458,7 @@ def lookup_domain_ids(table, labels, domains):
     raises the error in Python, and raw bytes would raise ``UnicodeDecodeError`` there
     instead.
     """
-    labels = tf.strings.strip(labels)
+    labels = tf.strings.strip(strip_bom(labels))
     ids = table.lookup(labels)
     unknown = tf.equal(ids, UNKNOWN_ID)
 

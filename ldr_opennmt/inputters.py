@@ -502,7 +502,7 @@ class MultiDomainInputter(opennmt.inputters.ParallelInputter):
             features = {}
         domain = features.pop("domain", None)
         features = self.word_inputter.make_features(
-            element=element[0] if element is not None else None,
+            element=domains_lib.strip_bom(element[0]) if element is not None else None,
             features=features,
             training=training,
         )
@@ -612,6 +612,8 @@ class MultiDomainExamplesInputter(opennmt.models.sequence_to_sequence.SequenceTo
         return tf.reduce_all(constraints)
 
     def make_features(self, element=None, features=None, training=None):
+        if element is not None:  # The target line (the source's is the source inputter's).
+            element = (element[0], domains_lib.strip_bom(element[1]))
         features, labels = super().make_features(
             element=element, features=features, training=training
         )

@@ -55,11 +55,25 @@ def read_lines(path):
         return decode_lines(f.read(), path)
 
 
+#: U+FEFF, the byte order mark some editors write at the start of a UTF-8 file. Left in
+#: place it would be part of line 1's first word, and line 1 translated differently.
+BOM = "\ufeff"
+
+
+def note_bom(where):
+    """Says on stderr that :obj:`where` starts with a byte order mark that is removed
+    (every reader of user text strips it)."""
+    sys.stderr.write(
+        "note: %s starts with a UTF-8 byte order mark (U+FEFF): removed from line 1\n" % where
+    )
+
+
 def decode_lines(data, where):
     """Splits UTF-8 bytes into lines, without line ends.
 
-    Lines end at ``\\n`` only, and every ``\\r`` is dropped (not only one before the
-    ``\\n``), as ``tf.data.TextLineDataset`` reads the files OpenNMT-tf translates:
+    A leading byte order mark is removed, with a note (:func:`note_bom`). Lines end at
+    ``\\n`` only, and every ``\\r`` is dropped (not only one before the ``\\n``), as
+    ``tf.data.TextLineDataset`` reads the files OpenNMT-tf translates:
     ``str.splitlines`` would also cut at U+2028, U+0085 and other Unicode separators, and
     a sentence holding one would shift every later line against its translation.
 
@@ -74,6 +88,9 @@ def decode_lines(data, where):
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise not_utf8_error(where, data, 1, e) from None
+    if text.startswith(BOM):
+        note_bom(where)
+        text = text[len(BOM) :]
     lines = [line.replace("\r", "") for line in text.split("\n")]
     if lines[-1] == "":  # No line after the last "\n" (or only "\r" there).
         lines.pop()

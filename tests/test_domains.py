@@ -47,6 +47,20 @@ class DomainsTest(tf.test.TestCase):
         with self.assertRaisesRegex(UserError, r"bad\.domain:3: unknown domain label 'legal'"):
             domains.read_label_file(path, ["a", "b"])
 
+    def test_label_file_with_byte_order_mark(self):
+        path = os.path.join(self.get_temp_dir(), "bom.domain")
+        with open(path, "wb") as f:
+            f.write("\ufeffmedical\nsoftware\n".encode("utf-8"))
+        with mock.patch("sys.stderr") as stderr:
+            ids = domains.read_label_file(path, ["medical", "software"])
+        self.assertEqual(ids, [0, 1])
+        self.assertIn("byte order mark", stderr.write.call_args.args[0])
+        with mock.patch("sys.stderr") as stderr:
+            self.assertEqual(domains.count_lines(path), 2)  # The training files' check.
+        self.assertIn(
+            "%s starts with a UTF-8 byte order mark" % path, stderr.write.call_args.args[0]
+        )
+
     def test_empty_label(self):
         path = self._write("empty.domain", ["a", "  "])
         with self.assertRaisesRegex(UserError, r"empty\.domain:2: empty domain label"):

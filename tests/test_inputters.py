@@ -50,6 +50,39 @@ class InputtersTest(tf.test.TestCase):
         )
         self.assertAllEqual(features["domain"], [2, domains.GENERIC_ID])
 
+    def test_byte_order_marks_are_stripped(self):
+        # Files saved by some editors start with U+FEFF: the source line, its label and the
+        # target read as without it (TextLineDataset keeps it in line 1).
+        inputter, paths = self._inputter()
+        with open(paths["test_src"], encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        with open(paths["test_domain"], encoding="utf-8") as f:
+            labels = f.read().splitlines()
+        source = self._write("bom.src", ["\ufeff" + lines[0]] + lines[1:])
+        label_file = self._write("bom.domain", ["\ufeff" + labels[0]] + labels[1:])
+        plain = next(
+            iter(inputter.make_inference_dataset([paths["test_src"], paths["test_domain"]], 100))
+        )
+        marked = next(iter(inputter.make_inference_dataset([source, label_file], 100)))
+        self.assertAllEqual(marked["ids"], plain["ids"])
+        self.assertAllEqual(marked["domain"], plain["domain"])
+        model, model_paths = helpers.build_model(self)
+        target = [line for line in open(model_paths["train_tgt"], encoding="utf-8")]
+        marked_target = self._write(
+            "bom.tgt", ["\ufeff" + target[0].rstrip("\n")] + [t.rstrip("\n") for t in target[1:]]
+        )
+        batches = [
+            next(
+                iter(
+                    model.examples_inputter.make_evaluation_dataset(
+                        [model_paths["train_src"], model_paths["train_domain"]], tgt, batch_size=4
+                    )
+                )
+            )
+            for tgt in (model_paths["train_tgt"], marked_target)
+        ]
+        self.assertAllEqual(batches[0][1]["ids"], batches[1][1]["ids"])
+
     def test_unknown_label_file_line_value(self):
         inputter, paths = self._inputter()
         labels = self._write("bad.domain", ["medical"] * 5 + ["legal"])

@@ -17,6 +17,15 @@ class ReadLinesTest(tf.test.TestCase):
             f.write("a\u2028b\r\nc\x85d\n\ne".encode("utf-8"))
         self.assertEqual(read_lines(path), ["a\u2028b", "c\x85d", "", "e"])
 
+    def test_byte_order_mark_is_removed_with_a_note(self):
+        path = os.path.join(self.get_temp_dir(), "bom")
+        with open(path, "wb") as f:
+            f.write("\ufeffThe cell\nhere\ufeff\n".encode("utf-8"))
+        with mock.patch("sys.stderr") as stderr:
+            self.assertEqual(read_lines(path), ["The cell", "here\ufeff"])
+        written = "".join(call.args[0] for call in stderr.write.call_args_list)
+        self.assertIn("%s starts with a UTF-8 byte order mark" % path, written)
+
     def test_not_utf8_names_file_and_line(self):
         path = os.path.join(self.get_temp_dir(), "bad")
         with open(path, "wb") as f:
