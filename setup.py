@@ -6,6 +6,7 @@ setup(
     name="ldr-opennmt",
     version="0.1.0",
     description="Multi-domain NMT (lexicalized domain representations) for OpenNMT-tf",
+    license="MIT",
     packages=find_packages(exclude=["tests", "tests.*"]),
     # The seed words of the contrastive lexical-choice test (ldr-eval contrastive).
     package_data={"ldr_opennmt.evaluation": ["contrastive_words.txt"]},
@@ -55,6 +56,8 @@ setup(
             # LibreTranslate client (tests/serving/test_api.py).
             "schemathesis==3.39.16",
             "libretranslatepy==2.1.4",
+            # Starlette 0.27's TestClient passes app= to httpx, which httpx 0.28 removed.
+            "httpx==0.27.2",
         ],
         # ldr-serve (docs/serving.md). FastAPI 0.103 is the last whose dependencies
         # accept typing-extensions 4.5, which TensorFlow 2.13 requires (< 4.6): newer

@@ -289,6 +289,56 @@ class ConfigurationKeysTest(unittest.TestCase):
         )
 
 
+class ProjectFilesTest(unittest.TestCase):
+    """Issue 47 items 3 and 4: a licence, a citation file, a changelog, and references a
+    clone can resolve."""
+
+    def test_no_page_cites_a_path_that_a_clone_lacks(self):
+        for path in pages():
+            with open(path, encoding="utf-8") as f:
+                self.assertNotIn("shared/papers", f.read(), path)
+
+    def test_licence_and_citation(self):
+        with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as f:
+            self.assertTrue(f.read().startswith("MIT License\n"))
+        with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
+            self.assertIn('license="MIT",', f.read())
+        with open(os.path.join(ROOT, "CITATION.cff"), encoding="utf-8") as f:
+            citation = yaml.safe_load(f)
+        self.assertEqual(citation["cff-version"], "1.2.0")
+        for key in ("message", "title", "authors"):  # Required by CFF 1.2.0.
+            self.assertTrue(citation[key], key)
+        self.assertIn("ldr-opennmt", citation["title"])
+        with open(os.path.join(DOCS, "index.md"), encoding="utf-8") as f:
+            home = f.read()
+        papers = {
+            "Generic and Specialized Word Embeddings for Multi-Domain Machine Translation": (
+                "10.5281/zenodo.3524978"
+            ),
+            "Factorized Transformer for Multi-Domain Neural Machine Translation": (
+                "10.18653/v1/2020.findings-emnlp.377"
+            ),
+            "Multi-Domain Neural Machine Translation with Word-Level Adaptive Layer-wise"
+            " Domain Mixing": "10.18653/v1/2020.acl-main.165",
+        }
+        self.assertEqual(
+            {reference["title"]: reference["doi"] for reference in citation["references"]},
+            papers,
+        )
+        for reference in citation["references"]:
+            self.assertTrue(reference["authors"] and reference["type"], reference["title"])
+            # The home page cites each by title and identifier.
+            self.assertIn(" ".join(reference["title"].split()[:4]), " ".join(home.split()))
+        for identifier in ("2020.findings-emnlp.377", "2020.acl-main.165", "1911.02692"):
+            self.assertIn(identifier, home)
+
+    def test_changelog_keeps_an_unreleased_section(self):
+        with open(os.path.join(ROOT, "CHANGELOG.md"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("https://keepachangelog.com/", text)
+        self.assertIn("\n## [Unreleased]\n", text)
+
+
 @pytest.mark.e2e
 class SiteTest(unittest.TestCase):
     def test_the_site_builds_without_a_warning(self):
