@@ -754,3 +754,26 @@ def experiment_output(args, name):
     """``(results directory, OpenNMT-tf options)`` of parsed :func:`add_experiment_arguments`."""
     out = args.out or ("results/%s-quick" % name if args.quick else "results/%s" % name)
     return out, [option for option in args.onmt_options.split(",") if option]
+
+
+#: The checkpoint key of a decoder output layer of its own (untied from the target embeddings).
+_OUTPUT_KERNEL = "model/decoder/output_layer/kernel/"
+
+
+def output_layer_tied(checkpoint):
+    """Whether a trained model's decoder output layer is its target embedding table (no
+    output kernel of its own in the checkpoint)."""
+    return not any(
+        name.startswith(_OUTPUT_KERNEL) for name, _ in tf.train.list_variables(checkpoint)
+    )
+
+
+def output_layers(plan):
+    """``{row: whether its output layer is tied}`` of the trained rows (:func:`output_layer_tied`
+    on their latest checkpoints; rows without one are left out)."""
+    tied = {}
+    for trained in plan.trained:
+        checkpoint = tf.train.latest_checkpoint(trained.model_dir)
+        if checkpoint:
+            tied[trained.name] = output_layer_tied(checkpoint)
+    return tied

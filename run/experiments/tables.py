@@ -65,7 +65,7 @@ from ldr_opennmt.utils import (
 )
 
 from . import common, demo, quoted
-from .common import ROOT
+from .common import ROOT, output_layers
 from .demo import Run
 
 #: The families the default run trains (the registry's Transformers: the papers compare
@@ -295,32 +295,6 @@ def parameter_counts(checkpoint, num_domains):
 
 
 _DOMAIN_COPY = re.compile(r"(^|/)domain_\d+_")
-
-#: The checkpoint key of a decoder output layer of its own (untied from the target embeddings).
-_OUTPUT_KERNEL = "model/decoder/output_layer/kernel/"
-
-
-def output_layer_tied(checkpoint):
-    """Whether a trained model's decoder output layer is its target embedding table (no
-    output kernel of its own in the checkpoint)."""
-    import tensorflow as tf
-
-    return not any(
-        name.startswith(_OUTPUT_KERNEL) for name, _ in tf.train.list_variables(checkpoint)
-    )
-
-
-def output_layers(plan):
-    """``{row: whether its output layer is tied}`` of the trained rows (:func:`output_layer_tied`
-    on their latest checkpoints; rows without one are left out)."""
-    import tensorflow as tf
-
-    tied = {}
-    for trained in plan.trained:
-        checkpoint = tf.train.latest_checkpoint(trained.model_dir)
-        if checkpoint:
-            tied[trained.name] = output_layer_tied(checkpoint)
-    return tied
 
 
 def matched_controls(plan, tied):

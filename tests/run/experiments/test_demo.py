@@ -105,6 +105,34 @@ class FindingsTest(tf.test.TestCase):
             text,
         )
 
+    def test_each_row_names_its_control_and_whether_it_is_matched(self):
+        matched = "\n".join(
+            demo.findings(RESULTS, 0.3, output_layers={"Mixed": True, "LDR": True}, steps=4500)
+        )
+        self.assertIn(
+            "  Control: Mixed, matched (4500 steps, seed 1, output layer tied to the target"
+            " embeddings like LDR's).",
+            matched,
+        )
+        unmatched = "\n".join(
+            demo.findings(RESULTS, 0.3, output_layers={"Mixed": True, "LDR": False})
+        )
+        self.assertIn("  Control: Mixed, NOT matched: its output layer is tied", unmatched)
+        unknown = "\n".join(demo.findings(RESULTS, 0.3))
+        self.assertIn("  Control: Mixed (output layers not read: no checkpoint).", unknown)
+
+    def test_the_demo_trains_ldr_tied_like_its_control(self):
+        # The registry's small Mixed (the demo's baseline) ties its output layer: so does the
+        # demo's LDR at that scale, and neither does at paper scale.
+        ldr = [run for run in demo.SYSTEMS if run.family == "ldr_transformer"]
+        mixed = demo.BASELINE
+        for scale in ("small", "paper"):
+            sharing = {
+                path: "share_target_embeddings=True" in open(path, encoding="utf-8").read()
+                for path in [mixed.model_def(scale)] + [run.model_def(scale) for run in ldr]
+            }
+            self.assertLen(set(sharing.values()), 1, sharing)
+
     def test_example_rows(self):
         rows = demo._example_rows(RESULTS)
         self.assertEqual(rows, ["Mixed", "LDR (oracle)", "DC (oracle)"])

@@ -396,5 +396,5 @@ class OutputLayerTest(tf.test.TestCase):
         return tf.train.Checkpoint(model=model).save(os.path.join(self.get_temp_dir(), name))
 
     def test_a_checkpoint_without_an_output_kernel_is_tied(self):
-        self.assertTrue(tables.output_layer_tied(self._checkpoint("tied", False)))
-        self.assertFalse(tables.output_layer_tied(self._checkpoint("own", True)))
+        self.assertTrue(common.output_layer_tied(self._checkpoint("tied", False)))
+        self.assertFalse(common.output_layer_tied(self._checkpoint("own", True)))
