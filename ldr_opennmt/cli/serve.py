@@ -56,6 +56,13 @@ def parse_args(argv):
         ("max_beam_size", int, "Largest beam_size a request may ask for."),
         ("inter_threads", int, "Batches decoded at once per domain (worker threads)."),
         ("intra_threads", int, "Threads per batch (0: CTranslate2's default)."),
+        ("read_timeout_s", float, "Seconds a request body may take to arrive (408 after)."),
+        (
+            "limit_concurrency",
+            int,
+            "Most connections and requests at once (uvicorn answers 503 past it).",
+        ),
+        ("timeout_keep_alive_s", float, "Seconds an idle keep-alive connection stays open."),
     ]
     defaults = {
         name: param.default
@@ -67,7 +74,44 @@ def parse_args(argv):
         parser.add_argument(
             "--" + name, type=kind, default=default, help="%s Default: %s." % (text, default)
         )
-    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto.")
+    parser.add_argument(
+        "--device", default="cpu", help="CTranslate2: cpu, cuda or auto. Default: cpu."
+    )
+    parser.add_argument(
+        "--compute_type",
+        default="default",
+        help="CTranslate2: the type to compute with (default: the model's; int8, int8_float16, "
+        "float16, bfloat16, float32, ...: converted when the model is loaded).",
+    )
+    parser.add_argument(
+        "--allowed_hosts",
+        nargs="+",
+        default=list(defaults["allowed_hosts"]),
+        help="Host header values accepted (400 otherwise; '*.example.com' for subdomains, "
+        "'*' for any). Default: %s." % " ".join(defaults["allowed_hosts"]),
+    )
+    parser.add_argument(
+        "--cors_origins",
+        nargs="+",
+        default=[],
+        help="Origins whose web pages may call this server (CORS; '*' for any). Default: "
+        "none (no CORS headers: browsers refuse cross-origin calls).",
+    )
+    parser.add_argument(
+        "--source_language",
+        help="The source language code (GET /languages, LibreTranslate's source); default: "
+        "the export's manifest.json source_language.",
+    )
+    parser.add_argument(
+        "--target_language",
+        help="The target language code; default: the export's manifest.json target_language.",
+    )
+    parser.add_argument(
+        "--no_access_log",
+        dest="access_log",
+        action="store_false",
+        help="No access log line per request (they never hold bodies).",
+    )
     parser.add_argument(
         "--lazy",
         action="store_true",
@@ -103,9 +147,22 @@ def run(args):
         "classifier",
         "lazy",
         "max_loaded_models",
+        "read_timeout_s",
+        "limit_concurrency",
+        "timeout_keep_alive_s",
+        "compute_type",
+        "allowed_hosts",
+        "cors_origins",
+        "source_language",
+        "target_language",
+        "access_log",
     ]
     options = server.Options(args.model_dir, **{name: getattr(args, name) for name in names})
-    return server.serve(options, host=args.host, port=args.port, log_level=args.log_level)
+    # The port first: a second server on a port in use stops here, before loading anything.
+    sock = server.bind(args.host, args.port)
+    return server.serve(
+        options, host=args.host, port=args.port, log_level=args.log_level, sock=sock
+    )
 
 
 def main(argv=None):

@@ -9,6 +9,9 @@ run the batch in one call. A job's sentences always go into one batch, whole (a 
 than ``max_batch_size`` runs alone), and each job gets back exactly its own results, in its
 order. A job whose request gave up (timed out) before its batch started is cancelled and
 not run.
+
+A batch that fails is run again one job at a time: a job that fails alone gets the error, the
+others their results, so that one bad input cannot fail the requests batched with it.
 """
 
 import collections
@@ -39,8 +42,8 @@ class BatchQueue:
     Args:
       name: The queue's name (its threads' names, the statistics).
       run_batch: ``run_batch(key, items) -> results``: runs one batch (the items of its
-        jobs, in order) and returns one result per item. An exception fails every job of
-        the batch; later batches run.
+        jobs, in order) and returns one result per item. If it raises, each job of the
+        batch is run alone; a job that still fails gets the exception; later batches run.
       max_batch_size: Most items per batch (a larger job runs alone).
       max_wait_ms: How long a batch waits for more jobs of its key.
       threads: Worker threads (batches run at once).
@@ -58,6 +61,9 @@ class BatchQueue:
         self.sentences = 0
         self.largest_batch = 0
         self.busy_s = 0.0
+        self.failed_batches = 0
+        #: ``on_batch(name, sentences, seconds)``, called after each batch run (metrics).
+        self.on_batch = None
         self.threads = [
             threading.Thread(target=self._work, name="ldr-serve-%s-%d" % (name, i), daemon=True)
             for i in range(threads)
@@ -107,6 +113,27 @@ class BatchQueue:
                 self.condition.wait(remaining)
             return batch
 
+    def _run(self, jobs):
+        """Runs :obj:`jobs` in one batch and sets their futures (raises if it fails)."""
+        items = [item for job in jobs for item in job.items]
+        start = time.monotonic()
+        results = self.run_batch(jobs[0].key, items)
+        seconds = time.monotonic() - start
+        with self.condition:
+            self.busy_s += seconds
+            self.batches += 1
+            self.sentences += len(items)
+            self.largest_batch = max(self.largest_batch, len(items))
+        if self.on_batch is not None:
+            try:
+                self.on_batch(self.name, len(items), seconds)
+            except Exception:  # pylint: disable=broad-except
+                pass  # Metrics never fail a batch.
+        offset = 0
+        for job in jobs:
+            job.future.set_result(list(results[offset : offset + len(job.items)]))
+            offset += len(job.items)
+
     def _work(self):
         while True:
             batch = self._take()
@@ -116,23 +143,23 @@ class BatchQueue:
             batch = [job for job in batch if job.future.set_running_or_notify_cancel()]
             if not batch:
                 continue
-            items = [item for job in batch for item in job.items]
-            start = time.monotonic()
             try:
-                results = self.run_batch(batch[0].key, items)
-            except Exception as e:  # pylint: disable=broad-except
-                for job in batch:
-                    job.future.set_exception(e)
+                self._run(batch)
                 continue
-            with self.condition:
-                self.busy_s += time.monotonic() - start
-                self.batches += 1
-                self.sentences += len(items)
-                self.largest_batch = max(self.largest_batch, len(items))
-            offset = 0
+            except Exception as e:  # pylint: disable=broad-except
+                with self.condition:
+                    self.failed_batches += 1
+                if len(batch) == 1:
+                    batch[0].future.set_exception(e)
+                    continue
+            # One job may have failed the batch: each alone, so that the others are answered.
             for job in batch:
-                job.future.set_result(list(results[offset : offset + len(job.items)]))
-                offset += len(job.items)
+                try:
+                    self._run([job])
+                except Exception as e:  # pylint: disable=broad-except
+                    with self.condition:
+                        self.failed_batches += 1
+                    job.future.set_exception(e)
 
     def stats(self):
         """Batches and sentences run, the largest batch, the seconds spent running batches
@@ -143,5 +170,6 @@ class BatchQueue:
                 "sentences": self.sentences,
                 "largest_batch": self.largest_batch,
                 "busy_s": round(self.busy_s, 3),
+                "failed_batches": self.failed_batches,
                 "queued_jobs": len(self.jobs),
             }

@@ -41,22 +41,16 @@ field; no request can stop the server.
 """
 
 import asyncio
-import contextlib
 import json
 import os
 import sys
 import threading
 
-import fastapi
-import pydantic
-from fastapi import responses
-
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import backends, batching
+from ldr_opennmt.serving import api_models, backends, batching, http_io
 from ldr_opennmt.serving.backends import RequestError
-from ldr_opennmt.serving.domain_classifier import DomainClassifier
 
 PROG = "ldr-serve"
 
@@ -80,6 +74,10 @@ UNLABELLED = (
 )
 
 
+#: The ``Host`` names accepted by default (``--allowed_hosts``): this machine's.
+DEFAULT_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
 class Options:
     """The server's settings (the options of ``ldr-serve``)."""
 
@@ -101,6 +99,15 @@ class Options:
         device="cpu",
         lazy=False,
         max_loaded_models=None,
+        compute_type="default",
+        read_timeout_s=10.0,
+        limit_concurrency=64,
+        timeout_keep_alive_s=5.0,
+        allowed_hosts=DEFAULT_HOSTS,
+        cors_origins=(),
+        source_language=None,
+        target_language=None,
+        access_log=True,
     ):
         self.model_dir = model_dir
         self.classifier = classifier
@@ -119,6 +126,15 @@ class Options:
         # A cap on the loaded models loads them on first use.
         self.lazy = lazy or max_loaded_models is not None
         self.max_loaded_models = max_loaded_models
+        self.compute_type = compute_type
+        self.read_timeout_s = read_timeout_s
+        self.limit_concurrency = limit_concurrency
+        self.timeout_keep_alive_s = timeout_keep_alive_s
+        self.allowed_hosts = list(allowed_hosts)
+        self.cors_origins = list(cors_origins or ())
+        self.source_language = source_language
+        self.target_language = target_language
+        self.access_log = access_log
         self.check()
 
     def check(self):
@@ -132,61 +148,31 @@ class Options:
             "max_decoding_length",
             "max_beam_size",
             "inter_threads",
+            "limit_concurrency",
         ):
             if getattr(self, name) < 1:
                 raise UserError("--%s must be >= 1, got %s" % (name, getattr(self, name)))
         for name in ("max_wait_ms", "intra_threads"):
             if getattr(self, name) < 0:
                 raise UserError("--%s must be >= 0, got %s" % (name, getattr(self, name)))
-        if not self.timeout_s > 0:
-            raise UserError("--timeout_s must be > 0, got %s" % self.timeout_s)
+        for name in ("timeout_s", "read_timeout_s", "timeout_keep_alive_s"):
+            if not getattr(self, name) > 0:
+                raise UserError("--%s must be > 0, got %s" % (name, getattr(self, name)))
+        if self.timeout_s * 1000.0 <= self.max_wait_ms:
+            raise UserError(
+                "--timeout_s %g is not longer than --max_wait_ms %g (%g s): every request would "
+                "time out while its batch waits"
+                % (self.timeout_s, self.max_wait_ms, self.max_wait_ms / 1000.0)
+            )
+        if not self.allowed_hosts:
+            raise UserError("--allowed_hosts: give at least one host name (or * for any)")
+        for host in self.allowed_hosts:
+            if "*" in host and host != "*" and not (host.startswith("*.") and "*" not in host[1:]):
+                raise UserError(
+                    "--allowed_hosts: %s: a wildcard must be * or *.domain" % api_models.short(host)
+                )
         if self.max_loaded_models is not None and self.max_loaded_models < 1:
             raise UserError("--max_loaded_models must be >= 1, got %s" % self.max_loaded_models)
-
-
-class TranslateRequest(pydantic.BaseModel):
-    """The body of ``POST /translate`` (documentation: the server parses the JSON itself,
-    to answer every mistake with one line naming the field)."""
-
-    sentences: list[str] = pydantic.Field(..., description="Raw source sentences.")
-    domain: str | None = pydantic.Field(
-        None,
-        description="The domain of every sentence (a domain of GET /domains; on a SavedModel "
-        "that has them, an ensemble label too). null: none.",
-    )
-    domains: list[str | None] | None = pydantic.Field(
-        None, description="One domain per sentence (null: none)."
-    )
-    unlabelled: str | None = pydantic.Field(
-        None,
-        description="For the sentences without a domain: generic, classifier (--classifier), "
-        "or an ensemble of domain views (SavedModel): ens-uniform, ens-learned, ens-soft "
-        "(the classifier's posterior). Default: classifier with --classifier, else generic.",
-    )
-    beam_size: int = pydantic.Field(
-        None, description="Beam size (CTranslate2; default 1: greedy). A SavedModel has its own."
-    )
-    num_hypotheses: int = pydantic.Field(
-        None, description="Translations returned per sentence (default 1)."
-    )
-
-
-class Translation(pydantic.BaseModel):
-    text: str
-    domain: str = pydantic.Field(
-        ..., description="The domain (or ensemble label) the sentence was translated with."
-    )
-    domain_choice: str = pydantic.Field(
-        ...,
-        description="'given', 'generic: no label', 'classifier', 'ensemble', or 'ignored: "
-        "WHY' (the model reads no label).",
-    )
-    hypotheses: list[str]
-    scores: list[float]
-
-
-class TranslateResponse(pydantic.BaseModel):
-    translations: list[Translation]
 
 
 class _Request:
@@ -226,6 +212,9 @@ class Server:
                         file=sys.stderr,
                     )
                 else:
+                    # pylint: disable=import-outside-toplevel
+                    from ldr_opennmt.serving.domain_classifier import DomainClassifier
+
                     classifier = DomainClassifier(options.classifier)
             self.classifier = classifier
             self._check_classifier()
@@ -245,6 +234,8 @@ class Server:
         self.queued = 0
         self.queued_lock = threading.Lock()
         self.refused_overload = 0
+        self.models = api_models.request_models(options.max_sentences, options.max_beam_size)
+        self.source_language, self.target_language = _languages(options)
 
     def _check_classifier(self):
         """Refuses a classifier with a domain the model does not have."""
@@ -272,18 +263,6 @@ class Server:
 
     # Checks.
 
-    def _field(self, body, name, kind, default=None):
-        value = body.get(name, default)
-        if value is None:
-            return default
-        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise RequestError(422, "%s: expected an integer, got %s" % (name, _short(value)))
-        if kind is list and not isinstance(value, list):
-            raise RequestError(422, "%s: expected a list, got %s" % (name, _short(value)))
-        if kind is str and not isinstance(value, str):
-            raise RequestError(422, "%s: expected a string, got %s" % (name, _short(value)))
-        return value
-
     def _ensemble_refusal(self, label):
         """Why the backend does not translate the ensemble label :obj:`label` (or ``None``)."""
         if self.backend.ensemble_refusal:
@@ -296,14 +275,14 @@ class Server:
         """``[route, domain, choice]`` of a sentence given :obj:`label`."""
         if not isinstance(label, str):
             raise RequestError(
-                422, "%s: expected a domain name or null, got %s" % (field, _short(label))
+                422, "%s: expected a domain name or null, got %s" % (field, api_models.short(label))
             )
         backend = self.backend
         if ensembles.is_ensemble_label(label):
             refusal = self._ensemble_refusal(label)
             if refusal:
                 raise RequestError(
-                    422, "%s: ensemble label %s: %s" % (field, _short(label), refusal)
+                    422, "%s: ensemble label %s: %s" % (field, api_models.short(label), refusal)
                 )
             stripped = label.strip(domains_lib.ASCII_SPACE)
             if stripped not in (ensembles.ENS_UNIFORM, ensembles.ENS_LEARNED):
@@ -317,26 +296,27 @@ class Server:
             raise RequestError(
                 422,
                 "%s: unknown domain %s (this server has: %s)"
-                % (field, _short(label), ", ".join(backend.labels)),
+                % (field, api_models.short(label), ", ".join(backend.labels)),
             )
         if backend.ignored is not None:
             choice = GIVEN if label == domains_lib.GENERIC else IGNORED + backend.ignored
             return [domains_lib.GENERIC, domains_lib.GENERIC, choice]
         return [label, label, GIVEN]
 
-    def _unlabelled_mode(self, body):
+    def _unlabelled_mode(self, mode):
         """The request's ``unlabelled`` (checked against what this server has)."""
-        mode = self._field(body, "unlabelled", str)
         if mode is None:
             return self.default_unlabelled
         if mode not in UNLABELLED:
             raise RequestError(
-                422, "unlabelled: must be one of %s, got %s" % (", ".join(UNLABELLED), _short(mode))
+                422,
+                "unlabelled: must be one of %s, got %s"
+                % (", ".join(UNLABELLED), api_models.short(mode)),
             )
         if mode.startswith(ensembles.RESERVED_PREFIX):
             refusal = self._ensemble_refusal(mode)
             if refusal:
-                raise RequestError(422, "unlabelled: %s: %s" % (_short(mode), refusal))
+                raise RequestError(422, "unlabelled: %s: %s" % (api_models.short(mode), refusal))
         # A model that reads no label translates every sentence as generic: no classifier.
         needs_classifier = mode == ENS_SOFT or (
             mode == UNLABELLED_CLASSIFIER and self.backend.ignored is None
@@ -345,7 +325,7 @@ class Server:
             raise RequestError(
                 422,
                 "unlabelled: %s needs a domain classifier, and this server has none (start it "
-                "with --classifier)" % _short(mode),
+                "with --classifier)" % api_models.short(mode),
             )
         return mode
 
@@ -358,24 +338,69 @@ class Server:
             return [None, None, CLASSIFIER if mode == UNLABELLED_CLASSIFIER else ENSEMBLE]
         return [mode, mode, ENSEMBLE]  # ens-uniform, ens-learned.
 
-    def _tokenize(self, i, sentence, route):
+    def _tokenize(self, i, sentence, route, name=None):
         backend = self.backend
         tokens = backend.tokenize(route, sentence)
         limit = self.options.max_sentence_tokens
         if backend.source_limit(route) is not None:
             limit = min(limit, backend.source_limit(route))
+        name = name or "sentences[%d]" % i
         if not tokens:
-            raise RequestError(422, "sentences[%d]: empty sentence (no tokens)" % i)
+            raise RequestError(422, "%s: empty sentence (no tokens)" % name)
         if len(tokens) > limit:
             raise RequestError(
                 422,
-                "sentences[%d]: %d tokens, more than this server's limit of %d"
-                % (i, len(tokens), limit),
+                "%s: %d tokens, more than this server's limit of %d" % (name, len(tokens), limit),
             )
         return tokens
 
+    def decode(self, data):
+        """The JSON value of a body (bytes or text), with no lone surrogate in it.
+
+        Returns:
+          ``(value, warnings)``: a byte-order mark at the start is removed with a warning.
+
+        Raises:
+          RequestError: 400 (not UTF-8, not JSON), 422 (a string that is not valid Unicode).
+        """
+        warnings = []
+        if isinstance(data, bytes):
+            try:
+                data = data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise RequestError(
+                    400, "body: not UTF-8 (byte 0x%02x at byte %d)" % (data[e.start], e.start)
+                ) from None
+        if data.startswith(api_models.BOM):
+            data = data.lstrip(api_models.BOM)
+            warnings.append("body: a byte-order mark (U+FEFF) at its start was removed")
+        try:
+            body = json.loads(data)
+        except ValueError as e:
+            raise RequestError(400, "body: not valid JSON (%s)" % _one_line(e)) from None
+        except RecursionError:
+            raise RequestError(400, "body: not valid JSON (nested too deeply)") from None
+        try:
+            api_models.check_text(body)
+        except ValueError as e:
+            raise RequestError(422, str(e)) from None
+        return body, warnings
+
+    def validate(self, model, body):
+        """:obj:`body` validated by the request model named :obj:`model`.
+
+        Raises:
+          RequestError: 422 naming the first wrong field.
+        """
+        if not isinstance(body, dict):
+            raise RequestError(422, "body: expected a JSON object, got %s" % api_models.short(body))
+        try:
+            return api_models.validate(self.models[model], body)
+        except ValueError as e:
+            raise RequestError(422, str(e)) from None
+
     def parse(self, data):
-        """Checks a request body (bytes).
+        """Checks a native request body (bytes or text).
 
         Returns:
           A :class:`_Request`.
@@ -383,45 +408,17 @@ class Server:
         Raises:
           RequestError: on the first mistake found.
         """
-        try:
-            body = json.loads(data)
-        except (ValueError, UnicodeDecodeError) as e:  # Not UTF-8 either.
-            raise RequestError(400, "body: not valid JSON (%s)" % _one_line(e)) from None
-        except RecursionError:
-            raise RequestError(400, "body: not valid JSON (nested too deeply)") from None
-        if not isinstance(body, dict):
-            raise RequestError(422, "body: expected a JSON object, got %s" % _short(body))
-        unknown = sorted(set(body) - set(TranslateRequest.__fields__))
-        if unknown:
-            raise RequestError(
-                422,
-                "%s: unknown field (expected: %s)"
-                % (unknown[0], ", ".join(TranslateRequest.__fields__)),
-            )
-        if "sentences" not in body:
-            raise RequestError(422, "sentences: missing (a list of sentences)")
-        sentences = self._field(body, "sentences", list)
-        if sentences is None:
-            raise RequestError(422, "sentences: expected a list, got null")
-        if not sentences:
-            raise RequestError(422, "sentences: empty list")
-        if len(sentences) > self.options.max_sentences:
-            raise RequestError(
-                422,
-                "sentences: %d sentences, more than this server's limit of %d per request"
-                % (len(sentences), self.options.max_sentences),
-            )
-        for i, sentence in enumerate(sentences):
-            if not isinstance(sentence, str):
-                raise RequestError(
-                    422, "sentences[%d]: expected a string, got %s" % (i, _short(sentence))
-                )
-            if not sentence.strip():
-                raise RequestError(422, "sentences[%d]: empty sentence" % i)
-        if body.get("domain") is not None and body.get("domains") is not None:
+        body, warnings = self.decode(data)
+        return self.parse_native(body, warnings)
+
+    def parse_native(self, body, warnings=()):
+        """Checks the decoded body of a native ``POST /translate``: a :class:`_Request`."""
+        request = self.validate("TranslateRequest", body)
+        sentences = request.sentences
+        if request.domain is not None and request.domains is not None:
             raise RequestError(422, "domain, domains: give one of them, not both")
-        if body.get("domains") is not None:
-            labels = self._field(body, "domains", list)
+        if request.domains is not None:
+            labels = request.domains
             if len(labels) != len(sentences):
                 raise RequestError(
                     422,
@@ -430,21 +427,61 @@ class Server:
                 )
             fields = ["domains[%d]" % i for i in range(len(labels))]
         else:
-            labels = [self._field(body, "domain", str)] * len(sentences)
+            labels = [request.domain] * len(sentences)
             fields = ["domain"] * len(sentences)
-        unlabelled = self._unlabelled_mode(body)
+        return self.prepare(
+            sentences,
+            labels,
+            fields,
+            request.unlabelled,
+            request.beam_size,
+            request.num_hypotheses,
+            warnings=warnings,
+        )
+
+    def prepare(
+        self,
+        sentences,
+        labels,
+        fields,
+        unlabelled=None,
+        beam_size=None,
+        num_hypotheses=None,
+        warnings=(),
+        names=None,
+    ):
+        """Checks and routes sentences (valid Unicode) with their labels.
+
+        Args:
+          sentences: The raw sentences.
+          labels: One domain label (or ``None``) per sentence.
+          fields: The request field of each label (for the messages).
+          unlabelled: The request's ``unlabelled`` (``None``: the server's default).
+          beam_size, num_hypotheses: The request's (``None``: the backend's defaults).
+          warnings: Notes so far.
+          names: The request field of each sentence (default ``sentences[i]``).
+
+        Returns:
+          A :class:`_Request`.
+        """
+        names = names or ["sentences[%d]" % i for i in range(len(sentences))]
+        sentences, notes = api_models.strip_bom(sentences, names)
+        for name, sentence in zip(names, sentences):
+            if not sentence.strip():
+                raise RequestError(422, "%s: empty sentence" % name)
+        unlabelled = self._unlabelled_mode(unlabelled)
         routes = [
             self._unlabelled(unlabelled) if label is None else self._given(label, field)
             for label, field in zip(labels, fields)
         ]
-        beam_size, num_hypotheses = self.backend.check_decoding(
-            self._field(body, "beam_size", int), self._field(body, "num_hypotheses", int)
-        )
+        beam_size, num_hypotheses = self.backend.check_decoding(beam_size, num_hypotheses)
         tokens = [
-            self._tokenize(i, sentence, route or domains_lib.GENERIC)
+            self._tokenize(i, sentence, route or domains_lib.GENERIC, names[i])
             for i, (sentence, (route, _, _)) in enumerate(zip(sentences, routes))
         ]
-        return _Request(sentences, routes, tokens, unlabelled, beam_size, num_hypotheses)
+        request = _Request(sentences, routes, tokens, unlabelled, beam_size, num_hypotheses)
+        request.warnings = list(warnings) + notes
+        return request
 
     # Translation.
 
@@ -526,22 +563,91 @@ class Server:
                 }
         return {"translations": translations}
 
-    async def translate(self, data):
-        """Translates a request body: the response as a dictionary.
+    async def run(self, request):
+        """Translates a checked :class:`_Request`: the native response as a dictionary
+        (``warnings`` only when there are some).
 
         Raises:
           RequestError: on a refused or failed request.
         """
-        request = self.parse(data)
         self._reserve(len(request.sentences))
         try:
-            return await asyncio.wait_for(self._translate(request), self.options.timeout_s)
+            answer = await asyncio.wait_for(self._translate(request), self.options.timeout_s)
         except asyncio.TimeoutError:
             raise RequestError(
                 504, "timeout: not translated within %g s (--timeout_s)" % self.options.timeout_s
             ) from None
         finally:
             self._release(len(request.sentences))
+        if request.warnings:
+            answer["warnings"] = request.warnings
+        return answer
+
+    async def translate(self, data):
+        """Translates a native request body (bytes or text): the response as a dictionary.
+
+        Raises:
+          RequestError: on a refused or failed request.
+        """
+        return await self.run(self.parse(data))
+
+    async def detect_domain(self, texts):
+        """The classifier's domain and posterior for each raw text.
+
+        Returns:
+          One ``{"domain", "probability", "probabilities"}`` per text.
+
+        Raises:
+          RequestError: 501 without a classifier; 422 on an empty text.
+        """
+        if self.classifier is None:
+            raise RequestError(
+                501, "this server has no domain classifier (start it with --classifier)"
+            )
+        names = ["q[%d]" % i for i in range(len(texts))] if len(texts) > 1 else ["q"]
+        texts, _ = api_models.strip_bom(texts, names)
+        items = []
+        for i, (name, text) in enumerate(zip(names, texts)):
+            if not text.strip():
+                raise RequestError(422, "%s: empty text" % name)
+            tokens = self.classifier.tokenize(text)
+            items.append(tokens or self._tokenize(i, text, domains_lib.GENERIC, name))
+        job = batching.Job(items)
+        self._reserve(len(items))
+        try:
+            self.classifier_queue.put(job)
+            results = await asyncio.wait_for(
+                asyncio.wrap_future(job.future), self.options.timeout_s
+            )
+        except asyncio.TimeoutError:
+            job.future.cancel()
+            raise RequestError(
+                504, "timeout: not classified within %g s (--timeout_s)" % self.options.timeout_s
+            ) from None
+        except Exception as e:  # pylint: disable=broad-except
+            raise RequestError(500, "classification failed: %s" % _one_line(e)) from None
+        finally:
+            self._release(len(items))
+        answers = []
+        for domain, posterior in results:
+            probabilities = dict(zip(self.classifier.domains, posterior))
+            answers.append(
+                {
+                    "domain": domain,
+                    "probability": probabilities.get(domain, max(posterior)),
+                    "probabilities": probabilities,
+                }
+            )
+        return answers
+
+    def queues(self):
+        """The batch queues (the backend's and the classifier's)."""
+        queues = list(getattr(self.backend, "queues", {}).values())
+        if getattr(self.backend, "queue", None) is not None:
+            queues.append(self.backend.queue)
+        if self.classifier_queue is not None:
+            queues.append(self.classifier_queue)
+        return queues
 
     def domains(self):
         """``GET /domains``: the labels and the ways of translating unlabelled sentences."""
@@ -576,12 +682,7 @@ class Server:
         health.update(self.backend.health())
         if self.classifier_queue is not None:
             health["classifier"] = self.classifier_queue.stats()
-        return health
-
-
-def _short(value):
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 40 else text[:37] + "..."
+        return _public_tree(health)
 
 
 def _one_line(error):
@@ -589,90 +690,52 @@ def _one_line(error):
     return lines[-1] if lines else type(error).__name__
 
 
-def _error(status, message):
-    return responses.JSONResponse({"error": message}, status_code=status)
+def _public_tree(value):
+    """:obj:`value` (a JSON tree) with every string as :func:`http_io.public` writes it."""
+    if isinstance(value, str):
+        return http_io.public(value)
+    if isinstance(value, dict):
+        return {key: _public_tree(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_public_tree(item) for item in value]
+    return value
+
+
+def _languages(options):
+    """``(source, target)`` language codes: the options', else the export manifest's
+    ``source_language`` and ``target_language`` (``None`` when unknown)."""
+    recorded = {}
+    try:
+        with open(os.path.join(options.model_dir, "manifest.json"), encoding="utf-8") as f:
+            recorded = json.load(f)
+    except (OSError, ValueError):
+        pass
+    if not isinstance(recorded, dict):
+        recorded = {}
+    source = options.source_language or recorded.get("source_language")
+    target = options.target_language or recorded.get("target_language")
+    return (
+        source if isinstance(source, str) and source else None,
+        target if isinstance(target, str) and target else None,
+    )
+
+
+def bind(host, port):
+    """The listening socket: :func:`ldr_opennmt.serving.app.bind`."""
+    from ldr_opennmt.serving import app  # pylint: disable=import-outside-toplevel
+
+    return app.bind(host, port)
 
 
 def create_app(options, backend=None, classifier=None):
-    """The FastAPI application of :obj:`options` (models loaded now, or on first use with
-    ``--lazy``; worker threads run until the application shuts down).
+    """The FastAPI application of :obj:`options`: :func:`ldr_opennmt.serving.app.create_app`."""
+    from ldr_opennmt.serving import app  # pylint: disable=import-outside-toplevel
 
-    Raises:
-      UserError: if the export cannot be served.
-    """
-    server = Server(options, backend=backend, classifier=classifier)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_):
-        yield
-        server.close()
-
-    app = fastapi.FastAPI(
-        title="ldr-serve",
-        description="Multi-domain translation with %s (%s)"
-        % (os.path.abspath(options.model_dir), server.backend.kind),
-        lifespan=lifespan,
-    )
-    app.state.server = server
-
-    @app.post(
-        "/translate",
-        response_model=TranslateResponse,
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": TranslateRequest.schema()}},
-            }
-        },
-        responses={
-            400: {"description": "Malformed JSON"},
-            413: {"description": "Body larger than --max_request_bytes"},
-            422: {"description": "A field is wrong (the message names it)"},
-            500: {"description": "The model failed on the batch"},
-            503: {"description": "Queue full: retry later"},
-            504: {"description": "Not translated within --timeout_s"},
-        },
-    )
-    async def translate(request: fastapi.Request):
-        """Translates raw sentences, with a domain per request or per sentence (or none)."""
-        limit = options.max_request_bytes
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            return _error(413, "body: %s bytes, more than the limit of %d" % (declared, limit))
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                return _error(413, "body: more than the limit of %d bytes" % limit)
-            chunks.append(chunk)
-        try:
-            answer = await server.translate(b"".join(chunks))
-        except RequestError as e:
-            return _error(e.status, str(e))
-        # Serialized here: FastAPI would validate the answer against TranslateResponse
-        # (documentation only) first, which costs more than the translation of a sentence.
-        return responses.Response(
-            json.dumps(answer, ensure_ascii=False).encode("utf-8"), media_type="application/json"
-        )
-
-    @app.get("/domains")
-    async def domains():
-        """The domains this server translates (``generic`` included), whether the model
-        reads them, and what it does with sentences without one."""
-        return server.domains()
-
-    @app.get("/health")
-    async def health():
-        """Liveness, queue length, batching counters per queue, loaded models."""
-        return server.health()
-
-    return app
+    return app.create_app(options, backend=backend, classifier=classifier)
 
 
-def serve(options, host="127.0.0.1", port=8000, log_level="info"):
-    """Loads the models and serves them until interrupted."""
-    import uvicorn  # pylint: disable=import-outside-toplevel
+def serve(options, host="127.0.0.1", port=8000, log_level="info", sock=None):
+    """Serves :obj:`options` until interrupted: :func:`ldr_opennmt.serving.app.serve`."""
+    from ldr_opennmt.serving import app  # pylint: disable=import-outside-toplevel
 
-    app = create_app(options)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
-    return 0
+    return app.serve(options, host=host, port=port, log_level=log_level, sock=sock)

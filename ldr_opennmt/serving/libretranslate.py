@@ -1,0 +1,217 @@
+"""The APIs existing clients speak, beside ``ldr-serve``'s own: LibreTranslate's and
+OpenNMT-py's REST server's.
+
+* LibreTranslate: ``POST /translate`` with ``q`` (a text or a list of texts), ``source`` (the
+  source language code, or ``auto``), ``target``, ``format`` (``text``; ``html`` is
+  refused), ``alternatives`` (alternative translations per text, by beam search) and
+  ``api_key`` (accepted and ignored: put authentication in front of the server, see
+  docs/serving.md), as JSON or as a form (``application/x-www-form-urlencoded``, what the
+  ``libretranslatepy`` client sends). The answer is ``translatedText`` (a list when ``q`` is),
+  with ``alternatives`` and ``detectedLanguage`` (``source: auto``) as LibreTranslate gives
+  them, and ``domain``: the domain each text was translated with. A request may name the
+  domain in the extra field ``domain`` (else the server's default for unlabelled text: its
+  classifier, or ``generic``). ``GET /languages`` lists the export's language pair, and
+  ``POST /detect`` answers the source language with confidence 100 (the model translates
+  from one language).
+* OpenNMT-py: ``POST /translator/translate`` with ``[{"src": "text", "id": 100}]`` answers
+  ``[[{"src", "tgt", "n_best", "pred_score"}]]`` (``id`` is accepted: one model), and an
+  item may name its ``domain``.
+"""
+
+import urllib.parse
+
+from ldr_opennmt.serving import api_models
+from ldr_opennmt.serving.backends import CTRANSLATE2, RequestError
+
+AUTO = "auto"
+TEXT = "text"
+#: Names of the language codes an export may record (``GET /languages``).
+LANGUAGE_NAMES = {
+    "ar": "Arabic",
+    "cs": "Czech",
+    "de": "German",
+    "en": "English",
+    "es": "Spanish",
+    "fr": "French",
+    "it": "Italian",
+    "ja": "Japanese",
+    "nl": "Dutch",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ru": "Russian",
+    "zh": "Chinese",
+}
+#: Most fields of a form body.
+MAX_FORM_FIELDS = 1024
+
+
+def form_body(text, max_texts):
+    """The fields of an ``application/x-www-form-urlencoded`` body, as a JSON body would
+    give them: ``q`` repeated is a list, ``alternatives`` of digits an integer.
+
+    Raises:
+      RequestError: 400 on a body that is not a form of UTF-8 text.
+    """
+    try:
+        pairs = urllib.parse.parse_qsl(
+            text,
+            keep_blank_values=True,
+            strict_parsing=False,
+            errors="strict",
+            max_num_fields=max(MAX_FORM_FIELDS, max_texts + 16),
+        )
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RequestError(400, "body: not a form (%s)" % e) from None
+    body, texts = {}, []
+    for name, value in pairs:
+        if name == "q":
+            texts.append(value)
+        else:
+            body[name] = value
+    if texts:
+        body["q"] = texts[0] if len(texts) == 1 else texts
+    if isinstance(body.get("alternatives"), str) and body["alternatives"].isdigit():
+        body["alternatives"] = int(body["alternatives"])
+    return body
+
+
+def _texts(q):
+    """``(texts, names, single)`` of a request's ``q``."""
+    if isinstance(q, str):
+        return [q], ["q"], True
+    return list(q), ["q[%d]" % i for i in range(len(q))], False
+
+
+def _check_language(field, code, expected, auto):
+    if expected is None or code == expected or (auto and code == AUTO):
+        return
+    raise RequestError(
+        422,
+        "%s: %s is not this server's %s language (%s; see GET /languages)"
+        % (field, api_models.short(code), field, expected),
+    )
+
+
+def prepare(server, body):
+    """Checks a LibreTranslate body (decoded).
+
+    Returns:
+      ``(request, answer)``: the server's request, and ``answer(native)``, which turns the
+      server's native answer into LibreTranslate's.
+
+    Raises:
+      RequestError: on the first mistake.
+    """
+    request = server.validate("LibreTranslateRequest", body)
+    if request.format not in (None, TEXT):
+        raise RequestError(
+            422, "format: %s is not supported (this server translates text)" % request.format
+        )
+    _check_language("source", request.source, server.source_language, auto=True)
+    _check_language("target", request.target, server.target_language, auto=False)
+    texts, names, single = _texts(request.q)
+    alternatives = request.alternatives or 0
+    num_hypotheses = alternatives + 1
+    beam_size = None
+    if alternatives and server.backend.kind == CTRANSLATE2:
+        beam_size = num_hypotheses
+    checked = server.prepare(
+        texts,
+        [request.domain] * len(texts),
+        ["domain"] * len(texts),
+        beam_size=beam_size,
+        num_hypotheses=num_hypotheses if alternatives else None,
+        names=names,
+    )
+    detected = None
+    if request.source == AUTO:
+        detected = {"language": server.source_language or AUTO, "confidence": 100.0}
+
+    def _answer(native):
+        translations = native["translations"]
+        answer = {"translatedText": [t["text"] for t in translations]}
+        if alternatives:
+            answer["alternatives"] = [t["hypotheses"][1:] for t in translations]
+        if detected is not None:
+            answer["detectedLanguage"] = [detected] * len(translations)
+        answer["domain"] = [t["domain"] for t in translations]
+        if single:
+            answer = {key: value[0] for key, value in answer.items()}
+        if native.get("warnings"):
+            answer["warnings"] = native["warnings"]
+        return answer
+
+    return checked, _answer
+
+
+def languages(server):
+    """``GET /languages``: the export's language pair (empty when it is not known)."""
+    source, target = server.source_language, server.target_language
+    if source is None or target is None:
+        return []
+    return [
+        {"code": source, "name": LANGUAGE_NAMES.get(source, source), "targets": [target]},
+        {"code": target, "name": LANGUAGE_NAMES.get(target, target), "targets": []},
+    ]
+
+
+def detect(server, body):
+    """``POST /detect``: the source language, confidence 100, for each text.
+
+    Raises:
+      RequestError: 422 on a wrong body, 501 when the server's source language is unknown.
+    """
+    request = server.validate("DetectRequest", body)
+    if server.source_language is None:
+        raise RequestError(
+            501,
+            "this server's source language is not known (the export records none: start it "
+            "with --source_language)",
+        )
+    candidates = [{"language": server.source_language, "confidence": 100.0}]
+    texts, _, single = _texts(request.q)
+    return candidates if single else [candidates for _ in texts]
+
+
+def onmt_py_prepare(server, body):
+    """Checks an OpenNMT-py REST body (decoded): ``(request, answer)`` as :func:`prepare`."""
+    if not isinstance(body, list):
+        raise RequestError(
+            422, 'body: expected a list of {"src": ...} objects, got %s' % api_models.short(body)
+        )
+    if not body:
+        raise RequestError(422, "body: empty list")
+    if len(body) > server.options.max_sentences:
+        raise RequestError(
+            422,
+            "body: %d sentences, more than this server's limit of %d per request"
+            % (len(body), server.options.max_sentences),
+        )
+    items = []
+    for i, item in enumerate(body):
+        try:
+            items.append(server.validate("OpenNMTPyItem", item))
+        except RequestError as e:
+            raise RequestError(e.status, "[%d].%s" % (i, str(e))) from None
+    checked = server.prepare(
+        [item.src for item in items],
+        [item.domain for item in items],
+        ["[%d].domain" % i for i in range(len(items))],
+        names=["[%d].src" % i for i in range(len(items))],
+    )
+
+    def _answer(native):
+        return [
+            [
+                {
+                    "src": item.src,
+                    "tgt": t["text"],
+                    "n_best": 1,
+                    "pred_score": t["scores"][0] if t["scores"] else 0.0,
+                    "domain": t["domain"],
+                }
+                for item, t in zip(items, native["translations"])
+            ]
+        ]
+
+    return checked, _answer
