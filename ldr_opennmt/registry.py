@@ -509,10 +509,11 @@ def model_capabilities(model):
 
 
 def _initialized_tiny(family):
-    """A tiny model of :obj:`family`, initialized (not built) on two domains and a
-    three-word vocabulary: some families create their domain layers in ``initialize``,
-    once the vocabulary is known. A family whose ``initialize`` needs more (TTM: its
-    domain tokens in the vocabulary) is read uninitialized."""
+    """A tiny model of :obj:`family`, initialized on two domains and a three-word
+    vocabulary and built (some families create their domain layers in ``initialize``, once
+    the vocabulary is known; the CTranslate2 fold is checked on the built weights). A
+    family whose ``initialize`` needs more (TTM: its domain tokens in the vocabulary) is
+    read uninitialized."""
     model = family.build_tiny()
     with tempfile.TemporaryDirectory() as directory:
         vocabulary = os.path.join(directory, "vocab.txt")
@@ -526,15 +527,30 @@ def _initialized_tiny(family):
         try:
             model.initialize(data, params={})
         except Exception:  # noqa: BLE001 - the uninitialized model is read instead.
-            model = family.build_tiny()
+            return family.build_tiny()
+        try:
+            model.create_variables()
+        except Exception:  # noqa: BLE001 - read unbuilt (the fold is then unchecked).
+            pass
     return model
 
 
 def _ct2_refusal(model):
+    """Why the CTranslate2 export refuses :obj:`model`, or ``None``: what the fold's own
+    check (:func:`ldr_opennmt.serving.folding.check_foldable`) says of it, the family's
+    stated :attr:`ctranslate2_refusal` first. An unbuilt model is checked as far as its
+    structure allows (the layers' folds need their weights)."""
     if getattr(model, "ctranslate2_refusal", None):
         return model.ctranslate2_refusal
-    if "Transformer" not in [cls.__name__ for cls in type(model).__mro__]:
-        return "CTranslate2 3.x converts OpenNMT-tf Transformers only (export a SavedModel)"
+    # Imported by name, as the catalog is: the registry stays at the bottom of the
+    # package and free of TensorFlow until a model is read.
+    folding = importlib.import_module("ldr_opennmt.serving.folding")
+    try:
+        folding.check_foldable(model)
+    except UserError as e:
+        return str(e)
+    except ValueError:  # Unbuilt: every check that does not need the weights passed.
+        pass
     return None
 
 
@@ -542,6 +558,13 @@ def _ct2_cell(caps):
     if caps.ctranslate2 is not None:
         return "no"
     return "one model per domain" if caps.domain_parameters else "one plain model"
+
+
+def _modes_cell(caps):
+    return ", ".join(
+        "%s (default)" % mode if mode == caps.default_domain_training else mode
+        for mode in caps.domain_training
+    )
 
 
 def describe(names_=None):
@@ -561,7 +584,7 @@ def describe(names_=None):
                 name,
                 family.title,
                 caps.labels,
-                ", ".join(caps.domain_training),
+                _modes_cell(caps),
                 start,
                 _ct2_cell(caps),
                 "yes" if caps.ensembles is None else "no",

@@ -17,6 +17,7 @@ from ldr_opennmt.models import catalog
 from ldr_opennmt.serving import folding
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
+from tests.models import test_sequence_to_sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "domain_bias", "domain_bias.py")
@@ -225,6 +226,28 @@ class RegistryTest(tf.test.TestCase):
         lines = registry.describe()
         self.assertLen(lines, 2 + len(registry.names()))
         self.assertTrue(any(line.startswith("| factorized_pa | Factorized PA |") for line in lines))
+
+    def test_capabilities_are_checked_not_declared(self):
+        # The guide's family states no CTranslate2 refusal, but its output bias does not
+        # fold: the listing says "no" with the fold check's reason (it said "one model per
+        # domain"), ensembles work, and the default training mode is shown.
+        registry.register(
+            _family(
+                name="guide_family",
+                builder=lambda **sizes: test_sequence_to_sequence._GuideTransformer(**sizes),
+            )
+        )
+        caps = registry.capabilities("guide_family")
+        self.assertRegex(
+            caps.ctranslate2,
+            "_GuideTransformer has domain-specific parameters in .*bias_dense, which cannot be "
+            "folded into a plain Transformer: .*serve the SavedModel",
+        )
+        self.assertIsNone(caps.ensembles)
+        self.assertEqual(caps.default_domain_training, "procedure1")
+        row = [line for line in registry.describe(["guide_family"]) if "guide_family" in line]
+        self.assertIn("| procedure1 (default), joint, summed, general, domains | one | no | yes |",
+                      row[0])  # fmt: skip
 
 
 class FamilyDeclarationTest(tf.test.TestCase):

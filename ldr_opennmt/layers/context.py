@@ -302,5 +302,7 @@ class DomainSpecificLayer:
           UserError: if no fold is defined (the default).
         """
         raise UserError(
-            "no fold is defined for %s: it cannot be exported to CTranslate2" % type(self).__name__
+            "no fold is defined for %s: it cannot be exported to CTranslate2 (define its "
+            "fold(domain_id), the plain layer's weights for one domain, or serve the SavedModel: "
+            "onmt-main export)" % type(self).__name__
         )

@@ -327,8 +327,9 @@ class DomainCopies(DomainSpecificLayer):
         """
         if self.num_regions is None:
             raise UserError(
-                "%s: the number of domain regions is not set: initialize the model (or call "
-                "set_num_regions()) before building it" % self.name
+                "%s: the number of domain regions is not set: the model's initialize must call "
+                "set_layer_regions() once the layer is in place (or call set_num_regions()) "
+                "before building it" % self.name
             )
         if generic_value is None:
             initializer = _constant_initializer(_initial_value(initializer, shape, self.dtype))

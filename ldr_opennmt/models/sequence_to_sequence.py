@@ -13,6 +13,8 @@ subclasses. It is the single place that routes the domain id of each sentence:
   the optimizer skips the update of domains absent from a step.
 """
 
+import functools
+
 import opennmt
 import tensorflow as tf
 import tensorflow_addons as tfa
@@ -160,6 +162,26 @@ def word_transformer_arguments(
     )
 
 
+def _completes_initialization(initialize):
+    """Wraps a model class's ``initialize`` so that, when the outermost call returns (the
+    subclass has put its layers in place), :meth:`MultiDomainModel.initialized` runs."""
+
+    @functools.wraps(initialize)
+    def _initialize(self, *args, **kwargs):
+        depth = self.__dict__.get("_initialize_depth", 0)
+        object.__setattr__(self, "_initialize_depth", depth + 1)  # Untracked by Keras.
+        try:
+            result = initialize(self, *args, **kwargs)
+        finally:
+            object.__setattr__(self, "_initialize_depth", depth)
+        if depth == 0:
+            self.initialized()
+        return result
+
+    _initialize.completes_initialization = True
+    return _initialize
+
+
 class MultiDomainModel(compat.DecodingScopeMixin):
     """Mixin adding domain routing and multi-domain training to a seq2seq model."""
 
@@ -183,6 +205,15 @@ class MultiDomainModel(compat.DecodingScopeMixin):
     #: Set by a family whose translation reads the label without any domain-specific
     #: layer (TTM: the label forces a domain token).
     reads_labels_without_domain_layers = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A family's initialize puts its domain layers in place after super().initialize:
+        # what depends on them (region counts, the ensemble refusal) is settled when the
+        # outermost initialize returns.
+        own = cls.__dict__.get("initialize")
+        if own is not None and not getattr(own, "completes_initialization", False):
+            cls.initialize = _completes_initialization(own)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -218,6 +249,7 @@ class MultiDomainModel(compat.DecodingScopeMixin):
             )
         return mode
 
+    @_completes_initialization
     def initialize(self, data_config, params=None):
         # The package's keys of the two sections a model sees (also under stock onmt-main).
         config_keys.check_section("data", data_config)
@@ -227,13 +259,31 @@ class MultiDomainModel(compat.DecodingScopeMixin):
             procedure.summed_weights(self.params, self.domains or [], shares=lambda: [])
         if hasattr(self.features_inputter, "truncate_source"):
             self.features_inputter.maximum_source_length = self.maximum_source_length
-        domain_inputter = getattr(self.features_inputter, "domain_inputter", None)
-        if domain_inputter is not None:
-            domain_inputter.ensemble_refusal = self.ensemble_refusal_reason()
         if self.params.get("replace_unknown_target"):
             raise UserError(
                 "params: replace_unknown_target is not supported by multi-domain models"
             )
+
+    def initialized(self):
+        """Runs when the model's outermost ``initialize`` returns, the family's layers in
+        place: checks that every domain layer has its region count and records what the
+        inputter reads from the complete model (the ensemble refusal).
+
+        Raises:
+          UserError: naming a domain layer whose region count is not set (its model's
+            ``initialize`` did not call :meth:`set_layer_regions`).
+        """
+        for layer in self.domain_layers():
+            if getattr(layer, "num_regions", 0) is None:
+                raise UserError(
+                    "%s: the domain layer %s (%s) has no region count: call "
+                    "self.set_layer_regions(data_config, num_reserved_regions, owner) in %s."
+                    "initialize, after the layer is in place"
+                    % (type(self).__name__, layer.name, type(layer).__name__, type(self).__name__)
+                )
+        domain_inputter = getattr(self.features_inputter, "domain_inputter", None)
+        if domain_inputter is not None:
+            domain_inputter.ensemble_refusal = self.ensemble_refusal_reason()
 
     @property
     def maximum_source_length(self):
@@ -335,7 +385,8 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         allowed = (exporters.SavedModelExporter, exporters.CheckpointExporter)
         if exporter is not None and not isinstance(exporter, allowed) and self.ctranslate2_refusal:
             raise UserError(
-                "%s cannot export %s: %s"
+                "%s cannot export %s: %s (export a SavedModel: onmt-main export without "
+                "--format, which keeps the domain input)"
                 % (type(exporter).__name__, type(self).__name__, self.ctranslate2_refusal)
             )
         if exporter is not None and not isinstance(exporter, allowed) and self.domain_variables():
@@ -460,12 +511,28 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         return domain_scope(domain)
 
     def compute_gradients(self, features, labels, optimizer, loss_scale=None, normalize_loss=True):
+        mode = self.domain_training
+        if not self.__dict__.get("_mode_logged"):
+            # Once per model, when the trainer first traces its step (stock onmt-main and
+            # ldr-main alike): which mode trains, and whether it is the family's default.
+            object.__setattr__(self, "_mode_logged", True)
+            configured = "domain_training" in self.params
+            tf.get_logger().info(
+                "Training mode: params: domain_training: %s (%s)",
+                mode,
+                (
+                    "configured"
+                    if configured
+                    else "the default of %s; set params: domain_training to change it"
+                    % type(self).__name__
+                ),
+            )
         return procedure.compute_gradients(
             self,
             features,
             labels,
             optimizer,
-            self.domain_training,
+            mode,
             loss_scale=loss_scale,
             normalize_loss=normalize_loss,
         )
@@ -504,7 +571,7 @@ class MultiDomainTransformer(MultiDomainModel, opennmt.models.Transformer):
         source_embedder,
         target_embedder,
         domains_required=True,
-        domain_training=procedure.JOINT,
+        domain_training=None,
         **kwargs
     ):
         """Initializes the model.
@@ -514,7 +581,7 @@ class MultiDomainTransformer(MultiDomainModel, opennmt.models.Transformer):
           target_embedder: The target word embedder (plain or LDR).
           domains_required: Whether the data configuration must declare domains.
           domain_training: Default training mode (``params: domain_training``
-            overrides it).
+            overrides it); ``None``: the class's :attr:`default_domain_training`.
           **kwargs: Arguments of ``opennmt.models.Transformer`` (num_layers,
             num_units, num_heads, ffn_inner_dim, dropout, ...).
         """
@@ -523,7 +590,8 @@ class MultiDomainTransformer(MultiDomainModel, opennmt.models.Transformer):
             target_inputter=target_embedder,
             **kwargs,
         )
-        self.default_domain_training = domain_training
+        if domain_training is not None:
+            self.default_domain_training = domain_training
 
 
 class MultiDomainRNN(MultiDomainModel, opennmt.models.SequenceToSequence):
@@ -541,7 +609,7 @@ class MultiDomainRNN(MultiDomainModel, opennmt.models.SequenceToSequence):
         hidden_size=1024,
         dropout=0.1,
         domains_required=True,
-        domain_training=procedure.JOINT,
+        domain_training=None,
     ):
         """Initializes the model.
 
@@ -553,7 +621,7 @@ class MultiDomainRNN(MultiDomainModel, opennmt.models.SequenceToSequence):
           dropout: Dropout probability.
           domains_required: Whether the data configuration must declare domains.
           domain_training: Default training mode (``params: domain_training``
-            overrides it).
+            overrides it); ``None``: the class's :attr:`default_domain_training`.
         """
         encoder = bidirectional_lstm_encoder(num_layers, hidden_size, dropout)
         decoder = opennmt.decoders.AttentionalRNNDecoder(
@@ -571,7 +639,8 @@ class MultiDomainRNN(MultiDomainModel, opennmt.models.SequenceToSequence):
             encoder,
             decoder,
         )
-        self.default_domain_training = domain_training
+        if domain_training is not None:
+            self.default_domain_training = domain_training
 
     def set_jit_compile(self, enable):
         if enable:

@@ -73,7 +73,8 @@ def check_foldable(model):
         )
     refusal = getattr(model, "ctranslate2_refusal", None)
     if refusal:  # A family that says why no plain model equals it.
-        raise UserError("%s cannot be exported to CTranslate2: %s" % (name, refusal))
+        remedy = "" if "SavedModel" in refusal else " (serve its SavedModel: onmt-main export)"
+        raise UserError("%s cannot be exported to CTranslate2: %s%s" % (name, refusal, remedy))
     if not isinstance(model, opennmt.models.Transformer):
         raise UserError(
             "%s cannot be exported to CTranslate2: CTranslate2 3.x converts only OpenNMT-tf "
@@ -92,7 +93,10 @@ def check_foldable(model):
             if id(layer) not in slotted:
                 raise UserError(
                     "%s has domain-specific parameters in %s, which cannot be folded into "
-                    "a plain Transformer" % (name, layer.name)
+                    "a plain Transformer: the fold covers the embedders and the attention and "
+                    "feed-forward projections (dense_slots) whose layers define fold(); serve "
+                    "the SavedModel (onmt-main export), and state why in the model class's "
+                    "ctranslate2_refusal" % (name, layer.name)
                 )
             layer.fold(domains_lib.GENERIC_ID)  # A layer with no exact fold refuses here.
     covered = {
@@ -187,8 +191,8 @@ def folded_embedding(embedder, domain):
         return embedder.fold(domain)["embedding"]  # Each layer defines its own fold.
     if not isinstance(embedder, opennmt.inputters.WordEmbedder):
         raise UserError(
-            "no fold is defined for %s: it cannot be exported to CTranslate2"
-            % type(embedder).__name__
+            "no fold is defined for %s: it cannot be exported to CTranslate2 (define its "
+            "fold(domain_id), or serve the SavedModel: onmt-main export)" % type(embedder).__name__
         )
     return tf.convert_to_tensor(embedder.embedding)
 
