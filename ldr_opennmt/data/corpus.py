@@ -5,7 +5,8 @@ Layout written under ``out/``::
     raw/{train,dev,test}.{domain}.{en,fr}    raw text, one pair per line
     {train,dev,test}.{en,fr,domain}           all domains, BPE-tokenized, + labels
     {train,dev,test}.{domain}.{en,fr,domain}  the same, per domain
-    bpe.{en,fr}, tokenizer.{en,fr}.yml        pyonmttok BPE models and configs
+    bpe.{en,fr}, tokenizer.{en,fr}.yml        pyonmttok BPE models and configs (the BPE
+                                              model named relative to the corpus)
     vocab.{en,fr}                             OpenNMT vocabularies
     corpus.md, corpus.json, DONE              the corpus table; DONE marks a complete build
     .ldr-data                                 marks the directory as ldr-data's (written first)
@@ -144,7 +145,14 @@ def _learn_bpe(train_file, model_path, merges, root, lang, log):
 
 
 def tokenizer_config(bpe_path):
-    """OpenNMT-tf tokenization config of a language (for raw-text inputs and serving)."""
+    """OpenNMT-tf tokenization config of a language (for raw-text inputs and serving).
+
+    ``ldr-data`` writes it as ``tokenizer.LANG.yml`` with :obj:`bpe_path` relative to the
+    corpus (``bpe.en``), so that a corpus directory can be moved or copied: OpenNMT-tf would
+    resolve a relative path against the current directory, the package resolves it against
+    the configuration's (:func:`ldr_opennmt.onmt_main.resolve_tokenizer_files`, installed on
+    ``opennmt.tokenizers.make_tokenizer``; :func:`ldr_opennmt.assets.corpus_tokenizer`).
+    """
     return {"type": "OpenNMTTokenizer", "params": dict(TOKENIZER_OPTIONS, bpe_model_path=bpe_path)}
 
 
@@ -256,6 +264,33 @@ def _up_to_date(root, inputs, log):
     else:
         log("[data] %s is incomplete (%s): rebuilding" % (root, decision.reason))
     return None
+
+
+def reusable_build(
+    base, out, log, dev_size, test_size, bpe_merges, source_lang="en", target_lang="fr"
+):
+    """The real output directory of a build and the ``corpus.json`` of the build of the same
+    inputs already there, if any (a builder checks this before it reads its inputs).
+
+    Args:
+      base: What the corpus is made of (the stamp's content, e.g. the sha256 of each input).
+      out: The output directory (a link is resolved once, with a message).
+      log: Logging function.
+      dev_size: Dev sentences per domain.
+      test_size: Test sentences per domain.
+      bpe_merges: BPE merge operations per language.
+      source_lang: Source language suffix.
+      target_lang: Target language suffix.
+
+    Returns:
+      ``(root, info)``: ``info`` is ``None`` when the corpus must be (re)built.
+
+    Raises:
+      UserError: on an output directory that is not ldr-data's.
+    """
+    root = _output_root(out, log)
+    options = (dev_size, test_size, bpe_merges, VOCAB_SIZE, source_lang, target_lang)
+    return root, _up_to_date(root, _stamp_inputs(base, *options), log)
 
 
 def _pairs_sha256(pairs):
@@ -438,7 +473,9 @@ def build(
             os.remove(train_raw)
         with atomic_output(output.path("tokenizer.%s.yml" % lang), root=root) as tmp:
             with open(tmp, "w") as f:
-                yaml.safe_dump(tokenizer_config(os.path.abspath(bpe_path)), f)
+                # Relative to the corpus: the directory can move (readers resolve it beside
+                # the configuration: ldr_opennmt.onmt_main.resolve_tokenizer_files).
+                yaml.safe_dump(tokenizer_config(os.path.basename(bpe_path)), f)
 
     jobs = [(split, domain) for split in SPLITS for domain in domains]
     for split, domain in tqdm(jobs, desc="tokenizing", unit="file", disable=None):

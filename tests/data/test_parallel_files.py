@@ -1,0 +1,225 @@
+"""``ldr-data build files``: a corpus from the user's own per-domain text files (issue 47
+item 1), checked whole before anything is written, and relocatable once built."""
+
+import os
+import shutil
+
+import opennmt
+import tensorflow as tf
+import yaml
+
+from ldr_opennmt.cli import data as cli
+from ldr_opennmt.data import corpus, parallel_files
+from ldr_opennmt.errors import UserError
+from tests import corpus as tiny
+from tests.helpers import assert_cli_error, run_cli
+
+SIZES = ["--dev-size", "3", "--test-size", "3", "--bpe-merges", "20"]
+
+
+def _write_files(directory, domains=("medical", "law"), count=40, langs=("en", "fr")):
+    """Per domain, two aligned files ``DOMAIN.en`` and ``DOMAIN.fr``: ``{domain: (src, tgt)}``."""
+    os.makedirs(directory, exist_ok=True)
+    files = {}
+    for domain, seed_domain in zip(domains, tiny.DOMAINS):
+        pairs = tiny.make_pairs(seed_domain, count, seed=3)
+        paths = tuple(os.path.join(directory, "%s.%s" % (domain, lang)) for lang in langs)
+        for i, path in enumerate(paths):
+            tiny.write_lines(path, [pair[i] for pair in pairs])
+        files[domain] = paths
+    return files
+
+
+def _corpus_args(files):
+    args = []
+    for domain, (source, target) in files.items():
+        args += ["--corpus", "%s=%s,%s" % (domain, source, target)]
+    return args
+
+
+class BuildFilesTest(tf.test.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "ldr_files_%d" % os.getpid())
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        cls.files = _write_files(os.path.join(cls.dir, "text"))
+        cls.out = os.path.join(cls.dir, "corpus")
+        # Built once, by the command, for the tests that read it.
+        cls.status, cls.stderr = run_cli(
+            cli.main, ["build", "files", "--out", cls.out] + SIZES + _corpus_args(cls.files)
+        )
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        super().tearDownClass()
+
+    def test_builds_the_same_layout_as_the_other_corpora(self):
+        self.assertEqual(self.status, 0, self.stderr)
+        info = corpus.load_info(self.out)
+        self.assertEqual(info["domains"], ["medical", "law"])
+        self.assertEqual((info["source_lang"], info["target_lang"]), ("en", "fr"))
+        for split, size in (("dev", 3), ("test", 3)):
+            for domain in ("medical", "law"):
+                for suffix in ("en", "fr", "domain"):
+                    lines = tiny.read_lines(
+                        os.path.join(self.out, "%s.%s.%s" % (split, domain, suffix))
+                    )
+                    self.assertLen(lines, size)
+                self.assertEqual(
+                    tiny.read_lines(os.path.join(self.out, "%s.%s.domain" % (split, domain))),
+                    [domain] * size,
+                )
+        for name in ("vocab.en", "vocab.fr", "bpe.en", "bpe.fr", "corpus.md", "DONE"):
+            self.assertTrue(os.path.isfile(os.path.join(self.out, name)), name)
+        # The audit table of the cleaning filters, as for the other corpora.
+        with open(os.path.join(self.out, "corpus.md"), encoding="utf-8") as f:
+            report = f.read()
+        self.assertIn("| filter | medical | law |", report)
+        self.assertIn("duplicate_source", report)
+        # The stamp records the files' content, not their paths.
+        with open(os.path.join(self.out, "DONE"), encoding="utf-8") as f:
+            stamp = f.read()
+        self.assertNotIn(self.files["medical"][0], stamp)
+
+    def test_reused_when_the_same_text_moves_rebuilt_when_it_changes(self):
+        moved = _write_files(os.path.join(self.dir, "moved"))
+        status, stderr = run_cli(
+            cli.main, ["build", "files", "--out", self.out] + SIZES + _corpus_args(moved)
+        )
+        self.assertEqual(status, 0, stderr)
+        self.assertIn("is already built (from the same inputs)", stderr)
+        edited = _write_files(os.path.join(self.dir, "edited"), count=41)
+        other = os.path.join(self.dir, "rebuilt")
+        shutil.copytree(self.out, other)
+        status, stderr = run_cli(
+            cli.main, ["build", "files", "--out", other] + SIZES + _corpus_args(edited)
+        )
+        self.assertEqual(status, 0, stderr)
+        self.assertIn("was built from other inputs", stderr)
+
+    def test_the_corpus_is_relocatable(self):
+        with open(os.path.join(self.out, "tokenizer.en.yml"), encoding="utf-8") as f:
+            config = yaml.safe_load(f)
+        self.assertEqual(config["params"]["bpe_model_path"], "bpe.en")
+        moved = os.path.join(self.dir, "elsewhere", "corpus")
+        shutil.copytree(self.out, moved)
+        expected = corpus.load_tokenizer(self.out, "en").tokenize("Take one tablet daily.")[0]
+        cwd = os.getcwd()
+        os.chdir(self.dir)  # Not the corpus directory: a path relative to it is not found here.
+        try:
+            tokenizer = opennmt.tokenizers.make_tokenizer(
+                os.path.join("elsewhere", "corpus", "tokenizer.en.yml")
+            )
+            self.assertEqual(tokenizer.tokenize("Take one tablet daily."), expected)
+            self.assertEqual(tokenizer.config["bpe_model_path"], os.path.join(moved, "bpe.en"))
+        finally:
+            os.chdir(cwd)
+
+    def test_languages_from_the_options(self):
+        files = _write_files(os.path.join(self.dir, "txt"), langs=("source.txt", "target.txt"))
+        out = os.path.join(self.dir, "languages")
+        argv = ["build", "files", "--out", out] + SIZES + _corpus_args(files)
+        message = assert_cli_error(self, cli.main, argv, "--source-lang")
+        self.assertEqual(
+            message,
+            "source and target languages are both 'txt': give --source-lang and --target-lang",
+        )
+        status, stderr = run_cli(cli.main, argv + ["--source-lang", "en", "--target-lang", "de"])
+        self.assertEqual(status, 0, stderr)
+        info = corpus.load_info(out)
+        self.assertEqual((info["source_lang"], info["target_lang"]), ("en", "de"))
+        self.assertTrue(os.path.isfile(os.path.join(out, "train.medical.de")))
+
+
+class RefusalTest(tf.test.TestCase):
+    """Every file is checked before anything is written: one line, exit 2, no --out."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.get_temp_dir()
+        self.files = _write_files(os.path.join(self.dir, "text"))
+        self.out = os.path.join(self.dir, "out")
+
+    def _refused(self, files, regex, *extra):
+        argv = ["build", "files", "--out", self.out] + SIZES + _corpus_args(files) + list(extra)
+        message = assert_cli_error(self, cli.main, argv, regex)
+        self.assertFalse(os.path.exists(self.out))
+        return message
+
+    def test_files_of_different_lengths(self):
+        source, target = self.files["law"]
+        tiny.write_lines(target, tiny.read_lines(target)[:-1])
+        self.assertEqual(
+            self._refused(self.files, "lines"),
+            "%s has 40 lines but %s has 39: the files must be aligned line by line"
+            % (source, target),
+        )
+
+    def test_a_line_that_is_not_utf8(self):
+        source = self.files["medical"][0]
+        with open(source, "ab") as f:
+            f.write(b"caf\xe9\n")
+        tiny.write_lines(
+            self.files["medical"][1], tiny.read_lines(self.files["medical"][1]) + ["x"]
+        )
+        self.assertEqual(
+            self._refused(self.files, "UTF-8"),
+            "%s:41: not UTF-8 (byte 0xe9 at byte 4 of the line)" % source,
+        )
+
+    def test_missing_file_and_bad_arguments(self):
+        missing = os.path.join(self.dir, "missing.en")
+        files = dict(self.files, law=(missing, self.files["law"][1]))
+        self.assertEqual(
+            self._refused(files, "no such file"), "%s: no such file (--corpus law)" % missing
+        )
+        self.assertEqual(
+            self._refused({}, "expects", "--corpus", "law=only.en"),
+            "--corpus expects DOMAIN=SOURCE_FILE,TARGET_FILE, got 'law=only.en'",
+        )
+        self.assertRegex(
+            self._refused(self.files, "twice", "--corpus", "law=%s,%s" % self.files["law"]),
+            "^--corpus: domain 'law' is given twice$",
+        )
+
+    def test_languages_the_extensions_do_not_tell(self):
+        files = dict(self.files)
+        renamed = self.files["law"][0] + ".txt"
+        os.rename(self.files["law"][0], renamed)
+        files["law"] = (renamed, self.files["law"][1])
+        self.assertEqual(
+            self._refused(files, "extension"),
+            "the source files (%s, %s) do not share one extension to name their language:"
+            " give --source-lang" % (self.files["medical"][0], renamed),
+        )
+
+    def test_a_byte_order_mark_is_removed_with_a_note(self):
+        source, target = self.files["medical"]
+        lines = tiny.read_lines(source)
+        with open(source, "w", encoding="utf-8") as f:
+            f.write("\ufeff" + "\n".join(lines) + "\n")
+        status, stderr = run_cli(
+            cli.main, ["build", "files", "--out", self.out] + SIZES + _corpus_args(self.files)
+        )
+        self.assertEqual(status, 0, stderr)
+        self.assertIn("note: %s starts with a UTF-8 byte order mark" % source, stderr)
+        pairs = parallel_files.read_pairs(source, target, progress=False)
+        self.assertEqual(pairs[0][0], lines[0])
+        with open(os.path.join(self.out, "corpus.json"), encoding="utf-8") as f:
+            self.assertNotIn("\\ufeff", f.read())
+
+    def test_library_refusals(self):
+        with self.assertRaisesRegex(UserError, "needs at least one --corpus"):
+            parallel_files.build_files({}, self.out)
+        with self.assertRaisesRegex(UserError, "both 'en'"):
+            parallel_files.languages({"a": ("a.en", "b.en")})
+        self.assertEqual(
+            parallel_files.languages({"a": ("a.txt", "b.txt")}, "de", "fr"), ("de", "fr")
+        )
+        self.assertFalse(os.path.exists(self.out))
+
+
+if __name__ == "__main__":
+    tf.test.main()
