@@ -31,6 +31,7 @@ import contextlib
 import filecmp
 import json
 import os
+import sys
 
 import pyonmttok
 import yaml
@@ -118,6 +119,11 @@ def export_assets(model, asset_dir):
     sides = (("source", model.features_inputter), ("target", model.labels_inputter))
     for side, inputter in sides:
         side_assets = inputter.export_assets(asset_dir)
+        if TOKENIZER_CONFIGS[side] not in side_assets:
+            # Trained on tokenized text: the tokenizer of the corpus that made it, if known.
+            side_assets = corpus_tokenizer_assets(
+                getattr(inputter, "vocabulary_file", None), side, asset_dir
+            )
         for name, path in list(side_assets.items()):
             if name in assets and not _same_file(assets[name], path):
                 renamed = "%s_%s" % (side, name)
@@ -137,11 +143,115 @@ def export_assets(model, asset_dir):
             json.dump(inference, inference_file, indent=2)
             inference_file.write("\n")
         assets[INFERENCE] = inference_path
+    note = tokenizer_note(
+        [side for side, _ in sides if TOKENIZER_CONFIGS[side] not in assets],
+        {side: getattr(inputter, "vocabulary_file", None) for side, inputter in sides},
+    )
+    if note:
+        print("ldr-opennmt: note: %s" % note, file=sys.stderr)
     domains_path = os.path.join(asset_dir, DOMAINS)
     with open(domains_path, "w", encoding="utf-8") as domains_file:
         domains_file.write("".join(name + "\n" for name in model.domains or []))
     assets[DOMAINS] = domains_path
     return assets
+
+
+#: The tokenizer ``ldr-data`` writes beside each vocabulary ``vocab.LANG`` of a corpus.
+CORPUS_TOKENIZER = "tokenizer.%s.yml"
+
+
+def corpus_tokenizer(vocabulary_file):
+    """The tokenizer of the corpus a vocabulary comes from (``ldr-data`` writes
+    ``vocab.LANG``, ``tokenizer.LANG.yml`` and ``bpe.LANG`` side by side).
+
+    Args:
+      vocabulary_file: The vocabulary (``data/default/vocab.en``), or ``None``.
+
+    Returns:
+      ``(options, files, config_path)``: the pyonmttok options with file paths as basenames,
+      ``{basename: path}`` of those files, and the configuration read; or ``None`` when the
+      vocabulary has no such tokenizer beside it.
+
+    Raises:
+      UserError: if the configuration is invalid or names a file that is not there.
+    """
+    if not vocabulary_file or "://" in vocabulary_file:
+        return None
+    directory, name = os.path.split(os.path.abspath(vocabulary_file))
+    if not name.startswith("vocab.") or name == "vocab.":
+        return None
+    config_path = os.path.join(directory, CORPUS_TOKENIZER % name[len("vocab.") :])
+    if not os.path.isfile(config_path):
+        return None
+    with open(config_path, encoding="utf-8") as config_file:
+        try:
+            config = yaml.safe_load(config_file) or {}
+        except yaml.YAMLError as e:
+            raise UserError("%s: not valid YAML (%s)" % (config_path, e)) from None
+    options = config.get("params", config) if isinstance(config, dict) else None
+    if not isinstance(options, dict):
+        raise UserError("%s: expected a mapping of tokenization options" % config_path)
+    options, files = dict(options), {}
+    for key, value in list(options.items()):
+        if isinstance(value, str) and key.endswith("_path"):
+            # The recorded path, or the file of that name beside the configuration (a corpus
+            # that was moved or copied).
+            candidates = [value if os.path.isabs(value) else os.path.join(directory, value)]
+            candidates.append(os.path.join(directory, os.path.basename(value)))
+            path = next((c for c in candidates if os.path.isfile(c)), None)
+            if path is None:
+                raise UserError(
+                    "%s: %s: %s not found (nor beside the configuration)"
+                    % (config_path, key, value)
+                )
+            options[key] = os.path.basename(path)
+            files[os.path.basename(path)] = path
+    return options, files, config_path
+
+
+def corpus_tokenizer_assets(vocabulary_file, side, asset_dir):
+    """Writes the corpus tokenizer of :obj:`vocabulary_file` (:func:`corpus_tokenizer`) as
+    the export's tokenizer of :obj:`side`, in OpenNMT-tf's layout.
+
+    Returns:
+      ``{asset name: path}`` (empty when the corpus has no tokenizer).
+    """
+    found = corpus_tokenizer(vocabulary_file)
+    if found is None:
+        return {}
+    options, files, _ = found
+    config_path = os.path.join(asset_dir, TOKENIZER_CONFIGS[side])
+    with open(config_path, "w", encoding="utf-8") as config_file:
+        yaml.safe_dump(options, config_file, default_flow_style=False)
+    assets = {TOKENIZER_CONFIGS[side]: config_path}
+    assets.update(files)
+    return assets
+
+
+def tokenizer_note(sides, vocabularies):
+    """The one line said when an export has no tokenizer for some sides, or ``None``.
+
+    Args:
+      sides: The sides (``source``, ``target``) without a tokenizer.
+      vocabularies: ``{side: vocabulary file}``.
+    """
+    if not sides:
+        return None
+    return (
+        "no %s tokenizer (no %s_tokenization in the configuration, no %s beside %s): the "
+        "export %s"
+        % (
+            " and ".join(sides),
+            sides[0],
+            CORPUS_TOKENIZER % "LANG",
+            ", ".join(str(vocabularies.get(side)) for side in sides),
+            (
+                "translates tokenized text only (tokens separated by spaces)"
+                if "source" in sides
+                else "answers tokens joined by spaces"
+            ),
+        )
+    )
 
 
 def _same_file(path_a, path_b):

@@ -126,6 +126,11 @@ def check_output_not_input(output, inputs, option="--output"):
     """
     if output is None:
         return
+    try:
+        if not stat.S_ISREG(os.stat(output).st_mode):
+            return  # A terminal, a pipe (/dev/stdout): writing it replaces no file.
+    except OSError:
+        pass  # Not there yet: only its resolved path can match an input's.
     for name, path in inputs:
         if path is not None and same_file(output, path):
             raise UserError(

@@ -9,10 +9,13 @@ writes one CTranslate2 model per domain (``export/ct2/medical``, ...,
 :mod:`ldr_opennmt.serving.ct2_export`. The model is loaded the one way every
 command loads a trained model (``Runner.from_files`` then ``Runner.restore``:
 ``model_dir``'s ``model_description.py``, per-domain corpora, ``--auto_config``),
-from the latest checkpoint or ``--checkpoint_path``.
+from the latest checkpoint or ``--checkpoint_path``; the checkpoint exported (path and
+step) is printed and recorded in the manifest (basename, step, sha256). An existing
+``--output_dir`` is refused before the model is loaded.
 """
 
 import argparse
+import os
 import sys
 
 from ldr_opennmt import errors, onmt_main
@@ -55,16 +58,30 @@ def _parser():
 
 
 def ctranslate2_main(args):
+    """Exports as :obj:`args` says; prints the checkpoint exported and each domain's model.
+
+    The output directory is checked before the model is loaded (an existing directory
+    without ``--force`` is refused at once, not after a minute of loading), and the
+    checkpoint is resolved and hashed before it is restored: a training that writes
+    checkpoints meanwhile cannot make the manifest name another one than the one exported.
+    """
+    output_dir = os.path.abspath(args.output_dir)
+    ct2_export.check_quantization(args.quantization)
+    ct2_export.check_replaceable(output_dir, args.force)
     runner = Runner.from_files(
         args.config, model_dir=args.model_dir, model_file=args.model, auto_config=args.auto_config
     )
-    model, checkpoint = runner.restore(args.checkpoint_path)
+    checkpoint_path = runner.latest_checkpoint(args.checkpoint_path)
+    checkpoint = ct2_export.checkpoint_info(checkpoint_path)
+    print(ct2_export.describe_checkpoint(checkpoint, checkpoint_path), file=sys.stderr)
+    model, checkpoint_path = runner.restore(checkpoint_path)
     manifest = ct2_export.export(
         model,
-        args.output_dir,
+        output_dir,
         domains=args.domains,
         quantization=args.quantization,
-        checkpoint_path=checkpoint,
+        checkpoint_path=checkpoint_path,
+        checkpoint=checkpoint,
         force=args.force,
     )
     for domain, directory in manifest["domains"].items():

@@ -2,15 +2,22 @@
 CTranslate2 models of ``ldr-export ctranslate2`` (one per domain).
 
 See :mod:`ldr_opennmt.serving.client` and :mod:`ldr_opennmt.serving.ct2_client` for what it
-does.
+does. A CTranslate2 directory needs no TensorFlow (the serving runtime, ``.venv-serve``); a
+SavedModel needs the training environment, which is said in one line where TensorFlow is
+missing. Ctrl-C stops it with one line (``ldr-translate: interrupted``, exit status 130)
+and no output file.
 """
 
 import argparse
+import sys
 
 from ldr_opennmt import errors
-from ldr_opennmt.serving import client
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.serving import manifest, textio
 
 PROG = "ldr-translate"
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as the shells give.
+INTERRUPTED_STATUS = 130
 
 
 def parse_args(argv):
@@ -28,9 +35,11 @@ def parse_args(argv):
     domain = parser.add_mutually_exclusive_group(required=True)
     domain.add_argument("--domain", help="The domain of every line (a declared name or generic).")
     domain.add_argument(
-        "--domain_file", help="One domain label per input line (a declared name or generic)."
+        "--domain_file",
+        help="One domain label per input line (a declared name or generic); a file, a "
+        "stream (/dev/stdin, <(...)) or - for standard input (then give --input).",
     )
-    parser.add_argument("--input", help="The input file (default: standard input).")
+    parser.add_argument("--input", help="The input file (default, or -: standard input).")
     parser.add_argument("--output", help="The output file (default: standard output).")
     parser.add_argument("--batch_size", type=int, default=32, help="Sentences per batch.")
     parser.add_argument(
@@ -74,10 +83,40 @@ def parse_args(argv):
     return args
 
 
+def run(args):
+    """Translates with the export's backend: an ``ldr-export ctranslate2`` directory with
+    :mod:`ldr_opennmt.serving.ct2_client` (no TensorFlow), a SavedModel with
+    :mod:`ldr_opennmt.serving.client` (imported only then).
+
+    Raises:
+      UserError: on bad input, before any output; for a SavedModel where TensorFlow is not
+        installed.
+    """
+    textio.check_paths(args)
+    if manifest.is_export(args.export):
+        from ldr_opennmt.serving import ct2_client  # pylint: disable=import-outside-toplevel
+
+        return ct2_client.run(args)
+    try:
+        from ldr_opennmt.serving import client  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+        raise UserError(
+            "--export: %s: not an ldr-export ctranslate2 directory, and a SavedModel needs the "
+            "training environment (TensorFlow is not installed here: %s)" % (args.export, e)
+        ) from None
+    return client.run(args)
+
+
 def main(argv=None):
     """The ``ldr-translate`` entry point."""
     args = parse_args(argv)
-    status = errors.run_main(PROG, client.run, args)
+    try:
+        status = errors.run_main(PROG, run, args)
+    except KeyboardInterrupt:
+        # The output is written under a temporary name renamed at the end: nothing is left.
+        sys.stderr.write("%s: interrupted\n" % PROG)
+        sys.stderr.flush()
+        raise SystemExit(INTERRUPTED_STATUS) from None
     if status == errors.EXIT_STATUS:
         raise SystemExit(status)
 

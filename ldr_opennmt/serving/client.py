@@ -25,15 +25,11 @@ temporary file and renamed at the end, so a failed run leaves no output file.
 Translations that stopped at the export's ``maximum_decoding_length`` (possibly cut
 short) are counted in one warning line on standard error.
 
-**Domain labels the model ignores.** Some exports translate without reading the label:
-a SavedModel whose ``serving_default`` signature has no ``domain`` input (families that
-use labels for training only: domain mixing, ML, AdvL), an export that declares no
-domains (an empty ``domains.txt``: a Mixed model trained without them), or one whose
-``assets.extra/inference.json`` says so (``ignored_domain_labels``: a Mixed model,
-which has no domain-specific parameters). An ensemble label is then refused (one line
-naming the file and line, or ``--domain``): it asks for a mixture of domain views the
-model does not have. A plain label other than ``generic`` is translated the same as
-``generic``, with one warning line (see :func:`label_policy` for why).
+**Domain labels the model ignores**: see :mod:`ldr_opennmt.serving.labels`. The parts that
+need no TensorFlow (reading inputs and labels, the label policy, the tokenizers) live in
+:mod:`~ldr_opennmt.serving.textio`, :mod:`~ldr_opennmt.serving.labels` and
+:mod:`~ldr_opennmt.serving.tokenization`, shared with the CTranslate2 path; this module is
+the SavedModel's (TensorFlow).
 
 **Long inputs.** An export whose ``assets.extra/inference.json`` has
 ``maximum_source_length`` truncates longer sources in its graph (a 20,000-token line
@@ -54,11 +50,9 @@ threads. :func:`translate` is as safe as the translator it is given.
 """
 
 import codecs
-import json
 import os
 import re
 import sys
-import tempfile
 import threading
 
 import tensorflow as tf
@@ -68,42 +62,29 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tqdm import tqdm
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import ct2_export
-from ldr_opennmt.utils import decode_lines, read_lines, write_lines_atomic
+from ldr_opennmt.serving import labels, textio, tokenization
 
-STDIN = "<stdin>"
-WARNING = "ldr-translate: warning: "
-SIGNATURE = "serving_default"
-
-#: ``assets.extra/inference.json``: what the client needs to know about the exported
-#: model beyond its signature. Optional (exports made before it have none); a JSON
-#: object whose keys are all optional:
-#:
-#: * ``maximum_source_length``: the number of source tokens the SavedModel keeps
-#:   (an integer >= 1; longer sources are truncated in its graph);
-#: * ``ignored_domain_labels``: why the model's translation does not depend on the
-#:   domain label (a string), or ``null``;
-#: * ``ensemble_refusal``: why the model translates no ensemble of domain views (a
-#:   string), or ``null``.
-INFERENCE_INFO = assets_lib.INFERENCE
-MAXIMUM_SOURCE_LENGTH = "maximum_source_length"
-IGNORED_DOMAIN_LABELS = "ignored_domain_labels"
-ENSEMBLE_REFUSAL = "ensemble_refusal"
+SIGNATURE = labels.SIGNATURE
+# The names of the TensorFlow-free modules, kept here for the callers of this module.
+STDIN = textio.STDIN
+WARNING = textio.WARNING
+INFERENCE_INFO = labels.INFERENCE_INFO
+MAXIMUM_SOURCE_LENGTH = labels.MAXIMUM_SOURCE_LENGTH
+IGNORED_DOMAIN_LABELS = labels.IGNORED_DOMAIN_LABELS
+ENSEMBLE_REFUSAL = labels.ENSEMBLE_REFUSAL
+read_inference_info = labels.read_inference_info
+source_length_limit = labels.source_length_limit
+label_policy = labels.label_policy
+label_reasons = labels.label_reasons
+truncate_sentences = textio.truncate_sentences
+long_lines_warning = textio.long_lines_warning
+translate = textio.translate
+_tokenize = tokenization.tokenize
+_detokenize = tokenization.detokenize
 
 #: Held by every call into a loaded SavedModel and every load (see the module docstring).
 _SAVED_MODEL_LOCK = threading.Lock()
-
-
-def _read_text_lines(path):
-    """The lines of a UTF-8 file (or stdin), split on ``\\n`` only, as a TextLineDataset."""
-    if path is None:
-        return decode_lines(sys.stdin.buffer.read(), STDIN)
-    if not os.path.isfile(path):
-        raise UserError("%s: input file not found" % path)
-    return read_lines(path)
 
 
 def _check_export(export_dir):
@@ -124,32 +105,6 @@ def _check_export(export_dir):
         )
 
 
-def _check_output(path):
-    """Refuses an output file that could not be written, before any work.
-
-    Raises:
-      UserError: if its directory is missing or not writable, or it is a directory.
-    """
-    if path is None:
-        return
-    if os.path.isdir(path):
-        raise UserError("--output: %s is a directory" % path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise UserError("--output: directory %s not found" % directory)
-    # Tried the way the output is written (a temporary file in that directory), not asked
-    # with os.access(): root passes os.access() on a read-only directory, and a read-only
-    # file system or an ACL shows only when trying.
-    try:
-        fd, probe = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    except OSError as e:
-        raise UserError(
-            "--output: cannot write to directory %s (%s)" % (directory, e.strerror or e)
-        ) from None
-    os.close(fd)
-    os.remove(probe)
-
-
 def _check_decoding_options(args):
     """Refuses the decoding options of a CTranslate2 directory on a SavedModel export
     (its decoding is exported).
@@ -164,72 +119,6 @@ def _check_decoding_options(args):
                 "as it was exported (params: beam_width, maximum_decoding_length)"
                 % (name, args.export)
             )
-
-
-def read_inference_info(export_dir):
-    """Reads ``assets.extra/inference.json`` of an export (see :data:`INFERENCE_INFO`).
-
-    Returns:
-      The JSON object as a dictionary (empty when the export has no such file; keys
-      this client does not know are ignored).
-
-    Raises:
-      UserError: if the file is not a JSON object or a known key has a bad value.
-    """
-    path = os.path.join(assets_lib.assets_dir(export_dir), INFERENCE_INFO)
-    if not os.path.isfile(path):
-        return {}
-    try:
-        with open(path, encoding="utf-8") as info_file:
-            info = json.load(info_file)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise UserError("%s: not valid JSON (%s)" % (path, e)) from None
-    if not isinstance(info, dict):
-        raise UserError("%s: expected a JSON object, got %s" % (path, json.dumps(info)[:80]))
-    limit = info.get(MAXIMUM_SOURCE_LENGTH)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise UserError(
-            "%s: %s must be an integer >= 1, got %s"
-            % (path, MAXIMUM_SOURCE_LENGTH, json.dumps(limit))
-        )
-    for key in (IGNORED_DOMAIN_LABELS, ENSEMBLE_REFUSAL):
-        if info.get(key) is not None and not isinstance(info[key], str):
-            raise UserError(
-                "%s: %s must be a string or null, got %s" % (path, key, json.dumps(info[key]))
-            )
-    return info
-
-
-def source_length_limit(export_dir, info, requested=None):
-    """The number of source tokens translated per sentence, or ``None`` for no limit.
-
-    Args:
-      export_dir: The export (for messages).
-      info: Its :func:`read_inference_info`.
-      requested: ``--max_source_length``, or ``None``.
-
-    Raises:
-      UserError: if :obj:`requested` is below 1, or above the export's own limit (its
-        SavedModel truncates there whatever the client sends).
-    """
-    exported = info.get(MAXIMUM_SOURCE_LENGTH)
-    if requested is None:
-        return exported
-    if requested < 1:
-        raise UserError("--max_source_length must be >= 1, got %d" % requested)
-    if exported is not None and requested > exported:
-        raise UserError(
-            "--max_source_length: %d is above the export's %s (%d, in %s), where its SavedModel "
-            "truncates every source: export the model again with a larger params: %s"
-            % (
-                requested,
-                MAXIMUM_SOURCE_LENGTH,
-                exported,
-                os.path.join(assets_lib.assets_dir(export_dir), INFERENCE_INFO),
-                MAXIMUM_SOURCE_LENGTH,
-            )
-        )
-    return requested
 
 
 def serving_inputs(export_dir):
@@ -252,195 +141,6 @@ def serving_inputs(export_dir):
     raise UserError("%s: the SavedModel has no %s signature" % (export_dir, SIGNATURE))
 
 
-def label_policy(export_dir, domains, info, takes_domain):
-    """Whether the export's model reads domain labels, and ensembles of them.
-
-    Decided from what the export says: its signature (no ``domain`` input: labels are
-    for training only), then ``inference.json`` (``ignored_domain_labels``, which covers
-    a model without domain-specific parameters, whose graph reads labels but no layer
-    uses them), or for an export without that key, its domain list (none declared:
-    every label reads as ``generic``).
-
-    An ensemble label on a model that ignores labels, or cannot mix its domain views, is
-    refused: it asks for a mixture the model cannot make, and translating it as one view
-    would be silently wrong. A plain label on a model that ignores labels is translated
-    (as ``generic``) with a warning, not refused: that is the documented behaviour of
-    these families (``onmt-main infer`` checks the label file and ignores it, the Mixed
-    baseline is "trained on all domains, the domain labels are ignored"), and an
-    evaluation runs the same label files through every system, the baselines included.
-
-    Args:
-      export_dir: The export.
-      domains: Its declared domains (:func:`ldr_opennmt.assets.read_domains`).
-      info: Its :func:`read_inference_info`.
-      takes_domain: Whether its signature has a ``domain`` input.
-
-    Returns:
-      ``(ignored, ensemble_refusal)``: why the labels are ignored and why ensemble labels
-      are refused, each ``None`` when they are not, each prefixed with :obj:`export_dir`
-      (:func:`label_reasons` without it).
-    """
-    return tuple(
-        None if reason is None else "%s: %s" % (export_dir, reason)
-        for reason in label_reasons(domains, info, takes_domain)
-    )
-
-
-def label_reasons(domains, info, takes_domain):
-    """:func:`label_policy`'s reasons, without the export's name (``ldr-serve`` gives them
-    in its answers)."""
-    if not takes_domain:
-        ignored = (
-            "the model reads no domain label to translate (its %s signature has no domain "
-            "input)" % SIGNATURE
-        )
-    elif IGNORED_DOMAIN_LABELS in info:  # The model's own word (null: labels are read).
-        ignored = info[IGNORED_DOMAIN_LABELS] or None
-    elif domains is None:  # An export made before the model said it.
-        ignored = "the model declares no domains (empty %s/%s): every label reads as %s" % (
-            assets_lib.ASSETS_EXTRA,
-            assets_lib.DOMAINS,
-            domains_lib.GENERIC,
-        )
-    else:
-        ignored = None
-    refusal = (info.get(ENSEMBLE_REFUSAL) or None) if ignored is None else ignored
-    return ignored, refusal
-
-
-def _read_labels(args, input_name, num_lines, domains, ensemble_refusal=None):
-    """One domain label per input line, validated against the declared domains."""
-    if args.domain is not None:
-        label = args.domain.strip()
-        if not _ensemble_label(domains, ensemble_refusal)(label, "--domain"):
-            domains_lib.label_id(label, domains, "--domain")
-        return [label] * num_lines
-    if not os.path.isfile(args.domain_file):
-        raise UserError("%s: domain label file not found" % args.domain_file)
-    domains_lib.read_label_file(
-        args.domain_file,
-        domains,
-        expected_lines=num_lines,
-        source_path=input_name,
-        ensemble=_ensemble_label(domains, ensemble_refusal),
-    )
-    return [label.strip() for label in _read_text_lines(args.domain_file)]
-
-
-def _ensemble_label(domains, refusal=None):
-    """Checks ensemble labels as far as the export allows: refused with :obj:`refusal`
-    (see :func:`label_policy`); otherwise the weights of ``ens-learned`` and whether the
-    model has domain views are the SavedModel's to check."""
-
-    def _read(label, where):
-        if not ensembles.is_ensemble_label(label):
-            return False
-        if refusal:
-            raise UserError("%s: ensemble label %r: %s" % (where, label, refusal))
-        if domains and label.strip(domains_lib.ASCII_SPACE) != ensembles.ENS_LEARNED:
-            ensembles.parse_label(label, domains, where=where)
-        return True
-
-    return _read
-
-
-def _warn_ignored_labels(ignored, labels, label_source):
-    """One warning line when a label other than ``generic`` goes to a model that
-    ignores labels (:func:`label_policy`)."""
-    if ignored is None:
-        return
-    named = [label for label in labels if label != domains_lib.GENERIC]
-    if not named:
-        return
-    others = len(set(named)) - 1
-    if label_source != "--domain":
-        first = [label != domains_lib.GENERIC for label in labels].index(True)
-        label_source = "%s:%d" % (label_source, first + 1)
-    print(
-        WARNING
-        + "%s: domain label %r%s ignored, translated as %s: %s"
-        % (
-            label_source,
-            named[0],
-            " (and %d other%s)" % (others, "s" if others > 1 else "") if others else "",
-            domains_lib.GENERIC,
-            ignored,
-        ),
-        file=sys.stderr,
-    )
-
-
-def truncate_sentences(sentences, limit):
-    """Cuts token lists to :obj:`limit` tokens.
-
-    Returns:
-      ``(sentences, long)``: the cut token lists and the indices of the lines that were
-      longer (no limit, ``None``: unchanged, none).
-    """
-    if limit is None:
-        return sentences, []
-    long = [i for i, tokens in enumerate(sentences) if len(tokens) > limit]
-    return [tokens[:limit] for tokens in sentences], long
-
-
-def long_lines_warning(count, total, limit, limit_source, first, first_length):
-    """The warning line about the input lines longer than the source length limit.
-
-    Args:
-      count: The number of long lines.
-      total: The number of input lines.
-      limit: The limit, in tokens.
-      limit_source: Where the limit comes from (``--max_source_length``...).
-      first: The first long line, as ``FILE:LINE``.
-      first_length: Its number of tokens.
-    """
-    return WARNING + (
-        "%d of %d input lines have more than %d tokens (%s), the first at %s (%d tokens): "
-        "only their first %d tokens are translated"
-        % (count, total, limit, limit_source, first, first_length, limit)
-    )
-
-
-def _check_empty_lines(lines, input_name, keep_empty):
-    for line_number, line in enumerate(lines, start=1):
-        if not line.strip() and not keep_empty:
-            raise UserError(
-                "%s:%d: empty input line (pass --keep_empty to write an empty translation)"
-                % (input_name, line_number)
-            )
-
-
-def _load_tokenizers(export_dir, tokenized):
-    """(source, target) tokenizers, or ``None`` where tokens are joined by spaces."""
-    if tokenized:
-        return None, None
-    source = assets_lib.load_tokenizer(export_dir, "source")
-    if source is None:
-        raise UserError(
-            "%s: missing tokenizer asset: the export has no source tokenizer (export a model "
-            "whose configuration has source_tokenization, or pass --tokenized with tokenized "
-            "input)"
-            % os.path.join(
-                assets_lib.assets_dir(export_dir), assets_lib.TOKENIZER_CONFIGS["source"]
-            )
-        )
-    # Without target_tokenization, onmt-main infer also joins the tokens with spaces.
-    return source, assets_lib.load_tokenizer(export_dir, "target")
-
-
-def _tokenize(tokenizer, line):
-    if tokenizer is None:
-        return line.split()
-    tokens, _ = tokenizer.tokenize(line, training=False)
-    return tokens
-
-
-def _detokenize(tokenizer, tokens):
-    if tokenizer is None:
-        return " ".join(tokens)
-    return tokenizer.detokenize(tokens)
-
-
 def _assertion_message(error):
     """The message of a failed in-graph assertion (or the error's last line)."""
     match = re.search(r"assertion failed: \[(.*)\]", error.message)
@@ -451,12 +151,12 @@ def _assertion_message(error):
     return lines[-1] if lines else type(error).__name__
 
 
-def _unknown_label_error(error, labels, label_source):
+def _unknown_label_error(error, line_labels, label_source):
     """Names the file and line of an unknown label the model refused."""
     message = _assertion_message(error)
     match = re.match(r"(Unknown domain|Invalid ensemble) label '(.*)' \((.*)\)$", message)
-    if match and match.group(2) in labels:
-        line = labels.index(match.group(2)) + 1
+    if match and match.group(2) in line_labels:
+        line = line_labels.index(match.group(2)) + 1
         where = label_source if label_source == "--domain" else "%s:%d" % (label_source, line)
         return UserError(
             "%s: %s label %r (%s)" % (where, match.group(1).lower(), match.group(2), match.group(3))
@@ -570,71 +270,31 @@ class Translator:
             self.limit = steps
 
 
-def translate(translator, sentences, labels, batch_size, progress=None):
-    """Translates token lists in batches of similar lengths, in input order.
-
-    Args:
-      translator: A callable ``(token lists, labels) -> token lists``.
-      sentences: The token list of each sentence (empty lists are skipped and
-        translated as empty lists).
-      labels: The domain label of each sentence.
-      batch_size: The number of sentences per batch.
-      progress: An optional ``tqdm`` progress bar, advanced by sentence.
-
-    Returns:
-      The translated token list of each sentence.
-    """
-    results = [[] for _ in sentences]
-    order = sorted((i for i, s in enumerate(sentences) if s), key=lambda i: len(sentences[i]))
-    for start in range(0, len(order), batch_size):
-        batch = order[start : start + batch_size]
-        outputs = translator([sentences[i] for i in batch], [labels[i] for i in batch])
-        for i, output in zip(batch, outputs):
-            results[i] = output
-        if progress is not None:
-            progress.update(len(batch))
-    return results
-
-
-def _write_output(path, lines):
-    """Writes to stdout, or to a temporary file next to :obj:`path` renamed at the end."""
-    if path is None:
-        sys.stdout.buffer.write("".join(line + "\n" for line in lines).encode("utf-8"))
-        sys.stdout.flush()
-        return
-    write_lines_atomic(path, lines)
-
-
 def run(args):
-    """Translates as :obj:`args` says (see :func:`main`).
-
-    An ``ldr-export ctranslate2`` directory (with its ``manifest.json``) is translated by
-    :mod:`ldr_opennmt.serving.ct2_client`, a SavedModel here.
+    """Translates as :obj:`args` says with a SavedModel export (``ldr-translate``, which
+    sends an ``ldr-export ctranslate2`` directory to :mod:`ldr_opennmt.serving.ct2_client`).
 
     Raises:
       UserError: on bad input, before any output.
     """
-    if ct2_export.is_export(args.export):
-        from ldr_opennmt.serving import ct2_client  # pylint: disable=import-outside-toplevel
-
-        return ct2_client.run(args)
+    textio.check_paths(args)
     _check_export(args.export)
     _check_decoding_options(args)
-    _check_output(args.output)
+    textio.check_output(args.output)
     info = read_inference_info(args.export)
     limit = source_length_limit(args.export, info, args.max_source_length)
-    input_name = args.input or STDIN
-    lines = _read_text_lines(args.input)
+    input_name = textio.STDIN if textio.is_stdin(args.input) else args.input
+    lines = textio.read_text_lines(args.input)
     _, domains = assets_lib.read_domains(args.export)
     ignored, ensemble_refusal = label_policy(
         args.export, domains, info, "domain" in serving_inputs(args.export)
     )
-    label_source = "--domain" if args.domain is not None else args.domain_file
-    labels = _read_labels(args, input_name, len(lines), domains, ensemble_refusal)
-    _check_empty_lines(lines, input_name, args.keep_empty)
-    source_tokenizer, target_tokenizer = _load_tokenizers(args.export, args.tokenized)
+    label_source = labels.label_source(args)
+    line_labels = labels.read_labels(args, input_name, len(lines), domains, ensemble_refusal)
+    textio.check_empty_lines(lines, input_name, args.keep_empty)
+    source_tokenizer, target_tokenizer = tokenization.load_tokenizers(args.export, args.tokenized)
     sentences = [_tokenize(source_tokenizer, line) for line in lines]
-    _warn_ignored_labels(ignored, labels, label_source)
+    labels.warn_ignored_labels(ignored, line_labels, label_source)
     source_tokens, long = truncate_sentences(sentences, limit)
     if long:
         print(
@@ -658,15 +318,15 @@ def run(args):
         desc="translating",
         unit="sent",
         file=sys.stderr,
-        disable=None if args.input else True,
+        disable=None if not textio.is_stdin(args.input) else True,
     ) as progress:
         try:
-            outputs = translate(translator, source_tokens, labels, args.batch_size, progress)
+            outputs = translate(translator, source_tokens, line_labels, args.batch_size, progress)
         except tf.errors.InvalidArgumentError as e:
             # Labels are checked up front against domains.txt; a label file that the
             # model still refuses (a domains.txt edited by hand) is reported the same way.
-            raise _unknown_label_error(e, labels, label_source) from e
-    _write_output(
+            raise _unknown_label_error(e, line_labels, label_source) from e
+    textio.write_output(
         args.output,
         [_detokenize(target_tokenizer, tokens) if tokens else "" for tokens in outputs],
     )

@@ -6,9 +6,12 @@
 
 Each input line goes to its label's CTranslate2 model (``export/ct2/medical``...), with the
 tokenizers exported in that model's ``assets.extra/``. The checks and messages are those of
-a SavedModel export (:mod:`ldr_opennmt.serving.client`): everything is checked before
-anything is translated; a label must be a declared domain or ``generic`` and have a model in
-the directory (an export of some domains only: ``ldr-export ctranslate2 --domains``);
+a SavedModel export (:mod:`ldr_opennmt.serving.client`), from the same TensorFlow-free
+modules (:mod:`~ldr_opennmt.serving.textio`, :mod:`~ldr_opennmt.serving.labels`,
+:mod:`~ldr_opennmt.serving.tokenization`), so this runs in the serving runtime:
+everything is checked before anything is translated; a label must be a declared domain or
+``generic`` and have a model in the directory (an export of some domains only:
+``ldr-export ctranslate2 --domains``);
 ensemble labels are refused (the directory has no domain views to mix,
 :data:`~ldr_opennmt.serving.ct2_models.ENSEMBLE_REFUSAL`); the labels of a model without
 domain-specific parameters are translated as ``generic`` with one warning line.
@@ -17,44 +20,43 @@ Decoding is CTranslate2's with ``--beam_size`` (default 1: greedy) and
 ``--max_decoding_length`` (default 256), the defaults of ``ldr-serve``: the translations
 equal the server's for the same lines and domains. ``--max_source_length`` cuts the
 tokenized lines (no limit by default: CTranslate2 is told not to cut them either).
-The models are loaded one at a time, the domains in the order of their first line.
+The models are loaded one at a time, the domains in the order of their first line, each
+checked against the manifest's sha256 first.
 """
 
-import os
 import sys
 
 from tqdm import tqdm
 
-from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import client, ct2_models
+from ldr_opennmt.serving import ct2_models, labels, textio, tokenization
 
 
 def stopped_warning(stopped, translated, limit):
     """The warning line about translations that reached ``--max_decoding_length``."""
     return (
-        client.WARNING + "%d of %d translations reached --max_decoding_length (%d): they may be "
+        textio.WARNING + "%d of %d translations reached --max_decoding_length (%d): they may be "
         "cut short (raise --max_decoding_length)" % (stopped, translated, limit)
     )
 
 
-def _routes(args, labels, label_source, paths, ignored):
+def _routes(args, line_labels, label_source, paths, ignored):
     """The model of each line: its label's, or ``generic`` for a model that ignores labels.
 
     Raises:
       UserError: on a label without a model in the directory (first line named).
     """
     if ignored is not None:
-        return [domains_lib.GENERIC] * len(labels)
-    for number, label in enumerate(labels, start=1):
+        return [domains_lib.GENERIC] * len(line_labels)
+    for number, label in enumerate(line_labels, start=1):
         if label not in paths:
             where = label_source if label_source == "--domain" else "%s:%d" % (label_source, number)
             raise UserError(
                 "%s: domain %r has no model in %s (exported: %s; export it with "
                 "ldr-export ctranslate2 --domains)" % (where, label, args.export, ", ".join(paths))
             )
-    return list(labels)
+    return list(line_labels)
 
 
 def run(args):
@@ -63,48 +65,45 @@ def run(args):
     Raises:
       UserError: on bad input, before any output.
     """
-    client._check_output(args.output)
+    textio.check_paths(args)
+    textio.check_output(args.output)
     manifest, paths = ct2_models.open_export(args.export, where="--export")
     ignored, refusal = (
         None if reason is None else "%s: %s" % (args.export, reason)
         for reason in ct2_models.label_reasons(manifest)
     )
-    input_name = args.input or client.STDIN
-    lines = client._read_text_lines(args.input)
-    label_source = "--domain" if args.domain is not None else args.domain_file
-    labels = client._read_labels(
+    input_name = textio.STDIN if textio.is_stdin(args.input) else args.input
+    lines = textio.read_text_lines(args.input)
+    label_source = labels.label_source(args)
+    line_labels = labels.read_labels(
         args, input_name, len(lines), ct2_models.declared_domains(manifest), refusal
     )
-    routes = _routes(args, labels, label_source, paths, ignored)
-    client._check_empty_lines(lines, input_name, args.keep_empty)
+    routes = _routes(args, line_labels, label_source, paths, ignored)
+    textio.check_empty_lines(lines, input_name, args.keep_empty)
     used = list(dict.fromkeys(r for r, line in zip(routes, lines) if line.strip()))
+    checks = ct2_models.checks(args.export, manifest)
     models = {
         domain: ct2_models.DomainModel(
-            domain, paths[domain], intra_threads=0, load=False, tokenized=args.tokenized
+            domain,
+            paths[domain],
+            intra_threads=0,
+            load=False,
+            tokenized=args.tokenized,
+            check=checks[domain],
         )
         for domain in used
     }
     for domain, model in models.items():
         if not args.tokenized and model.source_tokenizer is None:
-            raise UserError(
-                "%s: missing tokenizer asset: the %s model has no source tokenizer (export a "
-                "model whose configuration has source_tokenization, or pass --tokenized with "
-                "tokenized input)"
-                % (
-                    os.path.join(
-                        assets_lib.assets_dir(model.path), assets_lib.TOKENIZER_CONFIGS["source"]
-                    ),
-                    domain,
-                )
-            )
+            raise tokenization.missing_source_tokenizer(model.path, "the %s model" % domain)
     sentences = [
         models[route].tokenize(line) if line.strip() else [] for route, line in zip(routes, lines)
     ]
-    client._warn_ignored_labels(ignored, labels, label_source)
-    source_tokens, long = client.truncate_sentences(sentences, args.max_source_length)
+    labels.warn_ignored_labels(ignored, line_labels, label_source)
+    source_tokens, long = textio.truncate_sentences(sentences, args.max_source_length)
     if long:
         print(
-            client.long_lines_warning(
+            textio.long_lines_warning(
                 len(long),
                 len(sentences),
                 args.max_source_length,
@@ -123,7 +122,7 @@ def run(args):
         desc="translating",
         unit="sent",
         file=sys.stderr,
-        disable=None if args.input else True,
+        disable=None if not textio.is_stdin(args.input) else True,
     ) as progress:
         for domain, model in models.items():
             indices = [i for i, route in enumerate(routes) if route == domain and sentences[i]]
@@ -137,7 +136,7 @@ def run(args):
                     )
                 ]
 
-            results = client.translate(
+            results = textio.translate(
                 _translate,
                 [source_tokens[i] for i in indices],
                 [domain] * len(indices),
@@ -149,7 +148,7 @@ def run(args):
                 outputs[i] = tokens
                 translated += 1
                 stopped += len(tokens) >= limit
-    client._write_output(
+    textio.write_output(
         args.output,
         [
             models[route].detokenize(tokens) if tokens else ""

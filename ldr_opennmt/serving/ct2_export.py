@@ -5,8 +5,10 @@ converted by CTranslate2's OpenNMT-tf converter from the plain Transformer that
 :mod:`ldr_opennmt.serving.folding` builds for that domain::
 
     OUT/
-      manifest.json      which directory is which domain, vocabularies, quantization
-      medical/           a CTranslate2 model (model.bin, config.json, vocabularies)
+      manifest.json      which directory is which domain, the checkpoint (name, step,
+                         sha256), each model's file hashes, vocabularies, quantization
+      medical/           a CTranslate2 model (model.bin, config.json, vocabularies,
+                         assets.extra/ with the tokenizers)
       religious/
       software/
       generic/           the generic region alone (LDR) / a zero domain vector (DC)
@@ -15,22 +17,42 @@ Each directory is a complete CTranslate2 model: ``ctranslate2.Translator(OUT/med
 translates medical text. Directories of a model without domain-specific
 parameters (Mixed) are identical. The output is built in a temporary directory
 next to ``OUT`` and renamed at the end: a directory named ``OUT`` is always complete.
+
+Every path in the manifest is relative to ``OUT`` (or a basename): the directory can be
+copied to a machine with the serving runtime only (:mod:`ldr_opennmt.serving.manifest` reads
+it there). Each model carries the tokenizers of the model's configuration
+(``source_tokenization``), or else those of the corpus its vocabularies come from
+(``ldr-data``'s ``tokenizer.LANG.yml`` and BPE model beside ``vocab.LANG``), so that it
+translates raw text; an export without them is said in one line.
 """
 
+import filecmp
+import glob
+import hashlib
 import json
 import os
+import re
 import shutil
+import sys
 import tempfile
 
 import ctranslate2
 from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
 
+from ldr_opennmt import assets as assets_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import folding
+from ldr_opennmt.serving.manifest import (  # noqa: F401 (this module's names, kept)
+    FORMAT,
+    MANIFEST,
+    SHA256,
+    directory_sha256,
+    file_sha256,
+    is_export,
+    read_manifest,
+)
 from ldr_opennmt.utils import atomic_directory
 
-MANIFEST = "manifest.json"
-FORMAT = "ldr-opennmt-ctranslate2"
 QUANTIZATIONS = ACCEPTED_MODEL_TYPES
 
 
@@ -57,50 +79,75 @@ def check_directory_name(domain):
         raise UserError("domain %r cannot name a CTranslate2 model directory" % domain)
 
 
-def make_manifest(model, domains, quantization, checkpoint_path=None):
-    """The manifest of an export (a JSON-serializable dict).
+def checkpoint_info(checkpoint_path):
+    """What the manifest records of the checkpoint exported: its basename, its training step
+    (from the name OpenNMT-tf gives it, ``ckpt-STEP``) and the sha256 of its files.
+
+    Computed before the checkpoint is restored: a training that writes and deletes
+    checkpoints meanwhile cannot make the record name another one.
+
+    Returns:
+      ``{"name": "ckpt-200", "step": 200, "sha256": ...}``, or ``None`` without a path.
+
+    Raises:
+      UserError: if none of the checkpoint's files is there.
+    """
+    if not checkpoint_path:
+        return None
+    files = sorted(
+        glob.glob(glob.escape(checkpoint_path) + ".index")
+        + glob.glob(glob.escape(checkpoint_path) + ".data-*")
+    )
+    if not files:
+        raise UserError("%s: checkpoint not found (no .index file)" % checkpoint_path)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(("%s %s\n" % (os.path.basename(path), file_sha256(path))).encode("utf-8"))
+    name = os.path.basename(checkpoint_path)
+    match = re.search(r"-(\d+)$", name)
+    return {
+        "name": name,
+        "step": int(match.group(1)) if match else None,
+        "sha256": digest.hexdigest(),
+    }
+
+
+def describe_checkpoint(info, checkpoint_path):
+    """The line printed about the checkpoint exported (path and step)."""
+    step = info.get("step") if info else None
+    return "exporting checkpoint %s (step %s)" % (
+        checkpoint_path,
+        "unknown" if step is None else step,
+    )
+
+
+def make_manifest(model, domains, quantization, checkpoint=None):
+    """The manifest of an export (a JSON-serializable dict; paths relative to the export).
 
     Args:
       model: The multi-domain model.
       domains: The exported domain names (each is its directory's name).
       quantization: The CTranslate2 weight type, or ``None``.
-      checkpoint_path: The checkpoint the weights come from, if known.
+      checkpoint: The checkpoint the weights come from (:func:`checkpoint_info`), if known.
     """
     source = folding.source_embedder(model)
     target = model.labels_inputter
     return {
         "format": FORMAT,
-        "version": 1,
+        "version": 2,
         "model": type(model).__name__,
         "source_embedder": type(source).__name__,
         "target_embedder": type(target).__name__,
-        "checkpoint": checkpoint_path,
+        "checkpoint": checkpoint,
         "declared_domains": list(model.domains or []),
         "domain_specific": bool(model.domain_variables()),
         "domains": {domain: domain for domain in domains},
-        "source_vocabulary": os.path.abspath(source.vocabulary_file),
-        "target_vocabulary": os.path.abspath(target.vocabulary_file),
+        # Basenames: each model directory holds CTranslate2's copy of the vocabularies.
+        "source_vocabulary": os.path.basename(source.vocabulary_file),
+        "target_vocabulary": os.path.basename(target.vocabulary_file),
         "quantization": quantization,
         "ctranslate2_version": ctranslate2.__version__,
     }
-
-
-def read_manifest(output_dir):
-    """Reads the manifest of an export directory."""
-    with open(os.path.join(output_dir, MANIFEST), encoding="utf-8") as f:
-        return json.load(f)
-
-
-def is_export(path):
-    """Whether :obj:`path` is a directory made by :func:`export`: a real directory
-    whose ``manifest.json`` has this module's format (a link is never one)."""
-    manifest = os.path.join(path, MANIFEST)
-    if os.path.islink(path) or not os.path.isdir(path) or os.path.islink(manifest):
-        return False
-    try:
-        return read_manifest(path).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def check_replaceable(output_dir, force):
@@ -127,25 +174,55 @@ def check_replaceable(output_dir, force):
         )
 
 
-def convert(plain, model_dir, quantization=None):
+def convert(plain, model_dir, quantization=None, vocabularies=None):
     """Converts a plain Transformer with CTranslate2's OpenNMT-tf converter.
 
     Tokenization assets (as OpenNMT-tf's CTranslate2 exporter writes them) go
-    to ``model_dir/assets.extra``.
+    to ``model_dir/assets.extra``: the model's own, or else the corpus tokenizer of its
+    vocabularies (:func:`ldr_opennmt.assets.corpus_tokenizer`).
 
     Args:
       plain: A built ``opennmt.models.Transformer``.
       model_dir: The CTranslate2 model directory to create (must not exist).
       quantization: The CTranslate2 weight type, or ``None``.
+      vocabularies: ``{side: vocabulary file}`` whose corpus tokenizers are used for the
+        sides the model has no tokenizer of (default: the plain model's vocabularies).
+
+    Returns:
+      ``{side: where its tokenizer comes from}``: ``"configuration"``, ``"corpus"`` or
+      ``None`` (no tokenizer).
     """
     ctranslate2.converters.OpenNMTTFConverter(plain).convert(model_dir, quantization=quantization)
+    if vocabularies is None:
+        vocabularies = {
+            "source": plain.features_inputter.vocabulary_file,
+            "target": plain.labels_inputter.vocabulary_file,
+        }
+    sources = {}
     with tempfile.TemporaryDirectory() as asset_dir:
         assets = plain.export_assets(asset_dir)
+        for side in ("source", "target"):
+            config = assets_lib.TOKENIZER_CONFIGS[side]
+            if config in assets:
+                sources[side] = "configuration"
+                continue
+            corpus_assets = assets_lib.corpus_tokenizer_assets(
+                vocabularies.get(side), side, asset_dir
+            )
+            for name, path in corpus_assets.items():
+                if name in assets and not filecmp.cmp(assets[name], path, shallow=False):
+                    raise UserError(
+                        "%s: the corpus tokenizer file %s differs from the %s of the other "
+                        "side: rename one" % (path, name, name)
+                    )
+            assets.update(corpus_assets)
+            sources[side] = "corpus" if corpus_assets else None
         if assets:
             extra = os.path.join(model_dir, "assets.extra")
             os.makedirs(extra)
             for name, path in assets.items():
                 shutil.copyfile(path, os.path.join(extra, name))
+    return sources
 
 
 def export(
@@ -155,6 +232,8 @@ def export(
     quantization=None,
     checkpoint_path=None,
     force=False,
+    checkpoint=None,
+    prog="ldr-export",
 ):
     """Exports one folded CTranslate2 model per domain, and a manifest.
 
@@ -167,6 +246,9 @@ def export(
         ...), or ``None`` for the trained float32 weights.
       checkpoint_path: The checkpoint the weights come from, for the manifest.
       force: Replace :obj:`output_dir` if it is an earlier export.
+      checkpoint: :func:`checkpoint_info` of :obj:`checkpoint_path` if already computed
+        (before restoring it).
+      prog: How the note about missing tokenizers is prefixed.
 
     Returns:
       The manifest (also written to ``output_dir/manifest.json``).
@@ -188,13 +270,30 @@ def export(
         raise UserError("domain %r is given twice" % duplicates[0])
     output_dir = os.path.abspath(output_dir)
     check_replaceable(output_dir, force)
-    manifest = make_manifest(model, domains, quantization, checkpoint_path=checkpoint_path)
+    if checkpoint is None and checkpoint_path:
+        checkpoint = checkpoint_info(checkpoint_path)
+    manifest = make_manifest(model, domains, quantization, checkpoint=checkpoint)
+    vocabularies = {
+        "source": folding.source_embedder(model).vocabulary_file,
+        "target": model.labels_inputter.vocabulary_file,
+    }
     with atomic_directory(output_dir) as partial:
         plain = folding.plain_transformer(model)
+        hashes = {}
         for domain in domains:
             folding.assign_domain(plain, model, domain)
-            convert(plain, os.path.join(partial, domain), quantization=quantization)
+            tokenizers = convert(
+                plain, os.path.join(partial, domain), quantization, vocabularies=vocabularies
+            )
+            hashes[domain] = directory_sha256(os.path.join(partial, domain))
+        manifest["tokenizers"] = tokenizers
+        manifest[SHA256] = hashes
         with open(os.path.join(partial, MANIFEST), "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=2)
             f.write("\n")
+    note = assets_lib.tokenizer_note(
+        [side for side in ("source", "target") if tokenizers[side] is None], vocabularies
+    )
+    if note:
+        print("%s: note: %s" % (prog, note), file=sys.stderr)
     return manifest

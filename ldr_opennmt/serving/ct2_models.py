@@ -1,13 +1,17 @@
 """The CTranslate2 models of an ``ldr-export ctranslate2`` directory, as translators use them.
 
-Shared by ``ldr-serve`` (:mod:`ldr_opennmt.serving.server`) and ``ldr-translate``
-(:mod:`ldr_opennmt.serving.client`): opening the directory (:func:`open_export`), what its
-labels mean (:func:`label_policy`), each domain's model with its tokenizers
-(:class:`DomainModel`, loaded at once or on first use) and a cap on the models loaded at
-once (:class:`LoadedModels`, least recently used first out).
+Shared by ``ldr-serve`` (:mod:`ldr_opennmt.serving.backends`), ``ldr-translate``
+(:mod:`ldr_opennmt.serving.ct2_client`) and :class:`ldr_opennmt.serving.translator.Translator`:
+opening the directory (:func:`open_export`), what its labels mean (:func:`label_reasons`),
+each domain's model with its tokenizers (:class:`DomainModel`, loaded at once or on first
+use, its files checked against the manifest's sha256 at every load) and a cap on the models
+loaded at once (:class:`LoadedModels`, least recently used first out).
+
+No TensorFlow: this module runs in the serving runtime (``.venv-serve``, CTranslate2 4).
 """
 
 import collections
+import functools
 import os
 import threading
 
@@ -16,7 +20,9 @@ import ctranslate2
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import client, ct2_export
+from ldr_opennmt.serving import labels
+from ldr_opennmt.serving import manifest as manifest_lib
+from ldr_opennmt.serving import tokenization
 
 #: Why a CTranslate2 directory translates no ensemble label.
 ENSEMBLE_REFUSAL = (
@@ -43,17 +49,17 @@ def open_export(model_dir, where="--model_dir"):
     """
     if not os.path.isdir(model_dir):
         raise UserError("%s: %s: directory not found" % (where, model_dir))
-    if not ct2_export.is_export(model_dir):
+    if not manifest_lib.is_export(model_dir):
         raise UserError(
             "%s: %s: not an export of ldr-export ctranslate2 (no %s of format %s)"
-            % (where, model_dir, ct2_export.MANIFEST, ct2_export.FORMAT)
+            % (where, model_dir, manifest_lib.MANIFEST, manifest_lib.FORMAT)
         )
-    manifest = ct2_export.read_manifest(model_dir)
+    manifest = manifest_lib.read_manifest(model_dir)
     domains = manifest.get("domains")
     if not isinstance(domains, dict) or not domains:
         raise UserError(
             "%s: domains: expected a mapping of domain to model directory"
-            % os.path.join(model_dir, ct2_export.MANIFEST)
+            % os.path.join(model_dir, manifest_lib.MANIFEST)
         )
     paths = collections.OrderedDict()
     for domain, directory in domains.items():
@@ -61,10 +67,19 @@ def open_export(model_dir, where="--model_dir"):
         if not os.path.isfile(os.path.join(path, "model.bin")):
             raise UserError(
                 "%s: no CTranslate2 model (model.bin) for domain %r of %s"
-                % (path, domain, ct2_export.MANIFEST)
+                % (path, domain, manifest_lib.MANIFEST)
             )
         paths[domain] = path
     return manifest, paths
+
+
+def checks(model_dir, manifest):
+    """``{domain: check}``: each checks that domain's model files against the manifest's
+    sha256 (:func:`ldr_opennmt.serving.manifest.verify_model`), for :class:`DomainModel`."""
+    return {
+        domain: functools.partial(manifest_lib.verify_model, model_dir, manifest, domain)
+        for domain in manifest["domains"]
+    }
 
 
 def declared_domains(manifest):
@@ -74,14 +89,14 @@ def declared_domains(manifest):
 
 def label_reasons(manifest):
     """``(ignored, ensemble_refusal)`` of a CTranslate2 directory, as
-    :func:`ldr_opennmt.serving.client.label_reasons` gives them for a SavedModel: labels
+    :func:`ldr_opennmt.serving.labels.label_reasons` gives them for a SavedModel: labels
     are ignored when the model has no domain-specific parameters (every directory is the
     same model); ensembles are always refused (:data:`ENSEMBLE_REFUSAL`)."""
     ignored = None
     if manifest.get("domain_specific") is False:
         ignored = (
             "%s has no domain-specific parameters (%s: domain_specific false): every domain "
-            "label gives the same translation" % (manifest.get("model"), ct2_export.MANIFEST)
+            "label gives the same translation" % (manifest.get("model"), manifest_lib.MANIFEST)
         )
     return ignored, ENSEMBLE_REFUSAL
 
@@ -91,26 +106,42 @@ class DomainModel:
 
     The tokenizers are loaded at once (their assets are checked); the CTranslate2 model at
     once, or with ``load=False`` on first use (:meth:`load`), and it may be unloaded
-    (:meth:`unload`) to free its memory.
+    (:meth:`unload`) to free its memory. Each load first runs :obj:`check` (the manifest's
+    sha256 of the model's files, :func:`checks`): a model directory replaced on disk is
+    refused, never served as this domain. :meth:`status` says whether the model could be
+    loaded now.
     """
 
     def __init__(
-        self, name, path, device="cpu", inter_threads=1, intra_threads=1, load=True, tokenized=False
+        self,
+        name,
+        path,
+        device="cpu",
+        inter_threads=1,
+        intra_threads=1,
+        load=True,
+        tokenized=False,
+        check=None,
+        compute_type="default",
     ):
         self.name = name
         self.path = path
         self.device = device
         self.inter_threads = inter_threads
         self.intra_threads = intra_threads
+        self.compute_type = compute_type
+        self.check = check
         self.source_tokenizer = None if tokenized else assets_lib.load_tokenizer(path, "source")
         self.target_tokenizer = None if tokenized else assets_lib.load_tokenizer(path, "target")
         # An export of the package's own SavedModel assets may say how many source tokens
         # the model takes (CTranslate2 exports have none today: then the caller's limit).
-        self.maximum_source_length = client.read_inference_info(path).get(
-            client.MAXIMUM_SOURCE_LENGTH
+        self.maximum_source_length = labels.read_inference_info(path).get(
+            labels.MAXIMUM_SOURCE_LENGTH
         )
         self.translator = None
         self.loads = 0
+        self.error = None  # Why the last check or load failed.
+        self._checked = None  # The files' stat signature when last checked.
         self._lock = threading.Lock()
         if load:
             self.load()
@@ -129,17 +160,55 @@ class DomainModel:
             if self.translator is not None:
                 return
             try:
-                self.translator = ctranslate2.Translator(
-                    self.path,
-                    device=self.device,
-                    inter_threads=self.inter_threads,
-                    intra_threads=self.intra_threads,
-                )
-            except (RuntimeError, ValueError, OSError) as e:
-                raise UserError(
-                    "%s: cannot load the CTranslate2 model (%s)" % (self.path, _one_line(e))
-                ) from None
+                self._verify()
+                try:
+                    self.translator = ctranslate2.Translator(
+                        self.path,
+                        device=self.device,
+                        inter_threads=self.inter_threads,
+                        intra_threads=self.intra_threads,
+                        compute_type=self.compute_type,
+                    )
+                except (RuntimeError, ValueError, OSError) as e:
+                    raise UserError(
+                        "%s: cannot load the CTranslate2 model (%s)" % (self.path, _one_line(e))
+                    ) from None
+            except UserError as e:
+                self.error = str(e)
+                raise
+            self.error = None
             self.loads += 1
+
+    def _signature(self):
+        """The stat (size, mtime, inode) of the model's files: a cheap test of a change."""
+        signature = []
+        for directory, _, files in os.walk(self.path):
+            for name in sorted(files):
+                try:
+                    info = os.stat(os.path.join(directory, name))
+                except OSError:
+                    continue
+                signature.append((name, info.st_size, info.st_mtime_ns, info.st_ino))
+        return tuple(sorted(signature))
+
+    def _verify(self):
+        signature = self._signature()
+        if self.check is not None:
+            self.check()
+        self._checked = signature
+
+    def status(self):
+        """``None`` if the model can be loaded now, else why not (one line). The files are
+        hashed again only when their size, time or inode changed since the last check."""
+        with self._lock:
+            if self._checked is None or self._signature() != self._checked:
+                try:
+                    self._verify()
+                    self.error = None
+                except UserError as e:
+                    self.error = str(e)
+                    self._checked = None
+            return self.error
 
     def unload(self):
         """Frees the CTranslate2 model (loaded again by :meth:`load`)."""
@@ -147,10 +216,10 @@ class DomainModel:
             self.translator = None
 
     def tokenize(self, text):
-        return client._tokenize(self.source_tokenizer, text)
+        return tokenization.tokenize(self.source_tokenizer, text)
 
     def detokenize(self, tokens):
-        return client._detokenize(self.target_tokenizer, tokens)
+        return tokenization.detokenize(self.target_tokenizer, tokens)
 
     def translate(self, tokens, beam_size=BEAM_SIZE, num_hypotheses=1, max_decoding_length=None):
         """Translates token lists (the model must be loaded).
@@ -235,6 +304,17 @@ class LoadedModels:
                 "loads": sum(model.loads for model in self.models.values()),
                 "unloads": self.evictions,
             }
+
+    def unloadable(self):
+        """``{name: why}`` of the models that could not be loaded now
+        (:meth:`DomainModel.status`)."""
+        found = {}
+        for name, model in self.models.items():
+            status = getattr(model, "status", None)  # Test doubles may have none.
+            error = status() if status is not None else None
+            if error is not None:
+                found[name] = error
+        return found
 
 
 def _one_line(error):

@@ -1,9 +1,11 @@
 """``ldr-export ctranslate2`` on a checkpoint, and CTranslate2's own converter refused."""
 
+import json
 import os
 import subprocess
 import sys
 import types
+from unittest import mock
 
 import ctranslate2
 import opennmt
@@ -14,6 +16,7 @@ import yaml
 from ldr_opennmt.cli import export as cli
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import ct2_export
+from ldr_opennmt.serving import manifest as manifest_lib
 from tests import helpers
 
 SOURCES = ["the big cell", "a host is here", "spirit", "cell host spirit now"]
@@ -95,7 +98,9 @@ class ExportCommandTest(helpers.SharedDirTestCase):
             cli.main(["ctranslate2", "--config", self.config, "--output_dir", output_dir]), 0
         )
         manifest = ct2_export.read_manifest(output_dir)
-        self.assertTrue(manifest["checkpoint"].endswith("ckpt-3"), manifest["checkpoint"])
+        self.assertEqual(manifest["checkpoint"]["name"], "ckpt-3")
+        self.assertEqual(manifest["checkpoint"]["step"], 3)
+        self.assertRegex(manifest["checkpoint"]["sha256"], "^[0-9a-f]{64}$")
         self.assertEqual(list(manifest["domains"]), ["medical", "religious", "software", "generic"])
         for domain, directory in manifest["domains"].items():
             translator = ctranslate2.Translator(
@@ -116,9 +121,41 @@ class ExportCommandTest(helpers.SharedDirTestCase):
         manifest = ct2_export.read_manifest(output_dir)
         self.assertEqual(manifest["domains"], {"software": "software", "generic": "generic"})
         self.assertEqual(manifest["quantization"], "int8")
-        self.assertEqual(manifest["checkpoint"], checkpoint)
+        self.assertEqual(manifest["checkpoint"]["name"], os.path.basename(checkpoint))
         helpers.assert_cli_error(self, cli.main, argv, "already exists")
         self.assertEqual(cli.main(argv + ["--force"]), 0)
+
+    def test_checkpoint_exported_is_printed_and_recorded(self):
+        # Issue 43 item 10: a training writing checkpoints meanwhile; which one is exported.
+        output_dir = self._output_dir("step")
+        status, stderr = helpers.run_cli(
+            cli.main, ["ctranslate2", "--config", self.config, "--output_dir", output_dir]
+        )
+        self.assertEqual(status, 0, stderr)
+        checkpoint = os.path.join(self.model_dir, "ckpt-3")
+        self.assertIn("exporting checkpoint %s (step 3)" % checkpoint, stderr)
+        manifest = ct2_export.read_manifest(output_dir)
+        self.assertEqual(manifest["checkpoint"], ct2_export.checkpoint_info(checkpoint))
+        # Nothing absolute (issue 44 item 1): the export can be served from another machine.
+        text = json.dumps(manifest)
+        self.assertNotIn(self.dir, text)
+        self.assertNotIn(os.sep + "tmp", text)
+        self.assertEqual(manifest["source_vocabulary"], "src.vocab")
+        for domain, directory in manifest["domains"].items():
+            self.assertEqual(
+                manifest["sha256"][domain],
+                manifest_lib.directory_sha256(os.path.join(output_dir, directory)),
+            )
+            self.assertIn("model.bin", manifest["sha256"][domain])
+
+    def test_existing_output_refused_before_loading(self):
+        # Issue 47 item 6: refused at once, not after loading the model.
+        output_dir = self._output_dir("existing")
+        os.makedirs(output_dir)
+        argv = ["ctranslate2", "--config", self.config, "--output_dir", output_dir]
+        with mock.patch.object(cli.Runner, "from_files", side_effect=AssertionError("loaded")):
+            helpers.assert_cli_error(self, cli.main, argv, "already exists")
+            helpers.assert_cli_error(self, cli.main, argv + ["--force"], "replaces only")
 
     def test_unknown_domain(self):
         output_dir = self._output_dir("legal")

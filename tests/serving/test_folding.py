@@ -207,25 +207,29 @@ class CTranslate2ExportTest(tf.test.TestCase):
     def test_manifest(self):
         model = _build(self, "ldr_transformer_target")
         output_dir = os.path.join(self.get_temp_dir(), "ct2")
-        manifest = ct2_export.export(model, output_dir, checkpoint_path="ckpt-3")
+        checkpoint = {"name": "ckpt-3", "step": 3, "sha256": "0" * 64}
+        manifest = ct2_export.export(model, output_dir, checkpoint=checkpoint)
         self.assertEqual(ct2_export.read_manifest(output_dir), manifest)
         self.assertEqual(manifest["format"], "ldr-opennmt-ctranslate2")
         self.assertEqual(manifest["model"], "MultiDomainTransformer")
         self.assertEqual(manifest["source_embedder"], "LDREmbedder")
         self.assertEqual(manifest["target_embedder"], "LDREmbedder")
-        self.assertEqual(manifest["checkpoint"], "ckpt-3")
+        self.assertEqual(manifest["checkpoint"], checkpoint)
         self.assertEqual(manifest["declared_domains"], ["medical", "religious", "software"])
         self.assertTrue(manifest["domain_specific"])
         self.assertIsNone(manifest["quantization"])
+        # Basenames (issue 44 item 1): each model directory holds its own vocabularies.
         self.assertEqual(
-            manifest["source_vocabulary"], os.path.abspath(model.features_inputter.vocabulary_file)
+            manifest["source_vocabulary"],
+            os.path.basename(model.features_inputter.vocabulary_file),
         )
         self.assertEqual(
-            manifest["target_vocabulary"], os.path.abspath(model.labels_inputter.vocabulary_file)
+            manifest["target_vocabulary"], os.path.basename(model.labels_inputter.vocabulary_file)
         )
-        for directory in manifest["domains"].values():
+        for domain, directory in manifest["domains"].items():
             names = os.listdir(os.path.join(output_dir, directory))
             self.assertIn("model.bin", names)
+            self.assertIn("model.bin", manifest["sha256"][domain])
 
     def test_quantization_and_selected_domains(self):
         model = _build(self, "dc_transformer")
@@ -284,10 +288,10 @@ class CTranslate2ExportTest(tf.test.TestCase):
         parent = os.path.join(self.get_temp_dir(), "failed")
         convert = ct2_export.convert
 
-        def _convert(plain, model_dir, quantization=None):
+        def _convert(plain, model_dir, quantization=None, **kwargs):
             if os.path.basename(model_dir) == "software":
                 raise RuntimeError("disk full")
-            convert(plain, model_dir, quantization=quantization)
+            return convert(plain, model_dir, quantization=quantization, **kwargs)
 
         with mock.patch.object(ct2_export, "convert", _convert):
             with self.assertRaisesRegex(RuntimeError, "disk full"):
