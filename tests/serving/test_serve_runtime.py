@@ -1,0 +1,133 @@
+"""The serving runtime (issue 44 item 1): an export made here (Python 3.11, CTranslate2 3.24)
+served and translated from ``.venv-serve`` (Python 3.12+, CTranslate2 4, no TensorFlow),
+with the translations of CTranslate2 3.24.
+
+``run/setup_serve.sh`` creates ``.venv-serve`` once (about a minute) and reuses it while
+``requirements-serve.lock`` and ``setup.py`` are unchanged.
+"""
+
+import json
+import os
+import subprocess
+import time
+import urllib.request
+
+import pytest
+import tensorflow as tf
+
+from tests import helpers
+from tests.serving import fixtures
+from tests.serving.fixtures import run_client
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SENTENCES = ["the cell is here.", "the lord is here.", "click the file", "the cell"]
+LABELS = ["medical", "religious", "software", "generic"]
+
+
+def serve_runtime():
+    """The ``bin`` folder of ``.venv-serve``, created or reused by ``run/setup_serve.sh``."""
+    venv = os.environ.get("LDR_SERVE_VENV", os.path.join(ROOT, ".venv-serve"))
+    result = subprocess.run(
+        ["bash", "-c", "source run/setup_serve.sh >&2 && command -v ldr-serve"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=dict(os.environ, LDR_SERVE_VENV=venv),
+    )
+    assert result.returncode == 0, result.stderr
+    bin_dir = os.path.join(venv, "bin")
+    assert result.stdout.strip() == os.path.join(bin_dir, "ldr-serve"), result.stdout
+    return bin_dir
+
+
+@pytest.mark.e2e
+class ServeRuntimeTest(helpers.SharedDirTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.bin = serve_runtime()
+        model, _ = fixtures.tiny_model(cls.dir)
+        cls.export = fixtures.ct2_directory(model, cls.dir)
+        cls.input = os.path.join(cls.dir, "in.en")
+        cls.labels = os.path.join(cls.dir, "in.domain")
+        with open(cls.input, "w") as f:
+            f.write("".join(s + "\n" for s in SENTENCES))
+        with open(cls.labels, "w") as f:
+            f.write("".join(label + "\n" for label in LABELS))
+        # CTranslate2 3.24, in the training environment.
+        argv = ["--export", cls.export, "--domain_file", cls.labels, "--input", cls.input]
+        argv += ["--max_decoding_length", str(fixtures.MAX_LENGTH)]
+        status, cls.expected, stderr = run_client(*argv)
+        assert status == 0, stderr
+        cls.argv = argv
+
+    def _run(self, name, *args, stdin=""):
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        return subprocess.run(
+            [os.path.join(self.bin, name), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=self.dir,
+            env=env,
+        )
+
+    def test_the_runtime_has_no_tensorflow(self):
+        code = (
+            "import importlib.util, ctranslate2, sys\n"
+            "print(sys.version_info >= (3, 12), ctranslate2.__version__.split('.')[0],\n"
+            "      [m for m in ('tensorflow', 'opennmt') if importlib.util.find_spec(m)])\n"
+        )
+        result = self._run("python", "-c", code)
+        self.assertEqual(result.stdout, "True 4 []\n", result.stderr)
+
+    def test_translate_gives_the_translations_of_ctranslate2_3(self):
+        result = self._run("ldr-translate", *self.argv)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout, self.expected)
+
+    def test_saved_model_is_said_to_need_the_training_environment(self):
+        saved = os.path.join(self.dir, "saved")
+        os.makedirs(saved)
+        open(os.path.join(saved, "saved_model.pb"), "w").close()
+        result = self._run("ldr-translate", "--export", saved, "--domain", "generic", stdin="a\n")
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+        self.assertIn("a SavedModel needs the training environment", result.stderr)
+
+    def test_serve_gives_the_translations_of_ctranslate2_3(self):
+        port = fixtures.free_port()
+        command = [os.path.join(self.bin, "ldr-serve"), "--model_dir", self.export]
+        command += ["--port", str(port), "--log_level", "warning", "--intra_threads", "1"]
+        command += ["--max_decoding_length", str(fixtures.MAX_LENGTH)]
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.dir
+        )
+        self.addCleanup(process.stdout.close)
+        self.addCleanup(process.wait)
+        self.addCleanup(process.terminate)
+        url = "http://127.0.0.1:%d" % port
+        deadline = time.monotonic() + 120
+        while True:
+            self.assertIsNone(process.poll(), "ldr-serve exited")
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=10) as response:
+                    health = json.loads(response.read())
+                break
+            except OSError:
+                self.assertLess(time.monotonic(), deadline, "ldr-serve did not start")
+                time.sleep(0.3)
+        self.assertEqual(health["status"], "ok")
+        body = json.dumps({"sentences": SENTENCES, "domains": LABELS}).encode("utf-8")
+        request = urllib.request.Request(
+            url + "/translate", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            answer = json.loads(response.read())
+        self.assertEqual([t["text"] for t in answer["translations"]], self.expected.splitlines())
+
+
+if __name__ == "__main__":
+    tf.test.main()
