@@ -274,7 +274,7 @@ def install_error_hook():
     sys.excepthook = _hook
 
 
-def resolve_tokenizer_files(config):
+def resolve_tokenizer_files(tokenization):
     """A tokenization configuration as ``opennmt.tokenizers.make_tokenizer`` takes it, with
     the files a configuration *file* names found beside it.
 
@@ -288,28 +288,28 @@ def resolve_tokenizer_files(config):
     file) is returned as it is, and so is a file option found nowhere: OpenNMT-tf reports it.
 
     Args:
-      config: What ``make_tokenizer`` takes.
+      tokenization: What ``make_tokenizer`` takes.
 
     Returns:
-      :obj:`config`, or the file's content (a dict) with its file options resolved.
+      :obj:`tokenization`, or the file's content (a dict) with its file options resolved.
     """
-    if not isinstance(config, str) or not config or "://" in config:
-        return config
-    if not os.path.isfile(config):
-        return config
+    if not isinstance(tokenization, str) or not tokenization or "://" in tokenization:
+        return tokenization
+    if not os.path.isfile(tokenization):
+        return tokenization
     try:
-        with open(config, encoding="utf-8") as config_file:
+        with open(tokenization, encoding="utf-8") as config_file:
             loaded = yaml.safe_load(config_file)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return config  # OpenNMT-tf reads it again and reports.
+        return tokenization  # OpenNMT-tf reads it again and reports.
     if not isinstance(loaded, dict):
-        return config
-    params = loaded.get("params") if "type" in loaded else loaded
-    if not isinstance(params, dict):
-        return config
-    directory = os.path.dirname(os.path.abspath(config))
+        return tokenization
+    options = loaded.get("params") if "type" in loaded else loaded
+    if not isinstance(options, dict):
+        return tokenization
+    directory = os.path.dirname(os.path.abspath(tokenization))
     changed = False
-    for key, value in list(params.items()):
+    for key, value in list(options.items()):
         if not (isinstance(value, str) and value and key.endswith("_path")):
             continue
         if os.path.isabs(value):
@@ -318,9 +318,9 @@ def resolve_tokenizer_files(config):
             candidates = [os.path.join(directory, value), os.path.abspath(value)]
         found = next((path for path in candidates if os.path.isfile(path)), None)
         if found is not None and found != value:
-            params[key] = found
+            options[key] = found
             changed = True
-    return loaded if changed else config
+    return loaded if changed else tokenization
 
 
 def install_tokenizer_paths():
@@ -333,7 +333,7 @@ def install_tokenizer_paths():
         return
 
     @functools.wraps(original)
-    def make_tokenizer(config=None):
+    def make_tokenizer(config=None):  # OpenNMT-tf's signature.
         return original(resolve_tokenizer_files(config))
 
     make_tokenizer._ldr_opennmt = True
