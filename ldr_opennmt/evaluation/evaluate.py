@@ -56,7 +56,7 @@ from ldr_opennmt import ensembles, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.domains import GENERIC
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.evaluation import open_domain, report, scoring
+from ldr_opennmt.evaluation import open_domain, progress, report, scoring
 
 # The report of an evaluation and the systems: here too, where their callers (commands,
 # experiments) take them.
@@ -390,9 +390,7 @@ def evaluate(
     )
     system_stamps = _stamps(systems, system_modes, test_set.sources, labels)
     os.makedirs(out_dir, exist_ok=True)
-    outputs = _translate(
-        systems, system_modes, system_stamps, test_set.sources, labels, out_dir, info
-    )
+    outputs = _translate(systems, system_modes, system_stamps, test_set, labels, out_dir, info)
     if cache_only:
         return None
     rows, hypotheses = _score(outputs, test_set, domains, detok)
@@ -467,14 +465,14 @@ def _stamps(systems, system_modes, sources, labels):
     ]
 
 
-def _translate(systems, system_modes, system_stamps, sources, labels, out_dir, info):
+def _translate(systems, system_modes, system_stamps, test_set, labels, out_dir, info):
     """Translates, per system, what its stamp does not cover yet (:func:`_translate_system`).
 
     Args:
       systems: The systems.
       system_modes: ``{system name: label modes}``.
       system_stamps: Their stamps (:func:`_stamps`).
-      sources: The source lines.
+      test_set: The :class:`EvaluationData` (its source lines and counts per domain).
       labels: ``labels(mode, system)``: the label lines (:func:`_label_lines`).
       out_dir: The output directory.
       info: The corpus' ``info.json``.
@@ -496,7 +494,7 @@ def _translate(systems, system_modes, system_stamps, sources, labels, out_dir, i
             row = system.name if len(chosen) == 1 else "%s (%s)" % (system.name, mode)
             outputs[(system.name, mode)] = (row, paths[mode])
         _translate_system(
-            system, chosen, paths, stamp, label_digests, sources, labels, out_dir, info
+            system, chosen, paths, stamp, label_digests, test_set, labels, out_dir, info
         )
     return outputs
 
@@ -551,9 +549,11 @@ def _redo_reason(decision, valid, missing, paths, label_digests):
     return "; ".join(reasons)
 
 
-def _translate_system(system, chosen, paths, stamp, label_digests, sources, labels, out_dir, info):
+def _translate_system(system, chosen, paths, stamp, label_digests, test_set, labels, out_dir, info):
     """Translates the modes of one system that its stamp does not cover, in one inference
-    run, and writes each mode's translations (``NAME.MODE.TGT``) and the stamp.
+    run, and writes each mode's translations (``NAME.MODE.TGT``) and the stamp. A progress
+    bar per mode, and translations stopped at ``maximum_decoding_length`` counted per mode
+    and domain (:class:`~ldr_opennmt.evaluation.progress.TranslationProgress`).
 
     Args:
       system: The system.
@@ -561,7 +561,7 @@ def _translate_system(system, chosen, paths, stamp, label_digests, sources, labe
       paths: ``{mode: translation file}``.
       stamp: Its :func:`translation_stamp`.
       label_digests: ``{mode: SHA-256 of its labels}``.
-      sources: The source lines.
+      test_set: The :class:`EvaluationData`.
       labels: ``labels(mode, system)``: the label lines (:func:`_label_lines`).
       out_dir: The output directory.
       info: The corpus' ``info.json``.
@@ -569,6 +569,7 @@ def _translate_system(system, chosen, paths, stamp, label_digests, sources, labe
     Raises:
       UserError: if the model gives another number of translations than of sources.
     """
+    sources = test_set.sources
     stamp_path = _stamp_path(out_dir, system.file_name)
     kept, valid, decision = _kept_translations(system, chosen, paths, stamp, label_digests, out_dir)
     missing = [m for m in chosen if m not in kept]
@@ -595,7 +596,9 @@ def _translate_system(system, chosen, paths, stamp, label_digests, sources, labe
         run_output = os.path.join(tmp, "output.%s" % info["target_lang"])
         write_lines(run_source, sources * len(missing))
         write_lines(run_labels, [label for mode in missing for label in labels(mode, system)])
-        system.translate(run_source, run_labels, run_output)
+        listener = progress.TranslationProgress(system.name, missing, test_set.counts)
+        system.translate(run_source, run_labels, run_output, listener=listener)
+        listener.report()
         translations = read_lines(run_output)
     if len(translations) != len(sources) * len(missing):
         raise UserError(

@@ -294,10 +294,21 @@ class System:
             if key.endswith("_vocabulary") and isinstance(value, str) and tf.io.gfile.exists(value)
         }
 
-    def translate(self, source_file, label_file, output):
+    def translate(self, source_file, label_file, output, listener=None):
         """Translates with the latest checkpoint into :obj:`output` (atomically: the
-        predictions are written under an exclusive temporary name, renamed when complete)."""
+        predictions are written under an exclusive temporary name, renamed when complete).
+
+        Args:
+          source_file: The source lines.
+          label_file: Their labels (unread by a system that ignores domains).
+          output: The translation file.
+          listener: If set, ``listener(stopped, limit)`` after each translation, in input
+            order (``stopped``: the translation stopped at ``maximum_decoding_length``,
+            ``limit``), which then reports those (see ``Runner.infer``).
+        """
         features = [source_file, label_file] if self.reads_labels else source_file
         checkpoint = self.checkpoint()
         with atomic_output(output) as tmp:
-            self.runner.infer(features, predictions_file=tmp, checkpoint_path=checkpoint)
+            self.runner.infer(
+                features, predictions_file=tmp, checkpoint_path=checkpoint, listener=listener
+            )

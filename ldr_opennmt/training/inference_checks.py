@@ -19,9 +19,10 @@ class StoppedCounter:
     no end token within the limit (``length`` excludes the end token): it stopped there.
     """
 
-    def __init__(self, model, limit):
+    def __init__(self, model, limit, listener=None):
         self._model = model
         self.limit = limit
+        self.listener = listener  # listener(stopped, limit) after each translation.
         self.translated = 0
         self.stopped = 0
 
@@ -32,8 +33,10 @@ class StoppedCounter:
         length = prediction.get("length") if isinstance(prediction, dict) else None
         if length is not None:
             self.translated += 1
-            if np.reshape(length, [-1])[0] >= self.limit:
-                self.stopped += 1
+            stopped = bool(np.reshape(length, [-1])[0] >= self.limit)
+            self.stopped += stopped
+            if self.listener is not None:
+                self.listener(stopped, self.limit)
         return self._model.print_prediction(prediction, params=params, stream=stream)
 
     def report(self):

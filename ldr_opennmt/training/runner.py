@@ -707,13 +707,23 @@ class Runner(compat.RunnerAdapter):
                 checkpoint_path=checkpoint_path,
             )
 
-    def infer(self, features_file, predictions_file=None, checkpoint_path=None, log_time=False):
+    def infer(
+        self,
+        features_file,
+        predictions_file=None,
+        checkpoint_path=None,
+        log_time=False,
+        listener=None,
+    ):
         """Translates :obj:`features_file`, as ``opennmt.Runner.infer`` does, plus:
 
         * the predictions file is written under an exclusive temporary name and renamed
           when complete: an interrupted run leaves no file that looks complete;
         * one warning line counts the translations that stopped at
-          ``maximum_decoding_length`` (possibly cut short);
+          ``maximum_decoding_length`` (possibly cut short); with :obj:`listener`, called
+          as ``listener(stopped, limit)`` after each translation, in input order, the
+          listener reports them instead (``ldr-eval``: progress and warnings per system,
+          mode and domain);
         * a missing checkpoint is an error (OpenNMT-tf would translate with random
           weights).
 
@@ -744,7 +754,7 @@ class Runner(compat.RunnerAdapter):
             prefetch_buffer_size=infer_config.get("prefetch_buffer_size"),
         )
         limit = config["params"].get("maximum_decoding_length", DEFAULT_MAXIMUM_DECODING_LENGTH)
-        counter = inference_checks.StoppedCounter(model, limit)
+        counter = inference_checks.StoppedCounter(model, limit, listener=listener)
         if predictions_file:
             with atomic_output(predictions_file) as partial:
                 inference.predict_dataset(
@@ -755,7 +765,8 @@ class Runner(compat.RunnerAdapter):
             inference.predict_dataset(
                 counter, dataset, print_params=infer_config, log_time=log_time
             )
-        counter.report()
+        if listener is None:
+            counter.report()
 
     def export(self, export_dir, checkpoint_path=None, exporter=None):
         """Exports the model, as ``opennmt.Runner.export`` does, built under a temporary

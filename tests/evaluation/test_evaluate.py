@@ -325,9 +325,12 @@ class InputsAndReuseTest(tf.test.TestCase):
         (the test sets have 4 sentences)."""
         translated = []
 
-        def translate(system, source_file, label_file, output):
+        def translate(system, source_file, label_file, output, listener=None):
             labels = _read(label_file)
             translated.extend(labels[::4])
+            for label in labels:
+                if listener is not None:  # The label religious "stops at the limit".
+                    listener(label == "religious", 250)
             _write_lines(output, ["%s %s" % pair for pair in zip(labels, _read(source_file))])
 
         with mock.patch.object(
@@ -383,6 +386,23 @@ class InputsAndReuseTest(tf.test.TestCase):
         argv = self._argv("--system-modes", "LDR=pred", "--pred-dir", pred_dir)
         regex = "^%s:3: not UTF-8 \\(byte 0xff at byte 1 of the line\\)$" % re.escape(path)
         self._assert_refused(argv, regex)
+
+    def test_warnings_name_the_system_mode_and_domain(self):
+        # Issue 47 item 5: "90 of 90 translations stopped at maximum_decoding_length" named
+        # neither the system, nor the mode, nor the domain.
+        with logged() as messages:
+            self._evaluate(modes=("oracle", "generic", "wrong"))
+        stopped = [m for m in messages if "stopped at maximum_decoding_length" in m]
+        # oracle: religious sentences carry their label; wrong: medical ones carry religious.
+        self.assertEqual(
+            stopped,
+            [
+                "system LDR, mode %s, domain %s: 4 of 4 translations stopped at"
+                " maximum_decoding_length (250): they may be cut short (raise params:"
+                " maximum_decoding_length)" % (mode, domain)
+                for mode, domain in (("oracle", "religious"), ("wrong", "medical"))
+            ],
+        )
 
     def test_shifted_reference_is_refused_naming_both_files(self):
         reference = os.path.join(self.corpus, "raw", "test.medical.fr")
@@ -598,7 +618,7 @@ class InputsAndReuseTest(tf.test.TestCase):
         _write_lines(victim, ["precious"])
         os.symlink(victim, output + ".partial")
 
-        def infer(features, predictions_file=None, checkpoint_path=None):
+        def infer(features, predictions_file=None, checkpoint_path=None, listener=None):
             _write_lines(predictions_file, ["half of the"])
             raise KeyboardInterrupt
 
