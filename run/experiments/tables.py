@@ -123,14 +123,21 @@ VARIANTS = {
     },
     "ldr_transformer": {
         "default": {"params": {"domain_training": "procedure1"}, "pred": True},
-        # The LDR paper's ablation: one pass with the true labels instead of Procedure 1.
+        # The LDR paper's ablation: one pass with the true labels instead of Procedure 1, and
+        # the authors' code's summed mode (0.5 L_domain + 0.5 L_generic, every parameter).
         "extra": [
             Run(
                 "ldr_transformer",
                 suffix=" (joint)",
                 slug="ldr_joint",
                 params={"domain_training": "joint"},
-            )
+            ),
+            Run(
+                "ldr_transformer",
+                suffix=" (summed)",
+                slug="ldr_summed",
+                params={"domain_training": "summed"},
+            ),
         ],
     },
     "mixing_transformer": {
@@ -188,8 +195,9 @@ BUDGETS = {
     },
 }
 
-#: The report's layout, part of its stamp (3: rows judged against their matched Mixed).
-REPORT_LAYOUT = 3
+#: The report's layout, part of its stamp (3: rows judged against their matched Mixed; 4: the
+#: share of FT's gain).
+REPORT_LAYOUT = 4
 
 #: Where the domain knowledge sits (:func:`label_use_figures`): the file, and its layout
 #: (part of its stamp).
@@ -837,6 +845,16 @@ def write_report(
         % ("%.1f BLEU" % spread if spread is not None else "not measured (no second seed)"),
         "",
         "![BLEU per domain](bleu.png)",
+        "",
+        "## Share of FT's gain",
+        "",
+        "Every continued training (FT_<domain>, the stage 2 of the two-stage families) starts"
+        " from %s. Per row and domain, the share of FT_<domain>'s gain over it that the row"
+        " recovers: (row - %s) / (FT_<domain> - %s), in BLEU on that domain; 100%%: as good"
+        " as the specialised model, 0%%: no better than the base, below 0: worse. `-`: FT"
+        " gains nothing there." % (plan.baseline.name, plan.baseline.name, plan.baseline.name),
+        "",
+        markdown_table(*common.ft_gain_shares(results, plan.baseline.name)),
         "",
         "## Systems",
         "",

@@ -35,7 +35,13 @@ class TableRunsTest(tf.test.TestCase):
         self.assertCountEqual(set(run.family for run in runs), families)
         names = [run.name for run in runs]
         self.assertEqual(len(names), len(set(names)))
-        for extra in ("Mixed (seed 2)", "Mixed (untied)", "LDR (joint)", "Domain mixing (E)"):
+        for extra in (
+            "Mixed (seed 2)",
+            "Mixed (untied)",
+            "LDR (joint)",
+            "LDR (summed)",
+            "Domain mixing (E)",
+        ):
             self.assertIn(extra, names)
         self.assertNotIn("LDR (RNN)", names)
         for run in runs:  # Every row has its model definition at both scales.
