@@ -227,11 +227,15 @@ def create_app(options, backend=None, classifier=None):
         """Liveness, queue length, batching counters per queue, loaded models."""
         return _json(server.health())
 
-    @app.get("/metrics", responses={200: {"description": "Prometheus's text format"}})
+    @app.get(
+        "/metrics",
+        response_class=responses.PlainTextResponse,
+        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    )
     async def prometheus_metrics():
         """Prometheus metrics: requests, latency and errors per route and domain, batch
         sizes, queue depth, model loads."""
-        return responses.Response(metrics.render(), media_type=CONTENT_TYPE)
+        return responses.Response(metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
     http_io.install_docs(app, title)
     routes = [route.path for route in app.routes if hasattr(route, "methods")]

@@ -49,9 +49,11 @@ def public(message):
     return _ABSOLUTE_PATH.sub(r"\1", message)
 
 
-def error(status, message, headers=None):
-    """The JSON answer ``{"error": message}``."""
-    return responses.JSONResponse({"error": public(message)}, status_code=status, headers=headers)
+def error(status, message, headers=None, scrub=True):
+    """The JSON answer ``{"error": message}`` (:func:`public` unless not :obj:`scrub`: a
+    message about what the client sent, such as its path, is only made encodable)."""
+    text = public(message) if scrub else " ".join(api_models.escape(str(message)).split())
+    return responses.JSONResponse({"error": text}, status_code=status, headers=headers)
 
 
 def media_type(request):
@@ -162,7 +164,7 @@ def install_error_handlers(app):
             )
         else:
             message = exc.detail if isinstance(exc.detail, str) else "HTTP %d" % exc.status_code
-        return error(exc.status_code, message, headers=headers)
+        return error(exc.status_code, message, headers=headers, scrub=False)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request, exc):
