@@ -19,11 +19,31 @@ def score_table(rows, domains, metric, significance=None, alpha=0.05, baseline=N
       domains: The domain order.
       metric: ``"bleu"`` or ``"chrf"``.
       significance: Optional ``{row_name: {domain: p_value}}``; significant
-        BLEU differences (p < alpha) against the baseline are marked with ``*``.
+        BLEU differences (p < alpha) against the baseline are marked with ``*``. A domain's
+        column has the decimals that tell every marked value from the baseline's (one
+        unless rounding would hide a difference: "0.03*" beside "0.00", not "0.0*" beside
+        "0.0"; :func:`distinguishing_digits`).
       alpha: The significance level.
       baseline: The baseline row name (a row equal to it is never marked).
     """
     baseline_scores = dict(rows).get(baseline, {})
+    marks = {}
+    digits = {domain: 1 for domain in domains}
+    for name, scores in rows:
+        for domain in domains:
+            value = scores.get(domain, {}).get(metric)
+            p_value = (significance or {}).get(name, {}).get(domain)
+            reference = baseline_scores.get(domain, {}).get("bleu")
+            if (
+                metric == "bleu"
+                and value is not None
+                and p_value is not None
+                and p_value < alpha
+                and value != reference
+            ):
+                marks[(name, domain)] = "*"
+                if reference is not None:
+                    digits[domain] = max(digits[domain], distinguishing_digits(value, reference))
     table = []
     for name, scores in rows:
         cells = []
@@ -34,20 +54,19 @@ def score_table(rows, domains, metric, significance=None, alpha=0.05, baseline=N
                 cells.append("-")
                 continue
             values.append(value)
-            mark = ""
-            p_value = (significance or {}).get(name, {}).get(domain)
-            reference = baseline_scores.get(domain, {}).get("bleu")
-            if (
-                metric == "bleu"
-                and p_value is not None
-                and p_value < alpha
-                and scores[domain]["bleu"] != reference
-            ):
-                mark = "*"
-            cells.append("%.1f%s" % (value, mark))
+            cells.append("%.*f%s" % (digits[domain], value, marks.get((name, domain), "")))
         average = sum(values) / len(values) if len(values) == len(domains) else math.nan
         table.append([name] + cells + ["-" if math.isnan(average) else "%.1f" % average])
     return markdown_table(["system"] + list(domains) + ["avg"], table)
+
+
+def distinguishing_digits(value, reference, most=4):
+    """The fewest decimals (1 to :obj:`most`) at which :obj:`value` and :obj:`reference`
+    round apart (0.03 and 0.0: 2)."""
+    digits = 1
+    while digits < most and round(value, digits) == round(reference, digits):
+        digits += 1
+    return digits
 
 
 def score_chart(rows, domains, metric, path, title):
@@ -138,7 +157,8 @@ def format_tables(results):
         parts.append("")
     if results.get("baseline"):
         parts.append(
-            "`*`: BLEU differs from %s with p < 0.05 (sacrebleu paired bootstrap)."
+            "`*`: BLEU differs from %s with p < 0.05 (sacrebleu paired bootstrap); a domain"
+            " whose marked values would round to the baseline's has more decimals."
             % results["baseline"]
         )
     parts.append(

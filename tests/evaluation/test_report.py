@@ -32,6 +32,26 @@ class ScoresTest(tf.test.TestCase):
         with open(path, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+    def test_rounding_never_hides_a_significant_difference(self):
+        # Issue 47 item 6: "0.0*" beside "0.0" (a significant 0.03 BLEU on a tiny model).
+        rows = [
+            ("Mixed", {"a": {"bleu": 0.0}, "b": {"bleu": 20.0}}),
+            ("LDR", {"a": {"bleu": 0.03}, "b": {"bleu": 20.04}}),
+            ("DC", {"a": {"bleu": 0.0}, "b": {"bleu": 25.0}}),
+        ]
+        significance = {"LDR": {"a": 0.01, "b": 0.2}, "DC": {"b": 0.01}}
+        table = report.score_table(rows, ["a", "b"], "bleu", significance, baseline="Mixed")
+        self.assertEqual(
+            table.splitlines()[2:],
+            [
+                "| Mixed | 0.00 | 20.0 | 10.0 |",
+                "| LDR | 0.03* | 20.0 | 10.0 |",
+                "| DC | 0.00 | 25.0* | 12.5 |",
+            ],
+        )
+        self.assertEqual(report.distinguishing_digits(0.0004, 0.0), 4)
+        self.assertEqual(report.distinguishing_digits(12.0, 10.0), 1)
+
     def test_interrupted_chart_leaves_nothing(self):
         import matplotlib.figure
 
