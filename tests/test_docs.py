@@ -184,6 +184,17 @@ class BlocksTest(unittest.TestCase):
             ],
         )
 
+    def test_command_help_has_no_rest_markup(self):
+        # Issue 47 item 6: --help and the Commands page showed ``ldr-eval`` verbatim.
+        markup = re.compile(r"``[^`]*``|:(?:mod|func|class|obj|data|meth|attr):`")
+        for command in ldr_docs_commands.entry_points():
+            for argv in ldr_docs_commands.sub_commands(command):
+                parser, _ = ldr_docs_commands.capture(command, argv)
+                parsers = [parser] + [sub for _, sub in ldr_docs_commands._sub_parsers(parser)]
+                for each in parsers:
+                    text = each.format_help()
+                    self.assertIsNone(markup.search(text), "%s: %s" % (each.prog, text[:300]))
+
     def test_a_wrong_option_is_caught(self):
         self.assertIsNone(
             ldr_docs_commands.check_command_line(

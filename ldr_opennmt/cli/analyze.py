@@ -176,7 +176,9 @@ def main(argv=None):
 
 
 def _main(argv):
-    parser = argparse.ArgumentParser(prog="ldr-analyze", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="ldr-analyze", description=__doc__.split("\n")[0].replace("``", "")
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     sub = subparsers.add_parser("polysemy", help="neighbours of each unit in each domain")
     sub.add_argument("--config", nargs="+", required=True, help="run configuration(s)")

@@ -45,7 +45,8 @@ def _main(argv):
         return _fit_ensemble_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="ldr-eval",
-        description=__doc__.split("\n")[0],
+        # The docstring's first line, as plain text (--help shows it as it is).
+        description=__doc__.split("\n")[0].replace("``", ""),
         epilog="`ldr-eval %s --help`: the contrastive lexical-choice test; `ldr-eval %s "
         "--help`: fit the ens-learned weights." % (CONTRASTIVE, FIT_ENSEMBLE),
     )
