@@ -28,7 +28,9 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Serves a multi-domain model with a JSON API (POST /translate, GET /domains, "
-        "GET /health, /docs): the CTranslate2 models of ldr-export ctranslate2 (one per "
+        "GET /health, GET /metrics, /docs; LibreTranslate's POST /translate, GET /languages and "
+        "POST /detect; OpenNMT-py's POST /translator/translate; POST /detect_domain): the "
+        "CTranslate2 models of ldr-export ctranslate2 (one per "
         "domain), or a SavedModel of ldr-main export (a domain input).",
     )
     parser.add_argument(

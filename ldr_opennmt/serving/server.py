@@ -37,7 +37,15 @@ than ``--max_sentences`` sentences or a sentence of more than ``--max_sentence_t
 tokens (422). At most ``--max_queued_sentences`` sentences are accepted and not yet answered:
 past that a request is refused with 503 (retry later). A request not answered within
 ``--timeout_s`` gets 504. Every error is a JSON object ``{"error": "one line"}`` naming the
-field; no request can stop the server.
+field; no request can stop the server. A batch that fails is run again one request at a time
+(:mod:`ldr_opennmt.serving.batching`), so one bad input fails only its own request.
+
+**Checks.** A body is UTF-8 JSON with no lone surrogate in any string (422 naming the field,
+before anything is queued); it is validated by the pydantic models of
+:mod:`ldr_opennmt.serving.api_models`, which also make the OpenAPI schema; a byte-order mark
+at the start of a sentence is removed, with a note in the answer's ``warnings``. The HTTP side
+(routes, LibreTranslate's and OpenNMT-py's APIs, metrics, hosts, timeouts) is
+:mod:`ldr_opennmt.serving.app`.
 """
 
 import asyncio
