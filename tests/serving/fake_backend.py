@@ -7,16 +7,20 @@ which encodes every token to UTF-8, it fails the whole batch on a token that is 
 Unicode (a lone surrogate).
 """
 
+import json
 import threading
 import time
+import unittest
 
 import uvicorn
+from starlette.testclient import TestClient
 
 from ldr_opennmt.serving import app as app_lib
 from ldr_opennmt.serving import backends
 from ldr_opennmt.serving import server as server_lib
 
 DOMAINS = ("medical", "software", "generic")
+JSON = {"Content-Type": "application/json"}
 
 
 class FakeModel:
@@ -135,3 +139,31 @@ class LiveServer:
         self.server.should_exit = True
         self.thread.join(timeout=30)
         self.sock.close()
+
+
+class AppTestCase(unittest.TestCase):
+    """A test case with one application over the fake backend for its tests (``client``),
+    English to French, at most 4 sentences and a beam of 4."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.app = app(max_sentences=4, max_beam_size=4, source_language="en", target_language="fr")
+        cls.client = TestClient(cls.app).__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.__exit__(None, None, None)
+
+    def post(self, body, path="/translate", headers=JSON):
+        data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+        response = self.client.post(path, content=data, headers=headers)
+        return response.status_code, response.json()
+
+    def assert_error(self, response, status, regex):
+        self.assertEqual(response[0], status, response[1])
+        self.assertEqual(list(response[1]), ["error"])
+        message = response[1]["error"]
+        self.assertNotIn("\n", message)
+        self.assertRegex(message, regex)
+        message.encode("utf-8")  # Encodable: no lone surrogate.
+        return message

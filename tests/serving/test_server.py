@@ -663,3 +663,17 @@ class LoadedModelsTest(tf.test.TestCase):
             loaded.acquire("bad")
         loaded.acquire("good")
         self.assertEqual(loaded.stats()["loaded_models"], ["good"])
+
+
+class OptionsTest(tf.test.TestCase):
+    def test_timeout_shorter_than_the_batch_wait_is_refused(self):
+        with self.assertRaisesRegex(
+            server_lib.UserError, r"^--timeout_s 0.5 is not longer than --max_wait_ms 800 \(0.8 s\)"
+        ):
+            server_lib.Options("x", timeout_s=0.5, max_wait_ms=800)
+
+    def test_bad_hosts_and_timeouts(self):
+        with self.assertRaisesRegex(server_lib.UserError, "^--allowed_hosts: .*a wildcard"):
+            server_lib.Options("x", allowed_hosts=["ev*il.com"])
+        with self.assertRaisesRegex(server_lib.UserError, "^--read_timeout_s must be > 0"):
+            server_lib.Options("x", read_timeout_s=0)

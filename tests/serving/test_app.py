@@ -1,19 +1,17 @@
 """``ldr-serve``'s HTTP API in process, over a fake backend (tests/serving/fake_backend.py):
 one error shape, request validation by the models that make the OpenAPI schema, text that
-is not valid Unicode, byte-order marks, the server's internals kept out of its answers,
-LibreTranslate's and OpenNMT-py's routes, metrics and the offline docs."""
+is not valid Unicode, byte-order marks, a bad request among good ones, the server's internals
+kept out of its answers, allowed hosts and CORS, and the offline docs."""
 
 import asyncio
 import concurrent.futures
 import json
 import re
 import threading
-import unittest
 
 import parameterized
 from starlette.testclient import TestClient
 
-from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import server as server_lib
 from tests.serving import fake_backend
 from tests.serving.fake_backend import FakeModel, expected
@@ -21,32 +19,7 @@ from tests.serving.fake_backend import FakeModel, expected
 JSON = {"Content-Type": "application/json"}
 
 
-class ApiTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.app = fake_backend.app(
-            max_sentences=4, max_beam_size=4, source_language="en", target_language="fr"
-        )
-        cls.client = TestClient(cls.app).__enter__()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.client.__exit__(None, None, None)
-
-    def post(self, body, path="/translate", headers=JSON):
-        data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-        response = self.client.post(path, content=data, headers=headers)
-        return response.status_code, response.json()
-
-    def assert_error(self, response, status, regex):
-        self.assertEqual(response[0], status, response[1])
-        self.assertEqual(list(response[1]), ["error"])
-        message = response[1]["error"]
-        self.assertNotIn("\n", message)
-        self.assertRegex(message, regex)
-        message.encode("utf-8")  # Encodable: no lone surrogate.
-        return message
-
+class AppTest(fake_backend.AppTestCase):
     # One error shape, every route.
 
     def test_unknown_routes_and_methods_answer_the_error_shape(self):
@@ -269,106 +242,7 @@ class ApiTest(unittest.TestCase):
             response = client.get("/health", headers={"Origin": "https://other.example"})
             self.assertNotIn("access-control-allow-origin", response.headers)
 
-    # LibreTranslate, OpenNMT-py, domain detection.
-
-    def test_libretranslate_json_and_form_bodies(self):
-        status, answer = self.post({"q": "the cell", "source": "en", "target": "fr"})
-        self.assertEqual(
-            (status, answer),
-            (200, {"translatedText": expected("the cell", "generic"), "domain": "generic"}),
-        )
-        status, answer = self.post(
-            {"q": ["a b", "c"], "source": "auto", "target": "fr", "format": "text",
-             "alternatives": 2, "api_key": "ignored", "domain": "software"}
-        )  # fmt: skip
-        self.assertEqual(status, 200, answer)
-        self.assertEqual(
-            answer["translatedText"], [expected("a b", "software"), expected("c", "software")]
-        )
-        self.assertEqual(answer["alternatives"][1], ["software c #1", "software c #2"])
-        self.assertEqual(answer["detectedLanguage"][0], {"language": "en", "confidence": 100.0})
-        self.assertEqual(answer["domain"], ["software", "software"])
-        response = self.client.post(
-            "/translate", data={"q": "a host", "source": "en", "target": "fr", "domain": "medical"}
-        )
-        self.assertEqual(response.status_code, 200, response.text)
-        self.assertEqual(response.json()["translatedText"], expected("a host", "medical"))
-        self.assert_error(
-            self.post({"q": "a", "source": "de", "target": "fr"}), 422, '^source: "de" is not'
-        )
-        self.assert_error(
-            self.post({"q": "a", "source": "en", "target": "fr", "format": "html"}),
-            422,
-            "^format: html is not supported",
-        )
-        self.assert_error(self.post({"q": "a", "target": "fr"}), 422, "^source: missing")
-        self.assert_error(
-            self.post({"q": "a", "source": "en", "target": "fr", "domain": "law"}),
-            422,
-            '^domain: unknown domain "law"',
-        )
-
-    def test_languages_and_detect(self):
-        self.assertEqual(
-            self.client.get("/languages").json(),
-            [
-                {"code": "en", "name": "English", "targets": ["fr"]},
-                {"code": "fr", "name": "French", "targets": []},
-            ],
-        )
-        self.assertEqual(
-            self.post({"q": "the cell"}, path="/detect"),
-            (200, [{"language": "en", "confidence": 100.0}]),
-        )
-
-    def test_detect_domain(self):
-        self.assert_error(self.post({"q": "a"}, path="/detect_domain"), 501, "--classifier")
-        application = fake_backend.app(classifier=fake_backend.FakeClassifier())
-        with TestClient(application) as client:
-            response = client.post("/detect_domain", json={"q": ["open the file", "a dose"]})
-            self.assertEqual(response.status_code, 200, response.text)
-            self.assertEqual(
-                response.json(),
-                [
-                    {"domain": "software", "probability": 0.8,
-                     "probabilities": {"medical": 0.2, "software": 0.8}},
-                    {"domain": "medical", "probability": 0.9,
-                     "probabilities": {"medical": 0.9, "software": 0.1}},
-                ],
-            )  # fmt: skip
-
-    def test_opennmt_py_route(self):
-        status, answer = self.post(
-            [{"src": "a b", "id": 100}, {"src": "c", "id": 100, "domain": "medical"}],
-            path="/translator/translate",
-        )
-        self.assertEqual(status, 200, answer)
-        self.assertEqual(
-            [r["tgt"] for r in answer[0]], [expected("a b", "generic"), expected("c", "medical")]
-        )
-        self.assertEqual(answer[0][0]["src"], "a b")
-        self.assert_error(
-            self.post([{"src": "a", "source": "a"}], path="/translator/translate"),
-            422,
-            r"^\[0\]\.source: unknown",
-        )
-
-    # Metrics and docs.
-
-    def test_metrics(self):
-        self.post({"sentences": ["a b"], "domain": "medical"})
-        self.post({"sentences": ["a b"], "domain": "law"})
-        text = self.client.get("/metrics").text
-        self.assertRegex(
-            text, r'ldr_serve_requests_total\{domain="medical",route="/translate",status="200"\} \d'
-        )
-        self.assertRegex(
-            text, r'ldr_serve_errors_total\{domain="other",route="/translate",status="422"\} \d'
-        )
-        self.assertRegex(text, r'ldr_serve_request_seconds_bucket\{domain="medical",le=')
-        self.assertRegex(text, r'ldr_serve_batch_size_count\{queue="medical"\} [1-9]')
-        self.assertIn("ldr_serve_queued_sentences 0.0", text)
-        self.assertRegex(text, r"ldr_serve_model_loads_total \d")
+    # Docs.
 
     def test_docs_are_served_from_local_assets(self):
         for page in ("/docs", "/redoc"):
@@ -380,17 +254,3 @@ class ApiTest(unittest.TestCase):
                 if url.startswith("/docs-assets/"):
                     self.assertEqual(self.client.get(url).status_code, 200, url)
             self.assertNotIn("cdn", html.lower())
-
-
-class OptionsTest(unittest.TestCase):
-    def test_timeout_shorter_than_the_batch_wait_is_refused(self):
-        with self.assertRaisesRegex(
-            UserError, r"^--timeout_s 0.5 is not longer than --max_wait_ms 800 \(0.8 s\)"
-        ):
-            server_lib.Options("x", timeout_s=0.5, max_wait_ms=800)
-
-    def test_bad_hosts_and_timeouts(self):
-        with self.assertRaisesRegex(UserError, "^--allowed_hosts: .*a wildcard"):
-            server_lib.Options("x", allowed_hosts=["ev*il.com"])
-        with self.assertRaisesRegex(UserError, "^--read_timeout_s must be > 0"):
-            server_lib.Options("x", read_timeout_s=0)

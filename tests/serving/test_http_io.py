@@ -1,6 +1,6 @@
 """``ldr-serve``'s application under a real uvicorn server on 127.0.0.1 (a thread, a fake
 backend): clients that send half a body, bodies over the limit, clients that go away,
-access logs, and the real LibreTranslate client (``libretranslatepy``)."""
+and access logs."""
 
 import json
 import logging
@@ -8,10 +8,7 @@ import socket
 import time
 import unittest
 
-import libretranslatepy
-
 from tests.serving import fake_backend
-from tests.serving.fake_backend import expected
 
 
 def _request(port, body=b"", declared=None, path="/translate"):
@@ -123,31 +120,6 @@ class SlowClientsTest(unittest.TestCase):
         self.assertTrue(any("POST /translate" in line for line in lines), lines)
         self.assertFalse(any("secret" in line for line in lines), lines)
         logging.getLogger("uvicorn.access").handlers.clear()
-
-
-class LibreTranslateClientTest(unittest.TestCase):
-    def test_the_libretranslatepy_client(self):
-        application = fake_backend.app(source_language="en", target_language="fr")
-        with fake_backend.LiveServer(application) as live:
-            client = libretranslatepy.LibreTranslateAPI(live.url, api_key="anything")
-            self.assertEqual(
-                client.translate("the big cell", "en", "fr"), expected("the big cell", "generic")
-            )
-            self.assertEqual(
-                client.translate("a host", "auto", "fr"), expected("a host", "generic")
-            )
-            self.assertEqual(
-                client.languages(),
-                [
-                    {"code": "en", "name": "English", "targets": ["fr"]},
-                    {"code": "fr", "name": "French", "targets": []},
-                ],
-            )
-            self.assertEqual(client.detect("the cell"), [{"language": "en", "confidence": 100.0}])
-            with self.assertRaises(Exception) as context:  # urllib's HTTPError: 422.
-                client.translate("the cell", "de", "fr")
-            self.assertEqual(context.exception.code, 422)
-            self.assertRegex(json.loads(context.exception.read())["error"], '^source: "de" is not')
 
 
 if __name__ == "__main__":
