@@ -160,10 +160,11 @@ class Server:
         self.process, self.startup_s = process, startup_s
 
     @classmethod
-    def start(cls, model_dir, options):
-        """``ldr-serve --model_dir MODEL_DIR OPTIONS`` on a free port, answering."""
+    def start(cls, model_dir, options, executable=None):
+        """``ldr-serve --model_dir MODEL_DIR OPTIONS`` on a free port, answering
+        (:obj:`executable`: that ``ldr-serve``, default the one on ``PATH``)."""
         port = _free_port()
-        executable = shutil.which("ldr-serve")
+        executable = executable or shutil.which("ldr-serve")
         command = [executable] if executable else [sys.executable, "-m", "ldr_opennmt.cli.serve"]
         command += ["--model_dir", model_dir, "--port", str(port), "--log_level", "warning"]
         start = time.perf_counter()
@@ -592,17 +593,18 @@ def model_description(model_dir, domains):
 # BENCHMARKS.md.
 
 
-def add_run(text, run):
+def add_run(text, run, section=SECTION, intro=SECTION_INTRO):
     """:obj:`text` (a ``BENCHMARKS.md``) with :obj:`run` (a report) first among the runs of
-    its section :data:`SECTION`: before the section's first :data:`RUN_HEADING` heading, or
-    at its end. A file without the section gets it at its end, with :data:`SECTION_INTRO`."""
+    its section :obj:`section` (default :data:`SECTION`): before the section's first
+    :data:`RUN_HEADING` heading, or at its end. A file without the section gets it at its
+    end, with :obj:`intro`."""
     lines = text.splitlines()
     run_lines = run.strip("\n").splitlines()
-    if SECTION not in lines:
+    if section not in lines:
         while lines and not lines[-1].strip():
             lines.pop()
-        return "\n".join(lines + ["", SECTION, "", SECTION_INTRO, ""] + run_lines) + "\n"
-    start = lines.index(SECTION) + 1
+        return "\n".join(lines + ["", section, "", intro, ""] + run_lines) + "\n"
+    start = lines.index(section) + 1
     end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
     at = next((i for i in range(start, end) if lines[i].startswith(RUN_HEADING)), None)
     if at is None:  # After the section's text, before the blank lines that end it.
@@ -615,10 +617,10 @@ def add_run(text, run):
     return "\n".join(lines[:at] + run_lines + lines[at:]) + "\n"
 
 
-def update_benchmarks(path, run):
+def update_benchmarks(path, run, section=SECTION, intro=SECTION_INTRO):
     """Adds :obj:`run` to the file :obj:`path` (:func:`add_run`), atomically."""
     with open(path, encoding="utf-8") as f:
-        text = add_run(f.read(), run)
+        text = add_run(f.read(), run, section, intro)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
     try:

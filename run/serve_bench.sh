@@ -6,7 +6,14 @@
 #   bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md   # adds the run to BENCHMARKS.md
 #   bash run/serve_bench.sh --config data.yml ldr.yml --corpus data/default [--work DIR] \
 #       [-- run/serve_bench.py options, e.g. --seconds 10 --out figures.md]
-# About 5 minutes on 2 CPU cores. Run nothing else meanwhile: the measurements share the CPU.
+#   bash run/serve_bench.sh --runtimes [-- --benchmarks BENCHMARKS.md]   # the runtimes part only
+# Then (always, or alone with --runtimes) run/serve_runtimes.py compares the serving runtime
+# (.venv-serve of run/setup_serve.sh: Python 3.12, CTranslate2 4, no TensorFlow) with this
+# environment on the CTranslate2 export: ldr-serve's startup time and memory, 1/8/32
+# clients, and CTranslate2 4 against 3.24 offline (float32 and int8); --benchmarks FILE
+# adds its run to FILE too.
+# About 5 minutes on 2 CPU cores (the runtimes part: 2 more). Run nothing else meanwhile:
+# the measurements share the CPU.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
@@ -16,6 +23,7 @@ INVOKED_AS="bash run/serve_bench.sh${*:+ $*}"
 CONFIGS=(results/demo-quick/configs/data.yml results/demo-quick/configs/ldr.yml)
 CORPUS=data/default
 WORK=""
+RUNTIMES_ONLY=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --config)
@@ -25,6 +33,7 @@ while [ $# -gt 0 ]; do
       ;;
     --corpus) CORPUS="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
+    --runtimes) RUNTIMES_ONLY=1; shift ;;
     --) shift; break ;;
     *) echo "serve_bench.sh: unknown option $1 (options of serve_bench.py go after --)" >&2; exit 2 ;;
   esac
@@ -52,13 +61,29 @@ EOF
 rm -rf "$WORK/ct2" "$WORK/saved_model"
 echo "[serve_bench] exporting ${CONFIGS[*]} to $WORK" >&2
 ldr-export ctranslate2 --config "${CONFIGS[@]}" "$WORK/serve.yml" --output_dir "$WORK/ct2" >&2
-ldr-main --log_level ERROR --config "${CONFIGS[@]}" "$WORK/serve.yml" export \
-  --output_dir "$WORK/saved_model" >&2 2>"$WORK/export.log" || {
-  cat "$WORK/export.log" >&2
-  exit 1
-}
+# --benchmarks FILE among the options after --: the runtimes part adds its run there too.
+RUNTIME_OPTIONS=()
+ARGS=("$@")
+for i in "${!ARGS[@]}"; do
+  if [ "${ARGS[$i]}" = "--benchmarks" ] && [ $((i + 1)) -lt ${#ARGS[@]} ]; then
+    RUNTIME_OPTIONS=(--benchmarks "${ARGS[$((i + 1))]}")
+  fi
+done
+if [ -z "$RUNTIMES_ONLY" ]; then
+  ldr-main --log_level ERROR --config "${CONFIGS[@]}" "$WORK/serve.yml" export \
+    --output_dir "$WORK/saved_model" >&2 2>"$WORK/export.log" || {
+    cat "$WORK/export.log" >&2
+    exit 1
+  }
+  uptime >&2
+  # Not exec: the trap above removes the temporary exports when the benchmark ends.
+  python run/serve_bench.py --model_dir "$WORK/ct2" --saved_model "$WORK/saved_model" \
+    --sentences "$CORPUS/raw/test.medical.en" --max_decoding_length 64 \
+    --invoked_as "$INVOKED_AS" "$@"
+fi
+SERVE_BIN="$(source run/setup_serve.sh >&2 && dirname "$(command -v ldr-serve)")"
 uptime >&2
-# Not exec: the trap above removes the temporary exports when the benchmark ends.
-python run/serve_bench.py --model_dir "$WORK/ct2" --saved_model "$WORK/saved_model" \
+python run/serve_runtimes.py --model_dir "$WORK/ct2" --serve_bin "$SERVE_BIN" \
+  --train_bin "$(dirname "$(command -v python)")" \
   --sentences "$CORPUS/raw/test.medical.en" --max_decoding_length 64 \
-  --invoked_as "$INVOKED_AS" "$@"
+  --invoked_as "$INVOKED_AS" "${RUNTIME_OPTIONS[@]}"
