@@ -132,13 +132,12 @@ def measure(environments, args, sentences, domains):
             environments[name]["offline"].append(max(runs, key=lambda r: r["sentences_per_s"]))
 
 
-def report(args, date, environments, sentences):
-    """The Markdown report of one run."""
+def report(args, date, environments, sentences, load):
+    """The Markdown report of one run (:obj:`load`: the load average at its start)."""
     lines = [
         "### Run of %s" % date.strftime("%Y-%m-%d %H:%M UTC"),
         "",
-        "- machine: %s; load average at start: %s"
-        % (serve_bench.machine(), serve_bench.load_average()),
+        "- machine: %s; load average at start: %s" % (serve_bench.machine(), load),
         "- command: `%s`" % (args.invoked_as or "python run/serve_runtimes.py"),
         "- model: `%s`; %d sentences of `%s`, domain %s; greedy, max_decoding_length %d, "
         "batches of %d, intra_threads 1"
@@ -229,6 +228,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     date = datetime.datetime.now(datetime.timezone.utc)
+    load = serve_bench.load_average()
     with open(args.sentences, encoding="utf-8") as f:
         sentences = [line.strip() for line in f if line.strip()][: args.limit]
     with open(os.path.join(args.model_dir, "manifest.json"), encoding="utf-8") as f:
@@ -238,7 +238,7 @@ def main(argv=None):
         "`.venv-serve`": {"bin": args.serve_bin},
     }
     measure(environments, args, sentences, domains)
-    text = report(args, date, environments, sentences)
+    text = report(args, date, environments, sentences, load)
     print(text)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

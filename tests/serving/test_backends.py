@@ -2,6 +2,8 @@
 manifest (issue 43 item 8), also a lazy reload, and ``/health`` says when a model can no
 longer load."""
 
+import contextlib
+import io
 import os
 import shutil
 import types
@@ -91,6 +93,23 @@ class CTranslate2BackendTest(helpers.SharedDirTestCase):
             f.write(b"\0")
         with self.assertRaisesRegex(UserError, r"^domain 'medical': medical/model\.bin"):
             backends.CTranslate2Backend(_options(export, lazy=False))
+
+    def test_export_without_tokenizers_is_said_at_start(self):
+        # Issue 44 item 2: requests would be split on spaces, answers joined by spaces.
+        export = os.path.join(self.dir, "bare")
+        shutil.copytree(self.export, export)
+        for domain in os.listdir(export):
+            shutil.rmtree(os.path.join(export, domain, "assets.extra"), ignore_errors=True)
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            backend = backends.CTranslate2Backend(_options(export))
+        backend.close()
+        self.assertEqual(
+            stderr.getvalue(),
+            "ldr-serve: warning: %s: the export has no tokenizer (exported from a corpus without "
+            "one): sentences are split on spaces and translations are tokens joined by spaces\n"
+            % export,
+        )
 
     def test_missing_file_is_unloadable(self):
         backend, export = self._backend("missing")

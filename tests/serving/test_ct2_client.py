@@ -178,8 +178,8 @@ class CTranslate2ClientTest(helpers.SharedDirTestCase):
         code = """
         import sys
         import ldr_opennmt
-        from ldr_opennmt.serving import backends, ct2_client, ct2_models, translator
-        from ldr_opennmt.cli import translate
+        from ldr_opennmt.serving import backends, ct2_client, ct2_models, server, translator
+        from ldr_opennmt.cli import serve, translate
         assert not ldr_opennmt.TRAINING_STACK
         print(translator.Translator(sys.argv[1]).translate(["the cell is here."], "medical")[0])
         sys.stdout.flush()
