@@ -96,6 +96,13 @@ class ServeRuntimeTest(helpers.SharedDirTestCase):
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
         self.assertIn("a SavedModel needs the training environment", result.stderr)
+        result = self._run("ldr-serve", "--model_dir", saved, "--port", str(fixtures.free_port()))
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertRegex(
+            result.stderr,
+            r"^ldr-serve: error: --model_dir: a SavedModel needs the training environment "
+            r"\(TensorFlow is not installed here: [^\n]*\n$",
+        )
 
     def test_serve_gives_the_translations_of_ctranslate2_3(self):
         port = fixtures.free_port()
