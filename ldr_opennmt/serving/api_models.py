@@ -323,6 +323,9 @@ def _value_at(body, loc):
     return value
 
 
+_TYPE_MISMATCH = ("type_error.str", "type_error.list", "string_type", "list_type")
+
+
 def validation_message(errors, body=None, model=None):
     """One line for the first of pydantic's (or FastAPI's) validation errors.
 
@@ -333,8 +336,17 @@ def validation_message(errors, body=None, model=None):
     """
     if not errors:
         return "body: invalid"
-    # A union (q: a string or a list) gives one error per member: report the field once.
+    # A union (q: a string or a list) gives one error per member: the most telling one (a
+    # list's size, an item) rather than "not a string"; the field once.
     error = errors[0]
+    same_field = [e for e in errors if e.get("loc", ())[:1] == error.get("loc", ())[:1]]
+    telling = [
+        e
+        for e in same_field
+        if e.get("type") not in _TYPE_MISMATCH or len(e.get("loc", ())) > len(error.get("loc", ()))
+    ]
+    if len(same_field) > 1 and telling:
+        error, errors = telling[0], [telling[0]]
     loc = tuple(p for p in error.get("loc", ()) if p != "body")
     if (
         len(loc) > 1

@@ -60,7 +60,12 @@ def form_body(text, max_texts):
             errors="strict",
             max_num_fields=max(MAX_FORM_FIELDS, max_texts + 16),
         )
-    except (ValueError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError as e:
+        raise RequestError(
+            400,
+            "body: not a form of UTF-8 text (a %%-escape gives byte 0x%02x)" % e.object[e.start],
+        ) from None
+    except ValueError as e:
         raise RequestError(400, "body: not a form (%s)" % e) from None
     body, texts = {}, []
     for name, value in pairs:

@@ -44,6 +44,14 @@ class LibreTranslateTest(fake_backend.AppTestCase):
             "^format: html is not supported",
         )
         self.assert_error(self.post({"q": "a", "target": "fr"}), 422, "^source: missing")
+        base = {"source": "en", "target": "fr"}
+        for q, regex in (
+            (5, "^q: expected a string or a list of strings, got 5$"),
+            ([], "^q: empty list$"),
+            (["a"] * 5, "^q: 5 items, more than this server's limit of 4$"),
+            (["a", 3], r"^q\[1\]: expected a string, got 3$"),
+        ):
+            self.assert_error(self.post(dict(base, q=q)), 422, regex)
         self.assert_error(
             self.post({"q": "a", "source": "en", "target": "fr", "domain": "law"}),
             422,
