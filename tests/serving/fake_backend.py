@@ -13,7 +13,6 @@ import time
 import unittest
 
 import uvicorn
-from starlette.testclient import TestClient
 
 from ldr_opennmt.serving import app as app_lib
 from ldr_opennmt.serving import backends
@@ -147,6 +146,9 @@ class AppTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        # Imported here: httpx, which it needs, is a test tool (not in .venv-serve).
+        from starlette.testclient import TestClient  # pylint: disable=import-outside-toplevel
+
         cls.app = app(max_sentences=4, max_beam_size=4, source_language="en", target_language="fr")
         cls.client = TestClient(cls.app).__enter__()
 
