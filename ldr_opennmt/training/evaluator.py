@@ -7,9 +7,12 @@ the pooled values: ``loss`` and ``perplexity`` over all tokens, and each score
 averaged over the domains (the "avg" column of the papers' tables). Every value
 goes to the log and to TensorBoard (``metrics/<domain>/bleu``); any of them can
 drive ``early_stopping`` or ``export_on_best`` (e.g. ``metric: software/bleu``).
+Before each domain, one log line says what the evaluation does (its sentences, and
+whether they are translated for the scorers, the long part), and after it how long it took.
 """
 
 import os
+import time
 
 import tensorflow as tf
 
@@ -51,6 +54,19 @@ def evaluation_sets(features_file, labels_file):
         name = constant_label_name(domain_labels) or os.path.basename(source)
         sets.append((name, features, labels))
     return sets
+
+
+def _what_is_done(labels_file, scorers):
+    """What evaluating a dev set does, for the log: ``500 dev sentences, translated with
+    beam search for bleu`` (``the loss only`` without scorers)."""
+    try:
+        with open(labels_file, "rb") as f:
+            count = "%d dev sentences" % sum(1 for _ in f)
+    except (OSError, TypeError):
+        count = "the dev set"
+    if not scorers:
+        return "%s, the loss only (no scorers: nothing translated)" % count
+    return "%s, translated with beam search for %s" % (count, ", ".join(scorers))
 
 
 class MultiDomainEvaluator(compat.EvaluatorAdapter):
@@ -109,6 +125,13 @@ class MultiDomainEvaluator(compat.EvaluatorAdapter):
             output_path = None
             if self.saves_predictions:
                 output_path = os.path.join(self.eval_dir, "predictions.%s.txt.%d" % (domain, step))
+            tf.get_logger().info(
+                "Evaluating domain %s at step %d: %s",
+                domain,
+                step,
+                _what_is_done(labels_file, [scorer.name for scorer in self.scorers]),
+            )
+            start = time.monotonic()
             loss_num, loss_den, values = self.evaluate_dataset(dataset, output_path)
             total_num += loss_num
             total_den += loss_den
@@ -123,6 +146,12 @@ class MultiDomainEvaluator(compat.EvaluatorAdapter):
                     else:
                         domain_results[scorer.name] = score
             domain_results = {k: float(v) for k, v in domain_results.items()}
+            tf.get_logger().info(
+                "Evaluation of domain %s at step %d took %.1f s",
+                domain,
+                step,
+                time.monotonic() - start,
+            )
             tf.get_logger().info(
                 "Evaluation result for domain %s at step %d: %s",
                 domain,
