@@ -28,6 +28,7 @@ LAYERS = (
     ("models",),
     ("training",),
     ("serving", "evaluation", "analysis"),
+    ("checks",),
     ("cli",),
 )
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}

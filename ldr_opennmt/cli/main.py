@@ -16,6 +16,9 @@ and, given the true labels, report per-domain precision and recall::
 
 ``ldr-main --list-families [--user_module FILE ...]`` prints the registered model
 families (:mod:`ldr_opennmt.registry`) with their capabilities, a user module's too.
+``ldr-main check-family NAME [--user_module FILE ...]`` checks that a family keeps the
+extension contract (:mod:`ldr_opennmt.checks.family`): one line per check, exit 1 when
+one fails.
 
 It writes ``pred/test.medical.pred`` (one domain name per line; the input file
 name without its last extension, plus ``.pred``), ``pred/classification.md`` and
@@ -27,12 +30,15 @@ import argparse
 import json
 import os
 import sys
+import tempfile
+import time
 
 import tensorflow as tf
 
 from ldr_opennmt import config_loader
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import errors, gpu, onmt_main, registry
+from ldr_opennmt.checks import family as family_check
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 from ldr_opennmt.training import corpora as corpora_lib
@@ -41,6 +47,7 @@ from ldr_opennmt.utils import read_lines, write_lines_atomic
 
 PREDICT_DOMAINS = "predict_domains"
 LIST_FAMILIES = "--list-families"
+CHECK_FAMILY = "check-family"
 
 
 def _run_type(argv):
@@ -59,6 +66,8 @@ def main(argv=None):
 def _main(argv):
     if LIST_FAMILIES in argv or LIST_FAMILIES.replace("-", "_") in argv:
         return list_families_main(argv)
+    if argv[:1] in ([CHECK_FAMILY], [CHECK_FAMILY.replace("-", "_")]):
+        return check_family_main(argv[1:])
     # GPUs asked for (--num_gpus, --mixed_precision, or a GPU that nvidia-smi sees) but none
     # registered by TensorFlow: one line naming the CUDA libraries, not days on the CPU.
     gpu.check_command_line(argv, prog="ldr-main")
@@ -85,6 +94,58 @@ def list_families_main(argv):
         registry.load_user_module(spec)
     print("\n".join(registry.describe()))
     return 0
+
+
+def check_family_main(argv):
+    """``ldr-main check-family NAME``: the family's conformance checks, one line each."""
+    parser = argparse.ArgumentParser(
+        prog="ldr-main %s" % CHECK_FAMILY,
+        description="Check that a model family keeps the extension contract: build it tiny, "
+        "train it a few steps in each mode it declares, export and translate it.",
+    )
+    parser.add_argument("family", help="the family's name (or short name)")
+    parser.add_argument(
+        "--user_module",
+        nargs="+",
+        default=[],
+        help="Python files (or module names) that register families of their own",
+    )
+    parser.add_argument(
+        "--work_dir",
+        help="where to keep the generated data, exports and checkpoints (default: a "
+        "temporary directory, removed at the end)",
+    )
+    parser.add_argument(
+        "--skip",
+        nargs="+",
+        default=[],
+        choices=family_check.CHECKS[1:],
+        help="checks not to run (savedmodel is the slowest: it traces beam search)",
+    )
+    args = parser.parse_args(argv)
+    for spec in args.user_module:
+        registry.load_user_module(spec)
+    family = registry.find(args.family)
+    if args.work_dir and os.path.exists(args.work_dir) and os.listdir(args.work_dir):
+        raise UserError("--work_dir %s: not empty (give a new directory)" % args.work_dir)
+    start = time.time()
+    with tempfile.TemporaryDirectory(prefix="ldr-check-family-") as scratch:
+        check = family_check.FamilyCheck(family, args.work_dir or scratch, skip=args.skip)
+        print("check-family %s" % family.name, flush=True)
+        results = check.run(report=lambda result: print(result.line(), flush=True))
+    if check.caps is not None:
+        print(family_check.header(family, check.caps))
+    failed = [result.name for result in results if result.status == family_check.FAIL]
+    print(
+        "%s: %s (%d checks, %.0f s)"
+        % (
+            family.name,
+            "FAILED %s" % ", ".join(failed) if failed else "passed",
+            len(results),
+            time.time() - start,
+        )
+    )
+    return 1 if failed else 0
 
 
 def _prediction_path(output_dir, features_file):
