@@ -19,7 +19,9 @@ from parameterized import parameterized
 
 from ldr_opennmt import models
 from ldr_opennmt.data import corpus as corpus_lib
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import client
+from ldr_opennmt.serving.translator import Translator
 from tests import corpus, helpers
 from tests.serving.fixtures import run_client
 
@@ -366,6 +368,22 @@ class ClientTest(helpers.SharedDirTestCase):
         )
         self.assertEqual(status, 0, msg=stderr)
         self.assertEqual(output.splitlines(), expected[:2] + [""] + expected[2:])
+
+    def test_python_translator_gives_the_client_output(self):
+        # Issue 44 item 5: the Translator of an export directory, on a SavedModel.
+        export_dir = self._export(FAMILY)[2]
+        status, expected, stderr = self._client(
+            "--export", export_dir, "--domain_file", self.labels, "--input", self.input
+        )
+        self.assertEqual(status, 0, msg=stderr)
+        translator = Translator(export_dir)
+        self.assertEqual(
+            translator.translate(_read(self.input), domains=_read(self.labels), batch_size=3),
+            expected.splitlines(),
+        )
+        self.assertEqual(translator.translate([""], domain="medical"), [""])
+        with self.assertRaisesRegex(UserError, r"^domain: unknown domain label 'legal'"):
+            translator.translate(["a"], domain="legal")
 
     def test_incomplete_export(self):
         # An export interrupted before assets.extra/ (or made before domains.txt was
