@@ -1,6 +1,6 @@
 """What ``ldr-serve`` translates with: the CTranslate2 models of an ``ldr-export ctranslate2``
 directory (:class:`CTranslate2Backend`), or a SavedModel of ``ldr-main export``
-(:class:`SavedModelBackend`), behind one interface.
+(:class:`~ldr_opennmt.serving.savedmodel_backend.SavedModelBackend`), behind one interface.
 
 A backend says which labels it takes (:attr:`labels`, :attr:`declared`), whether it reads
 them (:attr:`ignored`) and translates ensembles (:attr:`ensemble_refusal`), tokenizes,

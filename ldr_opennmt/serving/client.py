@@ -5,10 +5,11 @@
     ldr-translate --export export/ldr --domain medical < in.txt > out.txt
     ldr-translate --export export/ldr --domain_file in.domain --input in.txt --output out.txt
 
-The export is the directory written by ``onmt-main ... export`` (or ``ldr-main``), or
-the directory of ``ldr-export ctranslate2`` (one CTranslate2 model per domain, recognised by
-its ``manifest.json``), which :mod:`ldr_opennmt.serving.ct2_client` translates with the same
-checks (each line with its domain's model).
+The export is the directory written by ``onmt-main ... export`` (or ``ldr-main``). The
+directory of ``ldr-export ctranslate2`` (one CTranslate2 model per domain, recognised by its
+``manifest.json``) goes to :mod:`ldr_opennmt.serving.ct2_client` instead
+(:func:`ldr_opennmt.cli.translate.run`), which translates it with the same checks (each
+line with its domain's model) and without TensorFlow.
 Each input line is tokenized with the source tokenizer exported with the model
 (``assets.extra/``: the pyonmttok options and BPE model of ``source_tokenization``,
 see :mod:`ldr_opennmt.assets`), translated by the ``serving_default``
