@@ -67,7 +67,7 @@ def sub_commands(command):
     if command == "ldr-main":
         from ldr_opennmt.cli import main  # pylint: disable=import-outside-toplevel
 
-        return [[], [main.PREDICT_DOMAINS], [main.LIST_FAMILIES]]
+        return [[], [main.PREDICT_DOMAINS], [main.LIST_FAMILIES], [main.CHECK_FAMILY]]
     if command == "ldr-eval":
         from ldr_opennmt.cli import evaluate  # pylint: disable=import-outside-toplevel
 

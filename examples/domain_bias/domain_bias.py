@@ -28,7 +28,7 @@ import opennmt
 
 from ldr_opennmt import registry
 from ldr_opennmt.layers import DomainCopies
-from ldr_opennmt.models import MultiDomainTransformer
+from ldr_opennmt.models import MultiDomainTransformer, procedure
 from ldr_opennmt.models.sequence_to_sequence import transformer_arguments
 
 
@@ -59,6 +59,8 @@ class DomainBiasDense(opennmt.layers.Dense, DomainCopies):
 class DomainBiasTransformer(MultiDomainTransformer):
     """A Transformer whose output layer is a :class:`DomainBiasDense`."""
 
+    #: Trained by Procedure 1 unless the configuration says otherwise.
+    default_domain_training = procedure.PROCEDURE1
     ctranslate2_refusal = (
         "its per-domain output bias is outside the projections and embedders that the fold "
         "covers (serve the SavedModel)"
