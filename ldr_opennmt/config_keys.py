@@ -69,6 +69,8 @@ KEYS = (
         "the model's argument", "weight w of the domain classifier loss (ML, AdvL)"),
     Key("params", "gradient_reversal_steps", "int", (0, None), "the model's argument (10000)",
         "AdvL: steps N of the reversal weight's ramp from 0 (Ganin-Lempitsky); 0: constant"),
+    Key("params", "gradient_reversal_scale", "float", (0, None), "the model's argument (1)",
+        "AdvL: the final reversal weight lambda the ramp reaches"),
     Key("params", "maximum_source_length", "int", (1, None), 1024,
         "longest source at inference, in tokens; longer inputs are truncated with a warning"),
     Key("infer", "domain_posterior", "bool", None, False,

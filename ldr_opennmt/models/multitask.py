@@ -43,13 +43,14 @@ reports the classifier's accuracy on the labelled sentences as the
 **The reversal weight** ``lambda`` follows the schedule of gradient reversal's
 origin (Ganin and Lempitsky, 2015): ``lambda_p = lambda (2 / (1 + exp(-10 p)) - 1)``,
 ``p = min(step / N, 1)`` the training progress, ``lambda`` = ``reversal_scale`` (1 by
-default) and ``N`` = ``reversal_ramp_steps`` (``params: gradient_reversal_steps``
-overrides it; set it to the run's ``train: max_step``, which the model does not see:
-10000 by default). The weight starts at 0, while the classifier is still random and
-its reversed gradient is noise, and reaches ``0.987 lambda`` at ``p = 0.5``. The
-papers summarised for this project give no schedule (Jiang et al., 2020, section 4.1,
-only say that the gradient is "flipped"), so the schedule of the gradient reversal
-layer's own publication is the default; ``N = 0`` keeps ``lambda`` constant from the
+default; ``params: gradient_reversal_scale`` overrides it) and ``N`` =
+``reversal_ramp_steps`` (``params: gradient_reversal_steps`` overrides it; set it to
+the run's ``train: max_step``, which the model does not see: 10000 by default). The
+weight starts at 0, while the classifier is still random and its reversed gradient is
+noise, and reaches ``0.987 lambda`` at ``p = 0.5``. The papers summarised for this
+project give no schedule (Jiang et al., 2020, section 4.1, only say that the gradient is
+"flipped"), so the schedule of the gradient reversal layer's own publication is the
+default; ``N = 0`` keeps ``lambda`` constant from the
 first step (the ablation, and what this model did before). The step is the one
 OpenNMT-tf passes to ``call`` (the optimizer's ``iterations``); a forward pass without
 one (evaluation) uses ``lambda``, which only acts on gradients anyway. ML has no
@@ -102,6 +103,9 @@ WEIGHT_PARAM = "domain_classifier_loss_weight"
 
 #: ``params`` key overriding the model's ``reversal_ramp_steps`` (AdvL).
 RAMP_PARAM = "gradient_reversal_steps"
+
+#: ``params`` key overriding the model's ``reversal_scale`` (AdvL's final ``lambda``).
+SCALE_PARAM = "gradient_reversal_scale"
 
 #: The default number of steps of the reversal weight's ramp (AdvL).
 DEFAULT_RAMP_STEPS = 10000
@@ -170,7 +174,7 @@ class DomainClassifierTransformer(MultiDomainTransformer):
           classifier_loss_weight: ``w`` in ``L_gen + w L_cls``, ``>= 0`` (``params:
             domain_classifier_loss_weight`` overrides it).
           reversal_scale: ``lambda`` of the gradient reversal (AdvL only), ``>= 0``: the
-            weight the ramp reaches.
+            weight the ramp reaches (``params: gradient_reversal_scale`` overrides it).
           reversal_ramp_steps: ``N``, the training steps of the ramp of ``lambda`` from
             0 (AdvL only), an integer ``>= 0``; 0 keeps ``lambda`` constant (``params:
             gradient_reversal_steps`` overrides it).
@@ -200,6 +204,7 @@ class DomainClassifierTransformer(MultiDomainTransformer):
         self.adversarial = bool(adversarial)
         self._default_weight = weight
         self._default_ramp_steps = ramp_steps
+        self._default_scale = scale
         self.domain_classifier = adversarial_layers.DomainClassifierHead(
             classifier_hidden_units or num_units,
             reversal_scale=scale if self.adversarial else None,
@@ -244,6 +249,21 @@ class DomainClassifierTransformer(MultiDomainTransformer):
             return self._default_ramp_steps
         return adversarial_layers.validate_ramp_steps(value, "params: " + RAMP_PARAM)
 
+    @property
+    def reversal_scale(self):
+        """``lambda``: ``params: gradient_reversal_scale``, or the model's argument (``None``
+        for ML, which has no reversal).
+
+        Raises:
+          UserError: if the parameter is not a number ``>= 0``.
+        """
+        value = self.params.get(SCALE_PARAM)
+        if value is not None:
+            value = adversarial_layers.validate_non_negative(value, "params: " + SCALE_PARAM)
+        if not self.adversarial:
+            return None
+        return self._default_scale if value is None else value
+
     def reversal_weight(self, step=None):
         """``lambda`` at :obj:`step` (AdvL; ``None`` for ML, which has no reversal)."""
         if self.domain_classifier.reversal is None:
@@ -259,8 +279,10 @@ class DomainClassifierTransformer(MultiDomainTransformer):
         super().initialize(data_config, params=params)
         _ = self.classifier_loss_weight  # Fail early on an invalid weight.
         ramp_steps = self.reversal_ramp_steps  # And on invalid ramp steps.
+        scale = self.reversal_scale  # And on an invalid scale.
         if self.domain_classifier.reversal is not None:
             self.domain_classifier.reversal.set_ramp_steps(ramp_steps)
+            self.domain_classifier.reversal.scale = scale
         _, num_domains = configured_regions(data_config, 0, "the %s Transformer" % self.system_name)
         self.domain_classifier.set_num_domains(num_domains)
 

@@ -146,6 +146,30 @@ class MultitaskTransformerTest(tf.test.TestCase):
             self.assertIsNone(ml_grads[i], ml.trainable_weights[i].name)
             self.assertIsNone(advl_grads[i], advl.trainable_weights[i].name)
 
+    def test_the_reversal_scale_is_a_params_key(self):
+        # params: gradient_reversal_scale overrides the model's lambda (the tables' AdvL grid
+        # sets it): the encoder's classifier gradient is -lambda times ML's.
+        ml, _ = _model(self, adversarial=False)
+        params = {multitask.SCALE_PARAM: 0.25, multitask.RAMP_PARAM: 0}
+        advl, _ = _model(self, adversarial=True, params=params, weights_from=ml)
+        self.assertEqual(advl.reversal_scale, 0.25)
+        self.assertEqual(advl.reversal_weight(), 0.25)
+        self.assertIsNone(ml.reversal_scale)
+        features, labels = _features(ml, labels=LABELS), _labels(ml)
+        _, ml_grads = _classifier_gradients(ml, features, labels)
+        _, advl_grads = _classifier_gradients(advl, features, labels)
+        for i in _groups(ml)["source"]:
+            self.assertAllClose(advl_grads[i], -0.25 * ml_grads[i], atol=1e-6)
+        # Without the key, the model's argument.
+        self.assertEqual(_model(self, adversarial=True, reversal_scale=0.5)[0].reversal_scale, 0.5)
+        with self.assertRaises(UserError) as context:
+            multitask.advl_transformer(**helpers.TINY).initialize(
+                corpus.data_config(_paths(self)), params={multitask.SCALE_PARAM: -1}
+            )
+        _one_line_error(
+            self, context, r"^params: gradient_reversal_scale must be .*, got -1(\.0)?$"
+        )
+
     @parameterized.expand([(False,), (True,)])
     def test_training_gradient_is_translation_plus_weighted_classifier(self, adversarial):
         """compute_gradients (the trainer's hook): ``grad(L_gen + w L_cls)``, normalized."""
