@@ -18,7 +18,12 @@ import sys
 import tempfile
 
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.utils import check_output_not_input, decode_lines, write_lines_atomic
+from ldr_opennmt.utils import (
+    check_output_not_input,
+    decode_lines,
+    same_file,
+    write_lines_atomic,
+)
 
 STDIN = "<stdin>"
 #: The path that names standard input.
@@ -76,14 +81,18 @@ def read_text_lines(path, what="input file"):
 
 def check_paths(args):
     """Refuses what ``ldr-translate`` cannot do with its paths, before reading anything:
-    an ``--output`` that is the ``--input`` or the ``--domain_file`` (both read from
-    standard input is refused too).
+    an ``--output`` that is the ``--input`` or the ``--domain_file``, and labels read from
+    standard input (``-``, ``/dev/stdin``) when the input is read from it too.
 
     Raises:
       UserError: naming the options and paths.
     """
     domain_file = getattr(args, "domain_file", None)
-    if domain_file is not None and is_stdin(domain_file) and is_stdin(args.input):
+    if (
+        domain_file is not None
+        and is_stdin(args.input)
+        and (is_stdin(domain_file) or same_file(domain_file, "/dev/stdin"))
+    ):
         raise UserError(
             "--domain_file %s: standard input is also the input (no --input): give the "
             "input or the labels as a file" % domain_file

@@ -99,3 +99,12 @@ class OutputIsInputTest(parameterized.TestCase):
         )
         self.assertEqual(status, 2, stderr)
         self.assertRegex(stderr, r"^ldr-translate: error: --domain_file -: standard input is")
+
+    def test_labels_from_dev_stdin_when_the_input_is_standard_input(self):
+        status, _, stderr = run_client(
+            "--export", self.exports["ct2"], "--domain_file", "/dev/stdin", stdin=SOURCE
+        )
+        self.assertEqual(status, 2, stderr)
+        self.assertRegex(
+            stderr, r"^ldr-translate: error: --domain_file /dev/stdin: standard input is"
+        )
