@@ -36,6 +36,10 @@ import sys
 
 import serve_bench
 
+#: Issue 44's targets with 32 clients: the share of offline throughput, and p99 latency in
+#: offline batch times.
+THROUGHPUT_TARGET = 0.85
+LATENCY_TARGET = 2.0
 SECTION = "## Serving runtimes: `.venv-serve` (no TensorFlow, CTranslate2 4) against `.venv`"
 SECTION_INTRO = (
     "`ldr-serve` and CTranslate2 in the serving runtime of `source run/setup_serve.sh` "
@@ -174,19 +178,42 @@ def report(args, date, environments, sentences, load):
     lines.append("")
     rows = []
     for name, env in environments.items():
+        # The server's float32 model against the same model offline, in the same environment.
+        offline = env["offline"][0]
         for point in env["serve"]["load"]:
+            share = point["sentences_per_s"] / offline["sentences_per_s"]
+            batches = point["p99_ms"] / offline["batch_ms"]
+            verdict = ""
+            if point["clients"] == 32:
+                verdict = (
+                    "PASS" if share >= THROUGHPUT_TARGET and batches <= LATENCY_TARGET else "MISS"
+                )
             rows.append(
                 [
                     name,
                     point["clients"],
                     "%.1f" % point["sentences_per_s"],
+                    "%.0f%%" % (100 * share),
                     "%.0f" % point["p50_ms"],
                     "%.0f" % point["p99_ms"],
+                    "%.1f" % batches,
                     point["errors"],
+                    verdict,
                 ]
             )
     lines += serve_bench.markdown_table(
-        ["`ldr-serve` of", "clients", "sentences/s", "p50 (ms)", "p99 (ms)", "errors"], rows
+        [
+            "`ldr-serve` of",
+            "clients",
+            "sentences/s",
+            "of offline float32",
+            "p50 (ms)",
+            "p99 (ms)",
+            "p99 / offline batch",
+            "errors",
+            "targets (32 clients)",
+        ],
+        rows,
     ).splitlines()
     lines.append("")
     rows = []
