@@ -11,6 +11,9 @@ message of one line that names the file, line and value. Commands print it as
   imported (``onmt-main`` has no error handling of its own to extend).
 """
 
+import errno
+import os
+import re
 import sys
 
 #: The prefix of errors printed under stock ``onmt-main``.
@@ -47,6 +50,44 @@ def run_main(prog, main_fn, *args, **kwargs):
     except UserError as e:
         report(prog, e)
         return EXIT_STATUS
+    except Exception as e:  # pylint: disable=broad-except
+        message = disk_full_message(e)
+        if message is None:
+            raise
+        report(prog, message)
+        return DISK_FULL_STATUS
+
+
+#: Exit status of a command stopped by a full disk (not the user's input: not 2).
+DISK_FULL_STATUS = 1
+
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def disk_full_message(error):
+    """One line for an error that a full disk (or quota) raised, else ``None``.
+
+    Python raises ``OSError`` (``ENOSPC``, ``EDQUOT``); TensorFlow's file system raises its
+    own errors (a checkpoint or summary written by its C++ code) whose message says it. The
+    package's outputs are written under temporary names and renamed when complete, so the
+    line can say that nothing was left looking complete.
+    """
+    if isinstance(error, OSError) and error.errno in _DISK_FULL:
+        where = " (writing %s)" % error.filename if error.filename else ""
+        reason = os.strerror(error.errno)
+    elif type(error).__module__.startswith("tensorflow") and (
+        "No space left on device" in str(error) or "Disk quota exceeded" in str(error)
+    ):
+        # "{{function_node __wrapped__SaveV2_...}} PATH; No space left on device [Op:SaveV2]"
+        first = str(error).strip().splitlines()[0]
+        where, reason = "", re.sub(r"^\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]$", "", first)
+    else:
+        return None
+    return (
+        "%s%s: free some space and run the command again (no half-written output was left "
+        "under its final name; a training resumes from its last complete checkpoint)"
+        % (reason, where)
+    )
 
 
 def not_utf8_error(path, data, first_line, error):

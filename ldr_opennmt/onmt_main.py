@@ -268,6 +268,10 @@ def install_error_hook():
         if isinstance(exc, errors.UserError):
             errors.report(errors.PACKAGE_PROG, exc)
             raise SystemExit(errors.EXIT_STATUS)
+        disk_full = errors.disk_full_message(exc)
+        if disk_full is not None:
+            errors.report(errors.PACKAGE_PROG, disk_full)
+            raise SystemExit(errors.DISK_FULL_STATUS)
         previous(exc_type, exc, traceback)
 
     _hook._ldr_opennmt = True
