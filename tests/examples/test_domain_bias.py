@@ -134,7 +134,12 @@ class DomainBiasFamilyTest(tf.test.TestCase):
         config = helpers.corpora_config(
             self.get_temp_dir(), os.path.join(self.get_temp_dir(), "joint"), domain_training="joint"
         )
-        Runner(registry.get(FAMILY).build_tiny, config, seed=1).train()
+        with self.assertLogs("tensorflow", "INFO") as logs:
+            Runner(registry.get(FAMILY).build_tiny, config, seed=1).train()
+        # The mode is said once, when the training starts.
+        said = [line for line in logs.output if "Training mode:" in line]
+        self.assertEqual(len(said), 1, said)
+        self.assertIn("params: domain_training: joint (configured)", said[0])
         values = helpers.checkpoint_values(config["model_dir"])
         biases = [v for name, v in values.items() if "output_bias" in name]
         self.assertLen(biases, len(corpus.DOMAINS))
@@ -167,6 +172,10 @@ class DomainBiasEndToEndTest(helpers.SharedDirTestCase):
 
     def test_trains_with_procedure1_under_stock_onmt_main(self):
         self.assertEqual(self.train.returncode, 0, msg=self.train.stderr[-3000:])
+        # Stock onmt-main's log says which mode trains, once.
+        said = [line for line in self.train.stderr.splitlines() if "Training mode:" in line]
+        self.assertEqual(len(said), 1, said)
+        self.assertIn("params: domain_training: procedure1 (configured)", said[0])
         self.assertIn("ckpt-30.index", os.listdir(self.model_dir))
         names = [name for name, _ in tf.train.list_variables(self.model_dir)]
         biases = [name for name in names if "domain_" in name and "output_bias" in name]
