@@ -64,7 +64,7 @@ from ldr_opennmt.utils import (
     write_text_atomic,
 )
 
-from . import common, demo, quoted
+from . import advl_grid, common, defects, demo, equal_budgets, quoted
 from .common import ROOT, output_layers
 from .demo import Run
 
@@ -466,8 +466,9 @@ def curve_section(plan, out):
         "## Stage 2 and fine-tuning, per domain",
         "",
         "The dev loss of each domain while a stage 2 (Factorized, residual adapters) or a"
-        " fine-tuning (FT_*) trains, evaluated every %d steps (`--with_eval`): the first"
-        " evaluation, the best and the last." % plan.curve_every,
+        " fine-tuning (FT_*) trains, evaluated %d times in each (every 1/%d of its steps,"
+        " `--with_eval`): the first evaluation, the best and the last."
+        % (plan.curve_points, plan.curve_points),
         "",
         markdown_table(["training", "domain", "first", "best", "last"], rows, "llrrr"),
         "",
@@ -803,20 +804,37 @@ def write_report(
     mode,
     classification=None,
     label_figures=None,
+    advl_choice=None,
 ):
     """The report's Markdown text (:obj:`label_figures`: :func:`label_use_figures`', with the
-    domain :obj:`classification` scores)."""
+    domain :obj:`classification` scores; :obj:`advl_choice`: :func:`experiments.advl_grid.
+    read_choice`'s, ``None`` when the table has no AdvL row).
+
+    The rows that are defects (:mod:`experiments.defects`: collapsed, or more than 3 BLEU
+    below their control) are listed in the findings and left out of every table and
+    comparison."""
     domains = results["domains"]
-    spread = demo.seed_spread(results, first=plan.baseline.name, second=plan.seed_row)
-    names = [run.name for run in plan.runs]
     tied = output_layers(plan)
+    controls = matched_controls(plan, tied)
+    names = [run.name for run in plan.runs]
+    systems = names + [row for row, _ in results["rows"] if row.startswith("FT_")]
+    flagged = defects.find(
+        row_averages(results),
+        systems,
+        plan.baseline.name,
+        controls,
+        defects.translation_counts(results, systems),
+    )
+    results = defects.without(results, flagged)
+    names = [name for name in names if name not in flagged]
+    spread = demo.seed_spread(results, first=plan.baseline.name, second=plan.seed_row)
+    advl_choice_lines = advl_grid.choice_lines(advl_choice) if advl_choice else []
     lines = [
         "# The papers' tables on one corpus (%s)" % mode,
         "",
         "Every family of the registry on the corpus of `%s`, %d domains (%s), at the %s"
-        " scale: %s steps per system trained from scratch, batches of %s tokens; stage 2 of"
-        " the two-stage families %s steps; FT_<domain> %s steps; evaluation on %s test"
-        " sentences per domain, beam 4."
+        " scale: %s steps per system trained from scratch, batches of %s tokens; FT_<domain>"
+        " %s steps of its domain; %s; evaluation on %s test sentences per domain, beam 4."
         % (
             plan.data,
             len(domains),
@@ -824,11 +842,18 @@ def write_report(
             plan.scale,
             budget["steps"],
             budget["batch_size"],
-            budget["stage2_steps"],
             budget["finetune_steps"],
+            (
+                plan.stage2.rule()
+                if plan.stage2
+                else "stage 2 of the two-stage families %s steps" % budget["stage2_steps"]
+            ),
             budget["eval_sentences"] or "all the",
         ),
         "",
+    ]
+    lines += advl_choice_lines
+    lines += [
         "## Corpus",
         "",
         corpus_lib.corpus_table(info),
@@ -898,7 +923,8 @@ def write_report(
     ]
     lines += quoted_lines(row_averages(results))
     lines += ["## What this shows", "", "Generated from the figures above.", ""]
-    lines += findings(results, spread, plan.baseline.name, names, matched_controls(plan, tied))
+    lines += findings(results, spread, plan.baseline.name, names, controls)
+    lines += defects.lines(flagged)
     lines += ["", "## Time", ""] + steps.timing_lines(total)
     lines += ["", "## Commands to rerun any step", ""]
     for title, command in steps.commands:
@@ -931,9 +957,38 @@ class TablesPlan(demo.Plan):
         seeds = [run for run in runs if run.family == runs[0].family and run is not runs[0]]
         self.seed_row = seeds[0].name if seeds else None
         self.stage_titles = {}
-        # The per-domain dev loss of every stage 2 and fine-tuning, at curve_points points.
-        shortest = min(budget["stage2_steps"], budget["finetune_steps"])
-        self.curve_every = max(1, shortest // budget.get("curve_points", 8))
+        # The per-domain dev loss of every stage 2 and fine-tuning, at curve_points points
+        # of each (set per training by _train).
+        self.curve_points = budget.get("curve_points", 8)
+        self.curve_every = max(1, budget["finetune_steps"] // self.curve_points)
+        #: The stage 2's steps and sampling (:class:`experiments.equal_budgets.Stage2Budget`),
+        #: known once the corpus is (:meth:`equal_stage2`).
+        self.stage2 = None
+
+    def write_data_config(self, info):
+        super().write_data_config(info)
+        self.equal_stage2(equal_budgets.corpus_sizes(info))
+
+    def equal_stage2(self, sizes):
+        """Sets the stage 2's steps from the corpus's sizes (:obj:`sizes`: ``{domain:
+        |C_d|}``) so that every domain's blocks see at least FT_<domain>'s batches of that
+        domain (:mod:`experiments.equal_budgets`); the budget's ``stage2_steps`` is the
+        floor."""
+        if self.stage2 is None:
+            self.stage2 = equal_budgets.Stage2Budget(sizes, self.budget)
+            self.budget["stage2_steps"] = self.stage2.steps
+        return self.stage2
+
+    def _train(self, run, config, title, final_step, progress, *args, curve=False, **kwargs):
+        finetune = config.get("finetune") or {}
+        if curve and finetune.get("domain") is None and self.stage2 is not None:
+            # A stage 2: batches of one domain each, as FT's (equal_budgets).
+            config = self.stage2.config(config)
+        if curve:
+            self.curve_every = max(1, finetune["steps"] // self.curve_points)
+        return super()._train(
+            run, config, title, final_step, progress, *args, curve=curve, **kwargs
+        )
 
     def report_inputs(self):
         return super().report_inputs() + [self.label_use_path]
@@ -1016,6 +1071,12 @@ def _arguments(argv):
     parser.add_argument("--data", default="data/default", help="corpus directory")
     parser.add_argument("--out", help="results directory (default results/tables[-quick])")
     parser.add_argument("--cache", default=DEFAULT_CACHE)
+    parser.add_argument(
+        "--advl_choice",
+        help="AdvL's reversal weight chosen by run/advl_grid.sh (default: %s, or its -quick"
+        " twin with --quick; the model's default weight when absent)"
+        % advl_grid.default_choice_path(False),
+    )
     parser.add_argument("--num_gpus", type=int, default=None, help="onmt-main --num_gpus")
     parser.add_argument(
         "--onmt-options",
@@ -1063,6 +1124,14 @@ def main(argv=None):
     for spec in args.user_module:
         registry.load_user_module(spec)
     runs = table_runs(args.families)
+    advl_choice = None
+    if any(run.family == advl_grid.FAMILY for run in runs):
+        advl_choice = advl_grid.read_choice(
+            args.advl_choice or advl_grid.default_choice_path(args.quick),
+            advl_grid.recipe(args, budget),
+        )
+        runs = advl_grid.apply_choice(runs, advl_choice)
+        common.log("[tables] %s" % advl_grid.choice_lines(advl_choice)[0])
     steps = common.Steps(args.out, name="tables", options=args.options)
     plan = TablesPlan(args, budget, steps, runs)
     start = time.time()
@@ -1078,6 +1147,7 @@ def main(argv=None):
     if in_lanes:
         parallel, evaluation = parallel + evaluation, []
     common.log("[tables] %d rows, %d stages on %d lane(s)" % (len(runs), len(parallel), len(lanes)))
+    common.log("[tables] %s" % plan.stage2.rule())
     steps.run_stages(demo._by_priority(parallel), lanes)
     steps.run_stages(evaluation + [plan.score_stage(), plan.label_use_stage()])
 
@@ -1102,6 +1172,7 @@ def main(argv=None):
         mode=args.mode,
         classification=loaded.get("classification"),
         label_figures=loaded.get("label_use"),
+        advl_choice=advl_choice,
     )
     steps.run_stages([plan.report_stage(write, args.mode, start, COMMAND + argv)])
     common.log(

@@ -8,6 +8,8 @@ from experiments import common, quoted, tables
 from ldr_opennmt import config_loader, registry
 
 DOMAINS = ["medical", "religious", "software"]
+#: The default corpus's training sentences (data/default/corpus.json).
+DEFAULT_SIZES = {"medical": 10083, "religious": 29683, "software": 2509}
 
 
 def _scores(*bleu):
@@ -131,6 +133,52 @@ class StagesTest(tf.test.TestCase):
             [stages["factorized_sf_stage1"].title, stages["factorized_sf"].title],
         )
 
+    def test_stage_two_sees_ft_s_batches_of_every_domain(self):
+        # Issue 42 item 4: the steps of stage 2 come from the corpus's sizes (corpus.json),
+        # on batches of one domain each like FT's, so that each domain's blocks see at least
+        # FT_<domain>'s batches of that domain.
+        root = self.get_temp_dir()
+        runs = tables.table_runs(["factorized_sf", "factorized_pa", "residual_adapters"])
+        plan = _plan(root, runs, budget="default")
+        info = {"domains": DOMAINS, "source_lang": "en", "target_lang": "fr"}
+        info["stats"] = {d: {"train": {"pairs": n}} for d, n in DEFAULT_SIZES.items()}
+        plan.write_data_config(info)
+        stage2, budget = plan.stage2, plan.budget
+        self.assertEqual(budget["stage2_steps"], stage2.steps)
+        self.assertEqual(stage2.steps, 832)
+        stages = {stage.name: stage for stage in plan.training_stages(plan.runs)}
+
+        def config(slug):
+            return config_loader.load_config_file(
+                os.path.join(plan.steps.configs_dir, "%s.yml" % slug)
+            )
+
+        ft = budget["finetune_steps"]
+        for slug in ("factorized_pa", "factorized_sf", "residual_adapters"):
+            trained = config(slug)
+            self.assertEqual(trained["finetune"]["steps"], stage2.steps)
+            self.assertTrue(trained["data"]["domain_batches"], slug)
+            self.assertEqual(trained["train"]["domain_sampling_alpha"], stage2.alpha)
+            self.assertEqual(trained["train"]["batch_size"], budget["batch_size"])
+            self.assertEqual(trained["eval"]["steps"], stage2.steps // 8)  # 8 curve points
+            self.assertIn("%d steps" % stage2.steps, stages[slug].title)
+            final = budget["steps"] + stage2.steps
+            self.assertTrue(stages[slug].outputs[0].endswith("ckpt-%d.index" % final))
+            alpha = trained["train"]["domain_sampling_alpha"]
+            sizes = list(DEFAULT_SIZES.values())
+            for p in tables.equal_budgets.domains_lib.sampling_probabilities(sizes, alpha):
+                batches = stage2.steps * p - 2 * (stage2.steps * p * (1 - p)) ** 0.5
+                self.assertGreaterEqual(batches, ft)
+        # FT and the trainings from scratch keep their batches.
+        medical = config("ft_medical")
+        self.assertEqual(
+            (medical["finetune"]["domain"], medical["finetune"]["steps"]), ("medical", ft)
+        )
+        self.assertNotIn("data", medical)
+        self.assertEqual(medical["eval"]["steps"], ft // 8)
+        self.assertFalse(config("mixed")["data"]["domain_batches"])
+        self.assertFalse(config("factorized_sf_stage1")["data"]["domain_batches"])
+
     def test_the_reversal_ramps_over_the_training(self):
         plan, _ = self._stages(["advl_transformer"])
         config = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "advl.yml"))
@@ -246,6 +294,96 @@ class FindingsTest(tf.test.TestCase):
         results["rows"].append(("FT_software", _scores(0.0, 0.0, 33.0)))
         self.assertAlmostEqual(tables.row_averages(results)["FT"], 31.0)
         self.assertEqual(tables._our_row("LDR (predicted)"), "LDR (pred)")
+
+
+class ReportTest(tf.test.TestCase):
+    """The report from made-up results: defects are findings, not results (issue 42 item 5),
+    and its header states the stage-2 rule (item 4) and AdvL's weight."""
+
+    def test_defects_are_findings_not_results(self):
+        root = self.get_temp_dir()
+        runs = tables.table_runs(["ml_transformer", "advl_transformer", "factorized_pa"])
+        runs += [r for r in tables.table_runs(["factorized_df"]) if r.family == "factorized_df"]
+        plan = _plan(root, runs, budget="default")
+        plan.equal_stage2(DEFAULT_SIZES)
+        plan.training_stages(plan.runs)
+        rows = [
+            ("Mixed", _scores(27.2, 11.4, 21.2)),
+            ("Mixed (seed 2)", _scores(28.6, 11.2, 20.5)),
+            ("Mixed (untied)", _scores(35.6, 12.3, 23.3)),
+            ("ML", _scores(35.8, 13.4, 24.0)),
+            ("AdvL", _scores(30.0, 12.0, 22.0)),  # near its control, but collapsed
+            ("Factorized PA (oracle)", _scores(27.4, 12.0, 21.8)),
+            ("Factorized DF (oracle)", _scores(21.4, 8.4, 14.4)),  # -5.2 on Mixed
+            ("Factorized DF (generic)", _scores(21.0, 8.0, 14.0)),
+        ]
+        rows += [("FT_%s" % d, _scores(32.8, 12.3, 29.1)) for d in DOMAINS]
+        outputs = {}
+        for row, _ in rows:
+            outputs[row] = os.path.join(root, "%s.fr" % row)
+            lines = ["same"] * 5 + ["other"] if row == "AdvL" else ["t%d" % i for i in range(6)]
+            with open(outputs[row], "w") as f:
+                f.write("\n".join(lines) + "\n")
+        results = {"domains": DOMAINS, "rows": rows, "outputs": outputs}
+        tied = {run.name: "untied" not in run.name for run in plan.runs}
+        tied.update({"ML": False, "AdvL": False})
+        choice = {
+            "path": "results/advl_grid/choice.json",
+            "status": "used",
+            "weight": 0.03,
+            "points": [{"weight": 0.03, "average": 20.5}, {"weight": 0.3, "average": 2.0}],
+        }
+        printed = []
+
+        def _table(shown):
+            printed.extend(row for row, _ in shown["rows"])
+            return "(BLEU table)"
+
+        with mock.patch.object(tables, "output_layers", return_value=tied), mock.patch.object(
+            tables.evaluate, "format_tables", side_effect=_table
+        ), mock.patch.object(
+            tables.contrastive, "format_tables", return_value="(contrastive)"
+        ), mock.patch.object(
+            tables.corpus_lib, "corpus_table", return_value="(corpus)"
+        ):
+            text = tables.write_report(
+                plan,
+                plan.steps,
+                {},
+                results,
+                {},
+                60.0,
+                budget=plan.budget,
+                mode="default",
+                advl_choice=choice,
+            )
+        # Neither defect is printed as a result: not in the BLEU table, the share of FT's
+        # gain or the comparisons.
+        self.assertNotIn("AdvL", printed)
+        self.assertNotIn("Factorized DF (oracle)", printed)
+        self.assertNotIn("Factorized DF (generic)", printed)
+        self.assertIn("Factorized PA (oracle)", printed)
+        shares = text.split("## Share of FT's gain")[1].split("## Systems")[0]
+        self.assertNotIn("AdvL", shares)
+        self.assertIn("| Factorized PA (oracle) |", shares)
+        findings = text.split("## What this shows")[1]
+        [beat] = [line for line in findings.splitlines() if line.startswith("- Beat")]
+        self.assertNotIn("AdvL", beat)
+        [defect] = [line for line in findings.splitlines() if "Defects, not results" in line]
+        self.assertIn(
+            "AdvL: collapsed: 2 distinct translations of 6 test sentences (fewer than 50%)", defect
+        )
+        self.assertIn(
+            "Factorized DF: 5.2 BLEU below its control Mixed (14.7 against 19.9; the bar is 3)",
+            defect,
+        )
+        # The header: the stage-2 rule with its steps, and AdvL's weight and why.
+        header = text.split("## Corpus")[0]
+        self.assertIn(
+            "stage 2 of the two-stage families 832 steps of batches of one domain", header
+        )
+        self.assertIn("FT_<domain>'s 250 batches of that domain", header)
+        self.assertIn("AdvL's reversal weight: lambda = 0.03, chosen on the dev sets", header)
 
 
 class ParametersTest(tf.test.TestCase):
