@@ -4,7 +4,7 @@ from unittest import mock
 
 import tensorflow as tf
 
-from experiments import common, quoted, tables
+from experiments import common, tables
 from ldr_opennmt import config_loader, registry
 
 DOMAINS = ["medical", "religious", "software"]
@@ -229,73 +229,6 @@ class StagesTest(tf.test.TestCase):
                 tables._arguments(["--set", wrong])
 
 
-class FindingsTest(tf.test.TestCase):
-    RESULTS = {
-        "domains": DOMAINS,
-        "rows": [
-            ("Mixed", _scores(20.0, 10.0, 15.0)),  # 15.0
-            ("Mixed (seed 2)", _scores(19.0, 10.0, 15.0)),  # spread 0.33
-            ("LDR (oracle)", _scores(22.0, 12.0, 16.0)),  # +1.67
-            ("DC (oracle)", _scores(20.0, 10.2, 15.0)),  # +0.07: within
-            ("TTM (oracle)", _scores(10.0, 5.0, 5.0)),  # below
-        ],
-    }
-
-    def test_rows_are_judged_by_the_spread(self):
-        lines = tables.findings(
-            self.RESULTS, 1 / 3, "Mixed", ["Mixed", "Mixed (seed 2)", "LDR", "DC", "TTM"]
-        )
-        text = "\n".join(lines)
-        self.assertIn("Beat their Mixed beyond the spread: LDR (+1.7).", text)
-        self.assertIn("Within the spread (no difference this run can show): DC (+0.1).", text)
-        self.assertIn("Below their Mixed beyond the spread: TTM (-8.3).", text)
-
-    def test_rows_are_judged_by_the_mixed_with_their_output_layer(self):
-        results = dict(
-            self.RESULTS,
-            rows=self.RESULTS["rows"] + [("Mixed (untied)", _scores(21.0, 11.0, 16.0))],
-        )  # 16.0: +1.0 on Mixed
-        controls = {
-            "LDR": "Mixed (untied)",
-            "DC": "Mixed (untied)",
-            "Mixed (untied)": "Mixed (untied)",
-        }
-        rows = ["Mixed", "Mixed (seed 2)", "Mixed (untied)", "LDR", "DC", "TTM"]
-        text = "\n".join(tables.findings(results, 1 / 3, "Mixed", rows, controls))
-        self.assertIn("Mixed (untied) averages 16.0 BLEU (+1.0)", text)
-        self.assertIn(
-            "Beat their Mixed beyond the spread: Mixed (untied) (+1.0), LDR (+0.7 on Mixed"
-            " (untied)).",
-            text,
-        )
-        self.assertIn("Below their Mixed beyond the spread: DC (-0.9 on Mixed (untied)), TTM", text)
-
-    def test_the_orderings_are_compared_with_the_papers(self):
-        ordering = {paper: [] for paper in quoted.PAPERS}
-        first = next(iter(quoted.PAPERS))
-        ordering[first] = ["DC", "LDR", "Mixed"]
-        with mock.patch.object(quoted, "ordering", lambda paper: ordering[paper]):
-            lines = tables.findings(self.RESULTS, 1 / 3, "Mixed", ["Mixed", "LDR", "DC"])
-        [line] = [line for line in lines if "orders these rows" in line]
-        self.assertIn(
-            "orders these rows DC > LDR > Mixed; ours: LDR 16.7 > DC 15.1 > Mixed 15.0: of its"
-            " 3 pairs, ours orders 1 the same way beyond the spread, 1 the other way, and"
-            " cannot separate 1.",
-            line,
-        )
-
-    def test_the_fine_tuned_rows_make_the_papers_ft_row(self):
-        results = dict(
-            self.RESULTS,
-            rows=self.RESULTS["rows"]
-            + [("FT_%s" % d, _scores(30.0, 30.0, 30.0)) for d in DOMAINS[:2]],
-        )
-        self.assertNotIn("FT", tables.row_averages(results))
-        results["rows"].append(("FT_software", _scores(0.0, 0.0, 33.0)))
-        self.assertAlmostEqual(tables.row_averages(results)["FT"], 31.0)
-        self.assertEqual(tables._our_row("LDR (predicted)"), "LDR (pred)")
-
-
 class ReportTest(tf.test.TestCase):
     """The report from made-up results: defects are findings, not results (issue 42 item 5),
     and its header states the stage-2 rule (item 4) and AdvL's weight."""
@@ -409,49 +342,6 @@ class ParametersTest(tf.test.TestCase):
         self.assertEqual(specific, 75 + 20 + 105 + 21)
 
 
-class CurvesTest(tf.test.TestCase):
-    """The per-domain dev loss of stage 2 and fine-tuning, read from the training logs."""
-
-    LOG = (
-        "INFO Step = 4510 ; learning_rate = 0.001 ; loss = 2.5\n"
-        "INFO Evaluation result for domain medical at step 4550: loss = 3.250000 ;"
-        " perplexity = 25.79\n"
-        "INFO Evaluation result for domain software at step 4550: loss = 4.000000 ;"
-        " perplexity = 54.6\n"
-        "INFO Evaluation result for domain medical at step 4500: loss = 3.500000 ;"
-        " perplexity = 33.1\n"
-        "INFO Evaluation result for domain software at step 4600: loss = 4.500000 ;"
-        " perplexity = 90.0\n"
-    )
-
-    def test_the_curves_are_read_in_step_order(self):
-        path = os.path.join(self.get_temp_dir(), "x.train.log")
-        with open(path, "w") as f:
-            f.write(self.LOG)
-        self.assertEqual(
-            tables.dev_curves(path),
-            {"medical": [(4500, 3.5), (4550, 3.25)], "software": [(4550, 4.0), (4600, 4.5)]},
-        )
-        self.assertEqual(tables.dev_curves(path + ".missing"), {})
-
-    def test_the_section_has_a_row_per_domain_and_a_plot(self):
-        plan = _plan(self.get_temp_dir(), tables.table_runs(["factorized_pa"]))
-        plan.training_stages(plan.runs)
-        with open(os.path.join(plan.steps.logs_dir, "factorized_pa.train.log"), "w") as f:
-            f.write(self.LOG)
-        lines = tables.curve_section(plan, plan.steps.out)
-        self.assertIn(
-            "| Factorized PA | software | 4.000 (step 4550) | 4.000 (step 4550) |"
-            " 4.500 (step 4600) |",
-            "\n".join(lines),
-        )
-        self.assertTrue(os.path.isfile(os.path.join(plan.steps.out, "stage2_curves.png")))
-        # Stage 2 and the FT_* trainings are evaluated during training, the others not.
-        commands = dict(plan.steps.commands)
-        self.assertIn("--with_eval", commands["Train FT_medical"])
-        self.assertNotIn("--with_eval", commands["Train Mixed"])
-
-
 class DomainTokensTest(tf.test.TestCase):
     def test_a_family_with_domain_tokens_trains_with_them_in_its_vocabulary(self):
         plan = _plan(self.get_temp_dir(), tables.table_runs(["ttm_transformer"]))
@@ -465,66 +355,6 @@ class DomainTokensTest(tf.test.TestCase):
         self.assertEqual(ttm["data"]["target_vocabulary"], written)
         mixed = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "mixed.yml"))
         self.assertNotIn("target_vocabulary", mixed["data"])
-
-
-class LabelUseSectionTest(tf.test.TestCase):
-    """The report's section on where the domain knowledge sits, from its figures."""
-
-    CONTRASTIVE = {
-        "rows": [
-            {
-                "system": "Mixed",
-                "metric": "accuracy",
-                "mode": "oracle",
-                "values": {"all": 93.8},
-                "margin": {"all": 14.7},
-            },
-            {"system": "LDR", "metric": "shift", "values": {"all": 51.0}, "margin": {"all": 0.02}},
-            {"system": "DC", "metric": "shift", "values": {"all": 60.0}, "margin": {"all": 0.3}},
-        ]
-    }
-    FIGURES = {
-        "ldr": {
-            "LDR": {
-                "test": {"medical": [0.05, 100], "software": [0.07, 90]},
-                "items": {"medical": [0.04, 10]},
-                "by_step": [[1125, 0.02], [4500, 0.05]],
-            }
-        },
-        "mixing": {
-            "Domain mixing": [
-                {
-                    "label": "encoder/layer_0",
-                    "side": "source",
-                    "word": 20,
-                    "word_correct": 8,
-                    "word_mean": 0.41,
-                    "other": 50,
-                    "other_correct": 40,
-                    "other_mean": 0.7,
-                }
-            ]
-        },
-    }
-
-    def test_the_section_says_what_the_figures_say(self):
-        text = "\n".join(
-            tables.label_use_section(self.FIGURES, self.CONTRASTIVE, {"accuracy": 0.967}, "Mixed")
-        )
-        self.assertIn("labels 96.7% of the test sentences correctly", text)
-        self.assertIn("in 93.8% of the contrastive items, by 14.7 nats", text)
-        self.assertIn("DC +0.30, LDR +0.02 nats", text)  # strongest pull first
-        self.assertIn("| LDR | test words | 0.050 | 0.070 |", text)
-        self.assertIn("| LDR | ambiguous words | 0.040 | n/a |", text)
-        self.assertIn("step 1125 0.020, step 4500 0.050", text)
-        self.assertIn("| Domain mixing | encoder/layer_0 | 40.0 | 80.0 | 0.41 | 0.70 |", text)
-
-    def test_a_table_without_ldr_or_mixing_rows_has_the_context_lines_only(self):
-        lines = tables.label_use_section({"ldr": {}, "mixing": {}}, self.CONTRASTIVE, None, "Mixed")
-        text = "\n".join(lines)
-        self.assertNotIn("classifier", text)
-        self.assertNotIn("|", text)
-        self.assertIn("93.8%", text)
 
 
 class OutputLayerTest(tf.test.TestCase):
