@@ -23,6 +23,13 @@ ignore labels or need them for training only). Rows:
 * FT_<domain> (Mixed fine-tuned on one domain) and the domain classifier behind the
   predicted labels, as in the demo.
 
+Every stage 2 sees, per domain, at least FT_<domain>'s batches of that domain: its steps come
+from the corpus's sizes (:mod:`experiments.equal_budgets`), on batches of one domain each.
+AdvL trains with the reversal weight ``bash run/advl_grid.sh`` chose on the dev sets
+(:mod:`experiments.advl_grid`) when its recipe is the table's. A row that collapses or falls
+more than 3 BLEU below its control is a defect in the findings, not a result
+(:mod:`experiments.defects`).
+
 The report (``report.md``) has BLEU and chrF per domain with a paired bootstrap test against
 Mixed, the parameters of every system (total, and specific to the domains), its training time,
 the contrastive lexical-choice accuracy and label effect, the figures the papers print for the
