@@ -353,7 +353,7 @@ def _arguments(argv):
         print("\nand the budget and corpus options of run/tables.sh:")
         tables._arguments(["--help"])
     if not own.weights or any(w < 0 for w in own.weights):
-        raise SystemExit("--weights: expected numbers >= 0, got %s" % own.weights)
+        raise errors.UserError("--weights: expected numbers >= 0, got %s" % own.weights)
     args, budget = tables._arguments(rest)
     args.out = own.out or default_out(args.quick)
     args.weights = sorted(set(own.weights))

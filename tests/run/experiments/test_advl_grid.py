@@ -80,6 +80,15 @@ class ChoiceTest(tf.test.TestCase):
         with self.assertRaisesRegex(UserError, "not a choice written by run/advl_grid.sh"):
             advl_grid.read_choice(path, RECIPE)
 
+    def test_a_negative_weight_is_refused(self):
+        with self.assertRaisesRegex(
+            UserError, r"^--weights: expected numbers >= 0, got \[0.1, -1.0\]$"
+        ):
+            advl_grid._arguments(["--weights", "0.1", "-1"])
+        args, budget = advl_grid._arguments(["--quick", "--weights", "0.3", "0.01", "0.3"])
+        self.assertEqual((args.weights, args.out), ([0.01, 0.3], "results/advl_grid-quick"))
+        self.assertEqual(budget["steps"], tables.BUDGETS["quick"]["steps"])
+
     def test_a_grid_point_is_the_tables_advl_row_with_its_weight(self):
         budget = dict(tables.BUDGETS["default"])
         runs_dir = self.get_temp_dir()
