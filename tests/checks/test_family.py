@@ -186,6 +186,16 @@ class ExamplesTest(tf.test.TestCase):
             self.assertEqual(statuses[check], family_check.PASS, check)
         self.assertEqual(statuses["mode procedure1"], family_check.PASS)
 
+    def test_a_family_that_reads_no_label_serves_without_a_domain_input(self):
+        # Labels for training only (ML, AdvL, domain mixing): no domain input is right.
+        skip = ("label", "ensembles", "generic", "modes", "ctranslate2", "checkpoint")
+        results = _check(self, "ml_transformer", skip=skip)
+        self.assertEqual(_failures(results), [])
+        self.assertRegex(
+            [r.line() for r in results if r.name == "savedmodel"][0],
+            r"^pass  savedmodel: no domain input \(its translation reads no label\)",
+        )
+
 
 class BrokenFamiliesTest(tf.test.TestCase):
     """Each defect fails the check that is about it, saying why."""
