@@ -14,6 +14,7 @@ import yaml
 from ldr_opennmt import models
 from ldr_opennmt.cli import main as cli
 from ldr_opennmt.cli import translate
+from ldr_opennmt.models import procedure
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 
@@ -112,8 +113,7 @@ class ConfigurationErrorTest(helpers.SharedDirTestCase):
         config["params"]["domain_training"] = "both"
         self._fails(
             config,
-            r"^params: domain_training must be one of procedure1, joint, general, domains, "
-            r"got 'both'$",
+            r"^params: domain_training must be one of %s, got 'both'$" % ", ".join(procedure.MODES),
             existing=True,
         )
 
