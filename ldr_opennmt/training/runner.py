@@ -678,16 +678,26 @@ class Runner(compat.RunnerAdapter):
             if restore is None:
                 return self.model_dir
             kwargs.update(restore)
-        if master and kwargs.get("checkpoint_path") and not finetune:
-            # Weights (or a whole state) from another directory: they must be this
-            # model's, checked on a model of its own (the training one is built later,
-            # under the distribution strategy).
-            path = self.latest_checkpoint(kwargs["checkpoint_path"])
+        given = kwargs.get("checkpoint_path")
+        path = None
+        if master and not finetune:
+            # Weights (or a whole state) from another directory, or the model directory's
+            # own checkpoint when a training resumes: they must be this model's (a model
+            # definition or size changed between two runs would be restored in part, then
+            # fail at the first step or train on weights of another model), checked on a
+            # model of its own (the training one is built later, under the distribution
+            # strategy).
+            path = (
+                self.latest_checkpoint(given)
+                if given
+                else tf.train.latest_checkpoint(self.model_dir)
+            )
+        if path is not None:
             model = self.new_model(self.finalized_config())
             model.create_variables()
             # A model trained on top of a base (residual adapters) starts its own
             # variables from their initial values.
-            absent_ok = model.domain_variables() if self._requires_base() else ()
+            absent_ok = model.domain_variables() if given and self._requires_base() else ()
             checkpoints.check_model_checkpoint(model, path, absent_ok=absent_ok)
         if declared is not None and master:
             # What the checkpoints are trained with: later runs must keep these ids.

@@ -119,6 +119,25 @@ class RunnerTest(helpers.SharedDirTestCase):
         self.assertTrue(any(expected in line for line in logs.output), logs.output)
         self.assertEqual(tf.train.latest_checkpoint(config["model_dir"])[-6:], "ckpt-2")
 
+    def test_resuming_with_another_model_is_refused_before_anything_is_written(self):
+        # A model definition changed between two runs on one model_dir: the checkpoint is
+        # compared with the new model before training (it was restored in part, then the
+        # first step failed on a shape, or trained on another model's weights).
+        import shutil
+
+        config = copy.deepcopy(self.config)
+        config["model_dir"] = os.path.join(self.dir, "changed")
+        shutil.copytree(self.config["model_dir"], config["model_dir"])
+        config["train"]["max_step"] = 9
+        before = _digest(config["model_dir"])
+
+        def other():
+            return models.ldr_transformer(domain_region_size=3, **helpers.TINY)
+
+        with self.assertRaisesRegex(UserError, "ckpt-6: not a checkpoint of this model"):
+            Runner(other, config, seed=3).train()
+        self.assertEqual(_digest(config["model_dir"]), before)
+
     def test_finetune_keeps_the_base_model(self):
         base_dir = self.config["model_dir"]
         before = _digest(base_dir)
