@@ -189,8 +189,12 @@ def strip_bom(lines):
 
     ``tf.data.TextLineDataset`` keeps the mark of a file's first line: left there, it
     would be part of line 1's first word. Every inputter of the package reads its lines
-    through this.
+    through this; lines already tokenized (``{"tokens": ...}``) are returned as they are.
     """
+    if isinstance(lines, dict):
+        # Already tokenized by a Python tokenizer (OpenNMT-tf's dataset does it before the
+        # features): pyonmttok drops U+FEFF as it drops spaces.
+        return lines
     return tf.strings.regex_replace(lines, "^" + BOM, "")
 
 
