@@ -207,6 +207,21 @@ def count_lines(path):
     return scan_text_file(path).lines
 
 
+def label_count_error(path, count, expected_lines, source_path=None):
+    """``FILE:LINE: missing/extra domain label (N labels, but SRC has M lines)``."""
+    return UserError(
+        "%s:%d: %s (%d labels, but %s has %d lines)"
+        % (
+            path,
+            min(count, expected_lines) + 1,
+            "missing domain label" if count < expected_lines else "extra domain label",
+            count,
+            source_path or "the source",
+            expected_lines,
+        )
+    )
+
+
 def read_label_file(path, domains, expected_lines=None, source_path=None, ensemble=None):
     """Reads and validates a domain label file (one label per line).
 
@@ -251,17 +266,7 @@ def read_label_file(path, domains, expected_lines=None, source_path=None, ensemb
                 continue
             ids.append(label_id(label, domains, where))
     if expected_lines is not None and len(ids) != expected_lines:
-        raise UserError(
-            "%s:%d: %s (%d labels, but %s has %d lines)"
-            % (
-                path,
-                min(len(ids), expected_lines) + 1,
-                "missing domain label" if len(ids) < expected_lines else "extra domain label",
-                len(ids),
-                source_path or "the source",
-                expected_lines,
-            )
-        )
+        raise label_count_error(path, len(ids), expected_lines, source_path)
     return ids
 
 

@@ -35,7 +35,6 @@ from ldr_opennmt.utils import BOM, note_bom
 
 _SPACES = re.compile(r"\s+")
 _BOM_BYTES = BOM.encode("utf-8")
-_CHUNK_SIZE = 1 << 20
 
 
 def parse_corpus(item, option="--corpus"):
@@ -116,20 +115,6 @@ def _file_lines(path, progress):
                 raise not_utf8_error(path, line, number, e) from None
 
 
-class _Progress:
-    """Feeds a tqdm bar the bytes read, a megabyte at a time."""
-
-    def __init__(self, bar):
-        self._bar = bar
-        self._pending = 0
-
-    def __call__(self, size):
-        self._pending += size
-        if self._pending >= _CHUNK_SIZE:
-            self._bar.update(self._pending)
-            self._pending = 0
-
-
 def read_pairs(source_path, target_path, progress=True):
     """The pairs of two aligned text files, whitespace normalised (empty and copied pairs
     are kept: the cleaning filters drop and count them).
@@ -153,7 +138,7 @@ def read_pairs(source_path, target_path, progress=True):
             disable=None if progress else True,
         ) as bar:
             for source, target in itertools.zip_longest(
-                _file_lines(source_path, _Progress(bar)),
+                _file_lines(source_path, sources.ByteProgress(bar)),
                 _file_lines(target_path, lambda _: None),
             ):
                 counts[0] += source is not None

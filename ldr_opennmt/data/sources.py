@@ -564,7 +564,7 @@ def opus_moses_pairs(
     return moses_zip_pairs(path, source_lang=source_lang, target_lang=target_lang)
 
 
-class _Progress:
+class ByteProgress:
     """Feeds a tqdm bar the bytes read, a megabyte at a time (a call per line costs)."""
 
     def __init__(self, bar):
@@ -632,7 +632,7 @@ def moses_zip_pairs(
             ) as bar:
                 for source, target in itertools.zip_longest(
                     zip_member_lines(
-                        archive, path, sources[0], max_bytes, max_lines, _Progress(bar)
+                        archive, path, sources[0], max_bytes, max_lines, ByteProgress(bar)
                     ),
                     zip_member_lines(archive, path, targets[0], max_bytes, max_lines),
                 ):

@@ -200,17 +200,7 @@ def check_label_lines(path, lines, domains, expected_lines, source_path, ensembl
             domains_lib.label_id(label, domains, where)
         labels.append(label)
     if len(labels) != expected_lines:
-        raise UserError(
-            "%s:%d: %s (%d labels, but %s has %d lines)"
-            % (
-                path,
-                min(len(labels), expected_lines) + 1,
-                "missing domain label" if len(labels) < expected_lines else "extra domain label",
-                len(labels),
-                source_path,
-                expected_lines,
-            )
-        )
+        raise domains_lib.label_count_error(path, len(labels), expected_lines, source_path)
     return labels
 
 
