@@ -103,13 +103,14 @@ class ProcedureTest(tf.test.TestCase):
             self.assertAllClose(tf.convert_to_tensor(grad), tf.convert_to_tensor(ref), atol=1e-5)
 
     @parameterized.expand(by_capability.families(_procedure1_without_domain_parameters))
-    def test_procedure1_needs_domain_parameters(self, family):
+    def test_procedure1_and_summed_need_domain_parameters(self, family):
         model, paths = helpers.build_model(self, family)
         features, labels = helpers.training_batch(model, paths)
-        with self.assertRaisesRegex(ValueError, "needs domain-specific parameters"):
-            procedure.compute_gradients(
-                model, features, labels, tf.keras.optimizers.legacy.Adam(), procedure.PROCEDURE1
-            )
+        for mode in (procedure.PROCEDURE1, procedure.SUMMED):
+            with self.assertRaisesRegex(ValueError, "needs domain-specific parameters"):
+                procedure.compute_gradients(
+                    model, features, labels, tf.keras.optimizers.legacy.Adam(), mode
+                )
 
     def _summed_reference(self, model, features, labels, domain_weight, generic_weights):
         """Gradients and true-label loss of ``w_d L_domain + sum_i w_i L_generic,i``."""
@@ -198,15 +199,6 @@ class ProcedureTest(tf.test.TestCase):
         )
         with self.assertRaisesRegex(UserError, "corpus_share reads the domain shares"):
             model.examples_inputter.domain_shares()
-
-    @parameterized.expand(by_capability.families(_procedure1_without_domain_parameters))
-    def test_summed_needs_domain_parameters(self, family):
-        model, paths = helpers.build_model(self, family)
-        features, labels = helpers.training_batch(model, paths)
-        with self.assertRaisesRegex(ValueError, "needs domain-specific parameters"):
-            procedure.compute_gradients(
-                model, features, labels, tf.keras.optimizers.legacy.Adam(), procedure.SUMMED
-            )
 
     def test_invalid_mode(self):
         with self.assertRaisesRegex(ValueError, "domain_training must be one of"):
