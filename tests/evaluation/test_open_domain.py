@@ -91,7 +91,7 @@ class LearnedWeightsReuseTest(tf.test.TestCase):
             views = len(tiny.DOMAINS) + 1
             return np.log(np.tile(np.arange(1, views + 1) / (views * (views + 1) / 2), (9, 1)))
 
-        def translate(system, source_file, label_file, output):
+        def translate(system, source_file, label_file, output, listener=None):
             with open(source_file) as f:
                 _write_lines(output, f.read().splitlines())
 
