@@ -87,6 +87,21 @@ def tiny_model(directory, family="ldr_transformer", params=None, seed=5):
     return model, data
 
 
+#: The client tests' input sentences and their labels (one per domain, and generic).
+CLIENT_SENTENCES = ["the cell is here.", "the lord is here.", "click the file", "the cell"]
+CLIENT_LABELS = ["medical", "religious", "software", "generic"]
+
+
+def client_inputs(directory):
+    """Writes ``in.en`` and ``in.domain`` (:data:`CLIENT_SENTENCES`, :data:`CLIENT_LABELS`)
+    in :obj:`directory`; returns their paths."""
+    paths = os.path.join(directory, "in.en"), os.path.join(directory, "in.domain")
+    for path, lines in zip(paths, (CLIENT_SENTENCES, CLIENT_LABELS)):
+        with open(path, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+    return paths
+
+
 def ct2_directory(model, directory):
     """``ldr-export ctranslate2`` of :obj:`model` (after saving a checkpoint, as it runs)."""
     model_dir = os.path.join(directory, "model")

@@ -19,8 +19,7 @@ from tests import helpers
 from tests.serving import fixtures
 from tests.serving.fixtures import run_client
 
-SENTENCES = ["the cell is here.", "the lord is here.", "click the file", "the cell"]
-LABELS = ["medical", "religious", "software", "generic"]
+SENTENCES, LABELS = fixtures.CLIENT_SENTENCES, fixtures.CLIENT_LABELS
 
 #: Run first in a subprocess: TensorFlow and OpenNMT-tf cannot be imported.
 BLOCKER = textwrap.dedent("""
@@ -55,12 +54,7 @@ class CTranslate2ClientTest(helpers.SharedDirTestCase):
         super().setUpClass()
         model, _ = fixtures.tiny_model(cls.dir)
         cls.export = fixtures.ct2_directory(model, cls.dir)
-        cls.input = os.path.join(cls.dir, "in.en")
-        cls.labels = os.path.join(cls.dir, "in.domain")
-        with open(cls.input, "w") as f:
-            f.write("".join(s + "\n" for s in SENTENCES))
-        with open(cls.labels, "w") as f:
-            f.write("".join(label + "\n" for label in LABELS))
+        cls.input, cls.labels = fixtures.client_inputs(cls.dir)
         status, cls.expected, stderr = run_client(
             "--export", cls.export, "--domain_file", cls.labels, "--input", cls.input
         )

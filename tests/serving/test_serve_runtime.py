@@ -20,8 +20,7 @@ from tests.serving import fixtures
 from tests.serving.fixtures import run_client
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SENTENCES = ["the cell is here.", "the lord is here.", "click the file", "the cell"]
-LABELS = ["medical", "religious", "software", "generic"]
+SENTENCES, LABELS = fixtures.CLIENT_SENTENCES, fixtures.CLIENT_LABELS
 
 
 def serve_runtime():
@@ -49,12 +48,7 @@ class ServeRuntimeTest(helpers.SharedDirTestCase):
         cls.bin = serve_runtime()
         model, _ = fixtures.tiny_model(cls.dir)
         cls.export = fixtures.ct2_directory(model, cls.dir)
-        cls.input = os.path.join(cls.dir, "in.en")
-        cls.labels = os.path.join(cls.dir, "in.domain")
-        with open(cls.input, "w") as f:
-            f.write("".join(s + "\n" for s in SENTENCES))
-        with open(cls.labels, "w") as f:
-            f.write("".join(label + "\n" for label in LABELS))
+        cls.input, cls.labels = fixtures.client_inputs(cls.dir)
         # CTranslate2 3.24, in the training environment.
         argv = ["--export", cls.export, "--domain_file", cls.labels, "--input", cls.input]
         argv += ["--max_decoding_length", str(fixtures.MAX_LENGTH)]
