@@ -26,8 +26,6 @@ import itertools
 import os
 import re
 
-from tqdm import tqdm
-
 from ldr_opennmt.data import corpus, sources
 from ldr_opennmt.errors import UserError, not_utf8_error
 from ldr_opennmt.names import check_path_name
@@ -129,14 +127,7 @@ def read_pairs(source_path, target_path, progress=True):
     pairs = []
     counts = [0, 0]
     try:
-        with tqdm(
-            total=os.path.getsize(source_path),
-            desc=os.path.basename(source_path),
-            unit="B",
-            unit_scale=True,
-            leave=False,
-            disable=None if progress else True,
-        ) as bar:
+        with sources.byte_bar(os.path.getsize(source_path), source_path, progress) as bar:
             for source, target in itertools.zip_longest(
                 _file_lines(source_path, sources.ByteProgress(bar)),
                 _file_lines(target_path, lambda _: None),

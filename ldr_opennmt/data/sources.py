@@ -564,6 +564,19 @@ def opus_moses_pairs(
     return moses_zip_pairs(path, source_lang=source_lang, target_lang=target_lang)
 
 
+def byte_bar(total, path, progress=True):
+    """A tqdm bar of the bytes read from :obj:`path` (on a terminal only; none when
+    :obj:`progress` is false), fed by :class:`ByteProgress`."""
+    return tqdm(
+        total=total,
+        desc=os.path.basename(path),
+        unit="B",
+        unit_scale=True,
+        leave=False,
+        disable=None if progress else True,
+    )
+
+
 class ByteProgress:
     """Feeds a tqdm bar the bytes read, a megabyte at a time (a call per line costs)."""
 
@@ -622,14 +635,7 @@ def moses_zip_pairs(
                 check_member_size(archive.getinfo(name), path, max_bytes)
             pairs = []
             counts = [0, 0]
-            with tqdm(
-                total=archive.getinfo(sources[0]).file_size,
-                desc=os.path.basename(path),
-                unit="B",
-                unit_scale=True,
-                leave=False,
-                disable=None if progress else True,
-            ) as bar:
+            with byte_bar(archive.getinfo(sources[0]).file_size, path, progress) as bar:
                 for source, target in itertools.zip_longest(
                     zip_member_lines(
                         archive, path, sources[0], max_bytes, max_lines, ByteProgress(bar)
