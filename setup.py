@@ -37,9 +37,19 @@ setup(
             "ldr-export=ldr_opennmt.cli.export:main",
             "ldr-translate=ldr_opennmt.cli.translate:main",
             "ldr-serve=ldr_opennmt.cli.serve:main",
+            # The experiments (demo, tables, studies, benchmarks): docs/tables.md.
+            "ldr-experiments=ldr_experiments.cli:main",
         ],
     },
     extras_require={
+        # The experiments' workflow engine (ldr_experiments, docs/scale.md): Snakemake runs
+        # the plans on this machine's lanes or on a SLURM cluster. Snakemake 9.15 and the
+        # SLURM executor 1.4 are the newest that install beside TensorFlow 2.13's pins
+        # (later ones need pydantic 2 and numpy 2 through the executor plugin).
+        "experiments": [
+            "snakemake==9.15.0",
+            "snakemake-executor-plugin-slurm==1.4.0",
+        ],
         "test": [
             # pytest 8.4: schemathesis 3.39 (the last that installs beside TensorFlow 2.13's
             # typing-extensions < 4.6 and FastAPI 0.103's anyio < 4) requires pytest < 9.

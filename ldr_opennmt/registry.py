@@ -34,7 +34,7 @@ file of their own, without editing the package:
 builds it step by step.)
 
 Everything that lists families reads this registry: the catalog, ``ldr-main
---list-families``, ``ldr-analyze parameters``, ``run/benchmarks.py``, the demo and the
+--list-families``, ``ldr-analyze parameters``, ``ldr_experiments/benchmarks.py``, the demo and the
 tables, the tests' family list and the documentation. Capabilities the model class
 already states (label policy, training modes, the need for a base model, CTranslate2
 folding, ensembles of views) are read from a tiny instance (:func:`capabilities`),
@@ -100,7 +100,7 @@ class Family:
         or ``"base"``), or ``None``.
       parameter_count: ``f(**sizes) -> int`` in the Factorized paper's convention
         (:mod:`ldr_opennmt.analysis.parameters`), or ``None`` (no row in the table).
-      benchmark: The benchmark's rows of this family (``run/benchmarks.py``): ``{row
+      benchmark: The benchmark's rows of this family (``ldr_experiments/benchmarks.py``): ``{row
         name: builder keyword arguments}``, the arguments being a dict or a callable of
         the benchmark's model size returning one (``{}``: one row named after the family;
         ``None``: not benchmarked). The entries of :data:`BENCHMARK_OPTIONS` in a row are

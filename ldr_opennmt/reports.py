@@ -3,7 +3,7 @@
 without a display), figures being saved atomically by :func:`ldr_opennmt.utils.save_figure`.
 
 The module imports the standard library only (the rest on first use): the scripts that keep
-TensorFlow out of their process (``run/benchmarks.py``, ``run/gpu_check.py``) load it from its
+TensorFlow out of their process (``ldr_experiments/benchmarks.py``, ``ldr_experiments/gpu_check.py``) load it from its
 file, without the package, whose ``__init__`` imports TensorFlow."""
 
 import collections

@@ -9,5 +9,4 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
 cd "$ROOT"
-# The drivers are scripts of the repository (run/experiments/), not of the installed package.
-PYTHONPATH="$ROOT/run${PYTHONPATH:+:$PYTHONPATH}" exec python -m experiments.demo "$@"
+exec python -m ldr_experiments.cli demo "$@"

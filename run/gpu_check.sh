@@ -11,5 +11,4 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # No arguments: this script's own must not reach setup_env.sh (it would read a --gpu).
 source "$ROOT/run/setup_env.sh" ""
 cd "$ROOT"
-# run/gpu_check.py is a script of the repository (it imports run/benchmarks.py).
-PYTHONPATH="$ROOT/run${PYTHONPATH:+:$PYTHONPATH}" exec python -m gpu_check "$@"
+exec python -m ldr_experiments.cli gpu-check "$@"

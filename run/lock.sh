@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Refreshes requirements.lock, the lock file run/setup_env.sh installs from: every transitive
-# dependency of `ldr-opennmt[test,docs]` (setup.py: the test tools, which include the serve
+# dependency of `ldr-opennmt[test,docs,experiments]` (setup.py: the test tools, which include the serve
 # extra's server, and the documentation tools of run/docs.sh, which CI runs), plus the style
 # tools and pip itself, pinned with the sha256 of every file PyPI publishes for that version.
 # A user's `pip install ldr-opennmt` gets none of the extras.
@@ -36,7 +36,7 @@ env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_CONSTRAINT -u PIP_INDEX_URL 
   PIP_CONFIG_FILE=/dev/null CUSTOM_COMPILE_COMMAND="bash run/lock.sh" \
   "$WORK/venv/bin/pip-compile" --quiet --resolver=backtracking \
   --index-url https://pypi.org/simple --no-emit-index-url --no-emit-find-links \
-  --generate-hashes --allow-unsafe --strip-extras --extra test --extra docs \
+  --generate-hashes --allow-unsafe --strip-extras --extra test --extra docs --extra experiments \
   --output-file requirements.lock "$@" setup.py "$WORK/tools.in"
 # The temporary input's path would change at every run: name it by what it is.
 sed -i "s|$WORK/tools.in|run/lock.sh (TOOLS)|g" requirements.lock

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # ldr-serve's benchmark (docs/serving-benchmark.md): exports a trained multi-domain model twice
 # (ldr-export ctranslate2, ldr-main export; greedy, at most 64 target tokens, raw-text
-# tokenizers of the corpus) and runs run/serve_bench.py on both exports.
+# tokenizers of the corpus) and runs ldr_experiments/serve_bench.py on both exports.
 #   bash run/serve_bench.sh                 # the LDR model of `bash run/demo.sh --quick`
 #   bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md   # adds the run to BENCHMARKS.md
 #   bash run/serve_bench.sh --config data.yml ldr.yml --corpus data/default [--work DIR] \
-#       [-- run/serve_bench.py options, e.g. --seconds 10 --out figures.md]
+#       [-- ldr_experiments/serve_bench.py options, e.g. --seconds 10 --out figures.md]
 #   bash run/serve_bench.sh --runtimes [-- --benchmarks BENCHMARKS.md]   # the runtimes part only
-# Then (always, or alone with --runtimes) run/serve_runtimes.py compares the serving runtime
+# Then (always, or alone with --runtimes) ldr_experiments/serve_runtimes.py compares the serving runtime
 # (.venv-serve of run/setup_serve.sh: Python 3.12, CTranslate2 4, no TensorFlow) with this
 # environment on the CTranslate2 export: ldr-serve's startup time and memory, 1/8/32
 # clients, and CTranslate2 4 against 3.24 offline (float32 and int8); --benchmarks FILE
@@ -77,13 +77,13 @@ if [ -z "$RUNTIMES_ONLY" ]; then
   }
   uptime >&2
   # Not exec: the trap above removes the temporary exports when the benchmark ends.
-  python run/serve_bench.py --model_dir "$WORK/ct2" --saved_model "$WORK/saved_model" \
+  python -m ldr_experiments.cli serve-bench --model_dir "$WORK/ct2" --saved_model "$WORK/saved_model" \
     --sentences "$CORPUS/raw/test.medical.en" --max_decoding_length 64 \
     --invoked_as "$INVOKED_AS" "$@"
 fi
 SERVE_BIN="$(source run/setup_serve.sh >&2 && dirname "$(command -v ldr-serve)")"
 uptime >&2
-python run/serve_runtimes.py --model_dir "$WORK/ct2" --serve_bin "$SERVE_BIN" \
+python -m ldr_experiments.cli serve-runtimes --model_dir "$WORK/ct2" --serve_bin "$SERVE_BIN" \
   --train_bin "$(dirname "$(command -v python)")" \
   --sentences "$CORPUS/raw/test.medical.en" --max_decoding_length 64 \
   --invoked_as "$INVOKED_AS" "${RUNTIME_OPTIONS[@]}"

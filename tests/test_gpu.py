@@ -20,7 +20,7 @@ import time
 import unittest
 from unittest import mock
 
-import gpu_check
+from ldr_experiments import gpu_check
 import pytest
 
 from ldr_opennmt import gpu, registry
@@ -550,7 +550,7 @@ class GpuCheckRowsTest(unittest.TestCase):
     """gpu_check's systems are rows of the registry (issue 33): no family list of its own."""
 
     def test_no_other_list_of_families(self):
-        with open(os.path.join(ROOT, "run", "gpu_check.py"), encoding="utf-8") as f:
+        with open(os.path.join(ROOT, "ldr_experiments", "gpu_check.py"), encoding="utf-8") as f:
             source = f.read()
         self.assertNotIn('"fact_pa"', source)
         # No family or row name is written out in the script, but for the family of the
@@ -614,13 +614,12 @@ class GpuCheckRowsTest(unittest.TestCase):
         # The CUDA libraries are checked before TensorFlow loads them: neither the import
         # nor the command line imports it.
         code = (
-            "import sys, gpu_check; gpu_check.parse_args(['--families', 'ldr', 'dc_rnn']); "
+            "import sys; from ldr_experiments import gpu_check; gpu_check.parse_args(['--families', 'ldr', 'dc_rnn']); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('tensorflow', 'ldr_opennmt', 'opennmt')))"
         )
-        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "run"))
         output = subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True
         )
         self.assertEqual(output.stdout.splitlines(), ["[]"], output.stderr)
 

@@ -21,7 +21,7 @@ import urllib.request
 
 import ctranslate2
 import pytest
-import serve_bench
+from ldr_experiments import serve_bench
 import tensorflow as tf
 
 from ldr_opennmt import assets as assets_lib
@@ -320,10 +320,10 @@ class ServerTest(helpers.SharedDirTestCase):
         self.assertEqual(stdout.splitlines(), [t["text"] for t in generic["translations"]])
 
     def test_benchmark_of_a_running_server(self):
-        # run/serve_bench.py --url: the load part on a server already running, several
+        # ldr_experiments/serve_bench.py --url: the load part on a server already running, several
         # sentences per request; no offline figures without --model_dir, so no targets.
         sentences = corpus.write_lines(os.path.join(self.dir, "bench-url.txt"), SOURCES)
-        argv = [sys.executable, os.path.join(ROOT, "run", "serve_bench.py")]
+        argv = [sys.executable, "-m", "ldr_experiments.serve_bench"]
         argv += ["--url", "http://127.0.0.1:%d" % self.server.port, "--sentences", sentences]
         argv += ["--clients", "1", "4", "--seconds", "0.3", "--sentences_per_request", "3"]
         run = subprocess.run(argv, capture_output=True, text=True, timeout=300)
@@ -340,11 +340,11 @@ class ServerTest(helpers.SharedDirTestCase):
             self.assertEqual(row[6], "n/a")  # No offline figures.
 
     def test_serving_benchmark_script(self):
-        # run/serve_bench.py as docs/serving-benchmark.md runs it, briefly, adding its run to
+        # ldr_experiments/serve_bench.py as docs/serving-benchmark.md runs it, briefly, adding its run to
         # a BENCHMARKS.md.
         sentences = corpus.write_lines(os.path.join(self.dir, "bench.txt"), SOURCES)
         report = os.path.join(self.dir, "bench.md")
-        argv = [sys.executable, os.path.join(ROOT, "run", "serve_bench.py")]
+        argv = [sys.executable, "-m", "ldr_experiments.serve_bench"]
         benchmarks_md = os.path.join(self.dir, "BENCHMARKS.md")
         with open(benchmarks_md, "w") as f:
             f.write("# Benchmarks\n")

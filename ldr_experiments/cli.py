@@ -1,0 +1,60 @@
+"""``ldr-experiments``: one command for the experiments, a sub-command each.
+
+    ldr-experiments demo [--quick] [--full]          # the main job (bash run/demo.sh)
+    ldr-experiments tables [--quick]                 # the papers' tables (bash run/tables.sh)
+    ldr-experiments advl-grid | region-sweep | baselines | factorized | new-domain | open-domain
+    ldr-experiments bench | gpu-check | serve-bench | serve-runtimes | check-sampling
+
+Each sub-command's options are its module's (``ldr-experiments demo --help``). The modules
+are imported when their sub-command runs, so ``ldr-experiments --help`` loads no TensorFlow.
+"""
+
+import argparse
+import importlib
+import sys
+
+#: Sub-command -> (module of ldr_experiments, one line of help).
+COMMANDS = {
+    "demo": ("demo", "the main job: Mixed, LDR, Factorized PA, FT_* (docs/demo.md)"),
+    "tables": ("tables", "the papers' tables at the demo's scale (docs/tables.md)"),
+    "advl-grid": ("advl_grid", "AdvL's reversal weight chosen on the dev sets"),
+    "region-sweep": ("region_sweep", "LDR's domain region size swept"),
+    "baselines": ("baselines", "the baselines of the papers at a chosen size"),
+    "factorized": ("factorized", "the Factorized Transformer's two-stage curriculum"),
+    "new-domain": ("new_domain", "adding a domain to a trained model"),
+    "open-domain": ("open_domain", "open-domain ensembles of domain views"),
+    "bench": ("benchmarks", "training and inference speed and memory (BENCHMARKS.md)"),
+    "gpu-check": ("gpu_check", "the GPU path: XLA, mixed precision, bit identity"),
+    "serve-bench": ("serve_bench", "ldr-serve under concurrent clients"),
+    "serve-runtimes": ("serve_runtimes", "ldr-serve in .venv-serve against .venv"),
+    "check-sampling": ("check_sampling", "observed domain frequencies of training batches"),
+}
+
+
+def parser():
+    """The command's parser: a sub-command, and the options it passes on to it."""
+    result = argparse.ArgumentParser(
+        prog="ldr-experiments",
+        description="The experiments of ldr-opennmt; each command's options: "
+        "ldr-experiments COMMAND --help.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="commands:\n"
+        + "\n".join("  %-15s %s" % (name, text) for name, (_, text) in COMMANDS.items()),
+    )
+    result.add_argument("command", choices=list(COMMANDS), metavar="COMMAND")
+    result.add_argument("options", nargs=argparse.REMAINDER, help="the command's options")
+    return result
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser().parse_args(argv[:1])
+    from ldr_opennmt import errors
+
+    module = importlib.import_module("ldr_experiments." + COMMANDS[args.command][0])
+    # A UserError (bad input) is one line naming the sub-command, and exit status 2.
+    return errors.run_main("ldr-experiments %s" % args.command, module.main, argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,819 @@
+"""Shared steps of the experiment drivers: run a command with progress, write
+configurations, and run declared stages (:class:`Stage`) that are skipped while their
+stamp (:mod:`ldr_opennmt.stamps`) matches: a training, a translation, a score.
+
+The drivers are scripts of the repository, not part of the installed package: they
+read ``model_defs/`` and ``data_configs/`` from the repository root. ``run/*.sh``
+runs them with ``run/`` on ``sys.path`` (``python -m experiments.demo``)."""
+
+import functools
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import tensorflow as tf
+import yaml
+
+from ldr_opennmt import config_loader, stamps
+from ldr_opennmt.data import corpus as corpus_lib
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.utils import (
+    DEFAULT_CACHE,
+    atomic_output,
+    make_directories,
+    open_for_append,
+    resolve_output_root,
+    write_lines_atomic,
+)
+
+# The repository root: this file is <root>/ldr_experiments/common.py.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Batches mix domains (data: domain_batches: false) with P(domain) ~ |C_i|^alpha
+# (train: domain_sampling_alpha). With one domain per batch (Procedure 1's sampling,
+# the default of data_configs/default_corpora.yml) these 64-unit models trained
+# markedly worse at this budget: Mixed reached a loss of 5.11 at step 1000 instead of
+# 4.42 and translated every medical sentence alike (BLEU avg 0.2 instead of 8.0 at
+# 1500 steps). The option stays one line away for experiments at the paper's scale.
+# MIXED_BATCHES is a fragment of the data section (train_config's ``data``):
+# OpenNMT-tf deep-merges the run configuration's ``data`` into that of the data
+# configuration file given before it on the command line.
+MIXED_BATCHES = {"domain_batches": False}
+
+
+def log(message):
+    """Prints a progress line on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def command_line(args):
+    """The shell form of a command."""
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def run_streaming(
+    args, log_path, keep=("Step =", "Restored", "Saved checkpoint", "error"), cores=None, tag=None
+):
+    """Runs a command, writing its whole output to a log and echoing progress lines.
+
+    Args:
+      args: The command.
+      log_path: Its log file (appended to).
+      keep: The output lines echoed on stderr (those containing one of these).
+      cores: Optional CPU cores the command is confined to (its TensorFlow thread pools
+        sized to them); ``None``: all of this process's cores.
+      tag: Optional prefix of the echoed lines (which job they come from).
+    """
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
+    confine = None
+    if cores is not None:
+        cores = sorted(cores)
+        env["TF_NUM_INTRAOP_THREADS"] = str(len(cores))
+        env["TF_NUM_INTEROP_THREADS"] = str(min(len(cores), 2))
+        confine = functools.partial(os.sched_setaffinity, 0, cores)
+
+    prefix = "    " + ("[%s] " % tag if tag else "")
+    # Line-buffered (tail -f works); never appended to through a planted link.
+    with open_for_append(log_path) as log_file:
+        log_file.write("$ %s\n" % command_line(args))
+        process = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=confine,
+        )
+        last = []
+        for line in process.stdout:
+            log_file.write(line)
+            last = (last + [line.rstrip()])[-5:]
+            if any(k in line for k in keep):
+                log(prefix + line.rstrip().split("] ", 1)[-1])
+        process.wait()
+    if process.returncode != 0:
+        raise RuntimeError(
+            "command failed (%d): %s\n%s\nfull log: %s"
+            % (process.returncode, command_line(args), "\n".join(last), log_path)
+        )
+
+
+def cpu_lanes(count=2):
+    """This process's CPU cores split into :obj:`count` lanes (lists of core ids) of equal
+    size, so that independent commands can run side by side, one per lane; a single lane
+    ``[None]`` (no confinement) when there are fewer cores than lanes or no affinity call.
+
+    Measured on the 2-core machine of the README (small Transformer, 300 steps): two
+    trainings side by side, one core each, took 272 s; one after the other, each with
+    both cores, 328 s. TensorFlow's thread pools do not keep two cores busy with these
+    small models, so lanes gain about a sixth of the time.
+    """
+    if count < 2 or not hasattr(os, "sched_getaffinity"):
+        return [None]
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < count:
+        return [None]
+    size = len(cores) // count
+    return [cores[i * size : (i + 1) * size] for i in range(count)]
+
+
+class Job:
+    """A step of an experiment that may run beside others.
+
+    Args:
+      name: A unique name (what other jobs name in :obj:`after`).
+      run: A callable taking the job's CPU cores (a list, or ``None`` for all).
+      after: Names of the jobs that must finish first.
+    """
+
+    def __init__(self, name, run, after=()):
+        self.name = name
+        self.run = run
+        self.after = tuple(after)
+
+
+def run_jobs(jobs, lanes=None):
+    """Runs :obj:`jobs`, one per lane at a time, each as soon as the jobs it comes after
+    have finished; a free lane takes the first ready job in list order (put the longest
+    first).
+
+    After a failure no new job starts; the jobs already running finish, then the first
+    error is raised. (Every step of the drivers resumes: running again redoes only what
+    is missing.)
+
+    Args:
+      jobs: A list of :class:`Job`.
+      lanes: The lanes (:func:`cpu_lanes`; default: all cores, one lane).
+
+    Raises:
+      ValueError: on a duplicate job name, or an unknown or circular dependency.
+    """
+    lanes = lanes or [None]
+    names = [job.name for job in jobs]
+    if len(set(names)) != len(names):
+        raise ValueError("duplicate job names: %s" % names)
+    for job in jobs:
+        unknown = [name for name in job.after if name not in names]
+        if unknown:
+            raise ValueError("job %s comes after unknown jobs %s" % (job.name, unknown))
+    pending = list(jobs)
+    done = set()
+    errors = []
+    condition = threading.Condition()
+
+    def _next():
+        # Called with the condition held: the first ready job, None when there is nothing
+        # left to start, or False to wait for a running job.
+        if errors or not pending:
+            return None
+        for job in pending:
+            if all(name in done for name in job.after):
+                pending.remove(job)
+                return job
+        return False
+
+    running = 0
+
+    def _lane(cores):
+        nonlocal running
+        while True:
+            with condition:
+                job = _next()
+                while job is False:
+                    if not running:
+                        errors.append(
+                            ValueError("circular dependencies: %s" % [j.name for j in pending])
+                        )
+                        condition.notify_all()
+                        return
+                    condition.wait()
+                    job = _next()
+                if job is None:
+                    return
+                running += 1
+            try:
+                job.run(cores)
+            except BaseException as e:  # Reported by run_jobs, in the caller's thread.
+                with condition:
+                    errors.append(e)
+            finally:
+                with condition:
+                    running -= 1
+                    done.add(job.name)
+                    condition.notify_all()
+
+    if len(lanes) == 1:
+        _lane(lanes[0])
+    else:
+        threads = [threading.Thread(target=_lane, args=(cores,)) for cores in lanes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    if errors:
+        raise errors[0]
+
+
+_STEP_LOG = re.compile(
+    r"Step = \d+ ; steps/s = ([\d.]+), tokens/s = \d+ \(\d+ source, (\d+) target\)"
+)
+
+
+def training_speed(log_path):
+    """The mean (steps/s, target tokens/s) of the step logs of the last training command
+    in a log file (``None`` when it has none: e.g. a training skipped as done)."""
+    if not os.path.exists(log_path):
+        return None
+    with open(log_path) as f:
+        text = f.read()
+    last = text.rsplit("\n$ ", 1)[-1]  # run_streaming writes "$ command" before each run.
+    # The first report after a restore covers no timed interval (steps/s = 0.00).
+    found = [(float(a), float(b)) for a, b in _STEP_LOG.findall(last) if float(a) > 0]
+    if not found:
+        return None
+    return tuple(sum(values) / len(found) for values in zip(*found))
+
+
+def write_config(config, path):
+    """Writes a YAML configuration (atomically: a link at :obj:`path` is replaced, never
+    written through) and returns its path."""
+    with atomic_output(path) as tmp:
+        with open(tmp, "w") as f:
+            yaml.safe_dump(config, f, sort_keys=False)
+    return path
+
+
+#: Written first into a results directory a driver creates (or finds empty): marks it as
+#: the drivers', so that a later run may resume there.
+OWNER_FILE = ".ldr-experiment"
+
+
+def results_directory(out):
+    """Creates or checks a driver's results directory; returns it.
+
+    A new or empty directory is marked with :data:`OWNER_FILE`; an existing one is
+    written into only if a driver made it (the marker, or the ``configs`` and ``logs``
+    directories of a run before the marker existed): a driver never overwrites the
+    files of a directory it did not make. A symbolic link given as the directory is
+    resolved once, with a message.
+
+    Raises:
+      UserError: ``OUT: not empty and not made by an experiment driver (...)``.
+    """
+    root = resolve_output_root(out, "results directory", log=lambda m: log("[results] " + m))
+    if root != os.path.abspath(out):
+        out = root
+    if os.path.isdir(root):
+        names = set(os.listdir(root))
+        if names and OWNER_FILE not in names and not {"configs", "logs"} <= names:
+            raise UserError(
+                "%s: not empty and not made by an experiment driver (no %s in it): refused,"
+                " so that nothing in it is overwritten; give a new or empty --out"
+                % (out, OWNER_FILE)
+            )
+    else:
+        try:
+            os.makedirs(root)
+        except FileExistsError:
+            return results_directory(out)
+    if not os.path.lexists(os.path.join(root, OWNER_FILE)):
+        write_lines_atomic(
+            os.path.join(root, OWNER_FILE), ["Written by the experiment drivers (run/)."]
+        )
+    return out
+
+
+#: The directory of the stages' stamp files in a results directory.
+STAGES_DIR = "stages"
+
+
+class Stage:
+    """A step of an experiment declared with what it depends on and what it writes.
+
+    A stage is skipped while its stamp file (``OUT/stages/NAME.json``, see
+    :mod:`ldr_opennmt.stamps`) records the stamp its inputs have now and its outputs are all
+    there; otherwise it runs, and the log says why: no stamp, what differs, what is missing.
+    When the stamp differs, what the stage owns (:attr:`owns`) is removed first (it was made
+    from other inputs); when it is the same but an output is missing (a run killed
+    half-way), the stage runs again on what is there (a training resumes from its last
+    checkpoint).
+
+    Args:
+      name: A unique name: its :class:`Job`'s, its stamp file's, what :obj:`after` names.
+      title: What it does, in the log and the report's time table (``"train Mixed"``).
+      progress: The prefix of its log line (``"2/6"``).
+      stamp: A callable returning its stamp (:func:`ldr_opennmt.stamps.make_stamp`), called
+        when the stage is due: after the stages it comes after.
+      outputs: The files it writes: all there (and the stamp the same), it is skipped.
+      run: A callable taking the CPU cores it may use (a list, or ``None``: all).
+      after: Names of the stages that must finish first (in the same :meth:`Steps.run_stages`;
+        stages of an earlier call have finished).
+      owns: Files and directories under the results directory that only this stage writes:
+        removed before it runs on other inputs. Default: :obj:`outputs`.
+      stamp_path: Its stamp file, when :obj:`run` writes it itself (the corpus's ``DONE``);
+        default ``OUT/stages/NAME.json``, written before the run (``complete: false``) and
+        after it (with its time and cores).
+      log_path: A training log, whose steps/s the time table shows.
+      timed: Whether it has a row in the time table.
+      label: What its log line names after :obj:`progress` (default: :obj:`title`).
+    """
+
+    def __init__(
+        self,
+        name,
+        title,
+        progress,
+        stamp,
+        outputs,
+        run,
+        after=(),
+        owns=None,
+        stamp_path=None,
+        log_path=None,
+        timed=True,
+        label=None,
+    ):
+        self.name = name
+        self.title = title
+        self.progress = progress
+        self.stamp = stamp
+        self.outputs = list(outputs)
+        self.run = run
+        self.after = tuple(after)
+        self.owns = list(self.outputs if owns is None else owns)
+        self.stamp_path = stamp_path
+        self.log_path = log_path
+        self.timed = timed
+        self.label = label or title
+
+
+def data_files(config):
+    """The files a run configuration's ``data`` section names (corpora, vocabularies, label
+    files), in order, each once: what a training reads."""
+    found = []
+
+    def _walk(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                _walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                _walk(item)
+        elif isinstance(value, str) and os.path.isfile(value) and value not in found:
+            found.append(value)
+
+    _walk((config or {}).get("data"))
+    return found
+
+
+def checkpoint_digest(path):
+    """The SHA-256 of a checkpoint's files (:func:`ldr_opennmt.stamps.checkpoint_digest`):
+    :obj:`path` is a checkpoint prefix, or a model directory (its latest checkpoint).
+
+    Raises:
+      UserError: when the directory has no checkpoint.
+    """
+    prefix = tf.train.latest_checkpoint(path) if os.path.isdir(path) else path
+    if prefix is None:
+        raise UserError("%s: no checkpoint" % path)
+    return stamps.checkpoint_digest(prefix)
+
+
+def training_stamp(model_def, config_paths, options=()):
+    """What a training depends on: the model definition's bytes, the merged run
+    configuration, the bytes of the data files it names, the checkpoint a ``finetune:
+    base`` starts from, and the command's options (``--seed 1``)."""
+    config = config_loader.load_run_config(config_paths)
+    base = (config.get("finetune") or {}).get("base")
+    return stamps.make_stamp(
+        model_definition=stamps.file_digest(model_def),
+        config=config,
+        data=stamps.files_digest(data_files(config)),
+        base=checkpoint_digest(base) if base else None,
+        options=list(options),
+    )
+
+
+class Steps:
+    """Runs the stages of an experiment, recording commands and timings for a report."""
+
+    def __init__(self, out, name="demo", options=()):
+        """Creates ``out`` (see :func:`results_directory`) and its ``configs``, ``logs``
+        and ``stages`` directories, never through a link (``runs`` is made by training).
+        Paths are relative to the repository root, the working directory. :obj:`options` go
+        to every training command before ``train`` (e.g. ``--mixed_precision``)."""
+        self.name = name
+        self.options = list(options)
+        self.out = out = results_directory(out)
+        self.runs_dir, self.configs_dir, self.logs_dir, self.stages_dir = (
+            os.path.join(out, d) for d in ("runs", "configs", "logs", STAGES_DIR)
+        )
+        for directory in (self.configs_dir, self.logs_dir, self.stages_dir):
+            make_directories(directory, os.path.abspath(out))
+        self.commands = []
+        self.timings = []
+        # Training speed of each trained system: title -> (steps/s, target tokens/s).
+        self.speeds = {}
+        # The cores each timed step ran on (absent or None: all of them).
+        self.cores = {}
+        self.ldr_main = os.path.join(os.path.dirname(sys.executable), "ldr-main")
+
+    def train(
+        self, title, slug, model_def, config_paths, model_dir, final_step, progress, options=()
+    ):
+        """Trains a system now, with all cores, unless its stage is done (see
+        :meth:`train_stage`)."""
+        stage = self.train_stage(
+            title, slug, model_def, config_paths, model_dir, final_step, progress, options
+        )
+        self.run_stages([stage])
+
+    def train_stage(
+        self,
+        title,
+        slug,
+        model_def,
+        config_paths,
+        model_dir,
+        final_step,
+        progress,
+        options=(),
+        after=(),
+        train_options=(),
+    ):
+        """The :class:`Stage` named :obj:`slug` that trains a system with ``ldr-main``
+        (:obj:`options` before ``train``, :obj:`train_options` after it: ``--with_eval``).
+
+        Its stamp is :func:`training_stamp`; its output the checkpoint of
+        :obj:`final_step`; it owns ``model_dir`` (removed when the stamp differs). A
+        training killed half-way continues from its last checkpoint; a model directory
+        trained before stamps existed, with the final checkpoint, is kept (adopted). Its log
+        is ``logs/<slug>.train.log``; its time and training speed go to the report as
+        ``train <title>``.
+        """
+        command = ["ldr-main", "--model", model_def, "--config", *config_paths]
+        command += ["--auto_config"] + self.options + list(options) + ["train"]
+        command += list(train_options)
+        self.commands.append(("Train %s" % title, command))
+        final = os.path.join(model_dir, "ckpt-%d.index" % final_step)
+        log_path = os.path.join(self.logs_dir, "%s.train.log" % slug)
+        # "train (1/3) LDR", not "train (1/3) train LDR".
+        label = title if "train" in progress.split() else "train %s" % title
+
+        def run(cores):
+            if os.path.exists(final):
+                log("[%s] %s %s: already trained (%s)" % (self.name, progress, label, final))
+                return
+            run_streaming([self.ldr_main] + command[1:], log_path, cores=cores, tag=slug)
+
+        return Stage(
+            slug,
+            "train %s" % title,
+            progress,
+            functools.partial(
+                training_stamp,
+                model_def,
+                config_paths,
+                self.options + list(options) + list(train_options),
+            ),
+            [final],
+            run,
+            after=after,
+            owns=[model_dir],
+            log_path=log_path,
+            label=label,
+        )
+
+    def run_command(self, name, command, cores=None):
+        """Runs an installed command (``ldr-main``, ``ldr-eval``, ...) of this environment,
+        its output in ``logs/<name>.log`` and its progress lines on stderr."""
+        path = os.path.join(os.path.dirname(sys.executable), command[0])
+        log_path = os.path.join(self.logs_dir, "%s.log" % name)
+        run_streaming([path] + command[1:], log_path, cores=cores, tag=name)
+
+    def run_stages(self, stages, lanes=None):
+        """Runs :obj:`stages` (see :func:`run_jobs`: one per lane at a time, each after the
+        stages it names among them), each skipped while its stamp matches."""
+        names = {stage.name for stage in stages}
+        jobs = []
+        for stage in stages:
+            job = self.stage_job(stage)
+            job.after = tuple(name for name in stage.after if name in names)
+            jobs.append(job)
+        run_jobs(jobs, lanes)
+
+    def stage_job(self, stage):
+        """The :class:`Job` that runs :obj:`stage` unless its stamp matches (see
+        :class:`Stage`)."""
+        own_stamp = stage.stamp_path is None
+        stamp_path = stage.stamp_path or os.path.join(self.stages_dir, stage.name + ".json")
+        prefix = "[%s] %s %s" % (self.name, stage.progress, stage.label)
+
+        def run(cores):
+            t0 = time.time()
+            stamp = stage.stamp()
+            decision = stamps.reusable(stage.outputs, stamp_path, stamp)
+            record = decision.record or {}
+            title = stage.title
+            if decision:
+                log("%s: skipped, done from the same inputs (%s)" % (prefix, stamp_path))
+                if record.get("seconds") is not None:
+                    title += " (earlier run)"
+                    seconds, cores = record["seconds"], record.get("cores")
+                else:
+                    seconds = time.time() - t0
+            else:
+                log("%s: runs (%s)" % (prefix, decision.reason))
+                if decision.stale:
+                    for path in stage.owns:
+                        self._remove(path)
+                if own_stamp:
+                    stamps.write(stamp_path, stamp, complete=False)
+                stage.run(cores)
+                seconds = time.time() - t0
+                if own_stamp:
+                    stamps.write(stamp_path, stamp, complete=True, seconds=seconds, cores=cores)
+            if stage.timed:
+                self.timings.append((title, seconds))
+                self.cores[title] = cores
+                speed = training_speed(stage.log_path) if stage.log_path else None
+                if speed is not None:
+                    self.speeds[title] = speed
+
+        return Job(stage.name, run, stage.after)
+
+    def _remove(self, path):
+        """Removes a stage's file or directory made from other inputs (under the results
+        directory only; a link is removed, never followed)."""
+        root = os.path.realpath(self.out)
+        parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        if parent != root and not parent.startswith(root + os.sep):
+            raise UserError("%s: not under the results directory %s" % (path, self.out))
+        if not os.path.lexists(path):
+            return
+        log("[%s] removing %s (made from other inputs)" % (self.name, path))
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+
+    def timing_lines(self, total):
+        """The timings as a markdown table, with the total (seconds) in the last row, the
+        cores each step ran on (steps side by side on their own cores overlap in time) and
+        the training speed (OpenNMT-tf's step logs, averaged) of each training."""
+        lines = [
+            "| step | cores | minutes | steps/s | target tokens/s |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for name, seconds in self.timings:
+            speed = self.speeds.get(name)
+            cells = ("%.2f" % speed[0], "%.0f" % speed[1]) if speed else ("", "")
+            cores = self.cores.get(name)
+            cores = "all" if cores is None else ",".join(str(c) for c in cores)
+            lines.append("| %s | %s | %.1f | %s | %s |" % ((name, cores, seconds / 60) + cells))
+        return lines + ["| total | all | %.1f | | |" % (total / 60)]
+
+    def write_report(self, lines, tables, total):
+        """Writes ``out/report.md`` (atomically): :obj:`lines`, the timings and the
+        commands; prints :obj:`tables`."""
+        lines = lines + [""] + self.timing_lines(total) + ["", "Commands:", ""]
+        lines += ["- %s: `%s`" % (title, command_line(c)) for title, c in self.commands]
+        path = os.path.join(self.out, "report.md")
+        write_lines_atomic(path, lines)
+        print(tables)
+        log("[%s] report: %s (total %.1f min)" % (self.name, path, total / 60))
+
+
+def prepare_corpus(data_dir, cache):
+    """Builds the default corpus when :obj:`data_dir` is ``data/default``; otherwise
+    checks that a corpus was built there (``ldr-data build ...``)."""
+    if data_dir == "data/default":
+        return corpus_lib.build_default(data_dir, cache, log=log)
+    return corpus_lib.load_info(data_dir)  # Fails clearly on a corpus not built.
+
+
+def load_yaml(path):
+    """Reads a YAML file relative to the repository root."""
+    return config_loader.load_config_file(os.path.join(ROOT, path))
+
+
+def curriculum_configs(slug, budget, runs_dir, model_dim=64):
+    """The Factorized curriculum's two run configurations: (stage 1, stage 2).
+
+    Stage 1 (``<slug>_stage1``) trains the shared parameters and general copies on
+    every sentence as generic for ``budget["steps"]``; stage 2 (``<slug>``) restores
+    it, unfolds (every domain block := its general copy) and trains the domain blocks
+    alone for ``budget["stage2_steps"]``, the rest frozen (``domain_training:
+    domains``, the unfold default). Batches mix domains (:data:`MIXED_BATCHES`).
+    """
+    stage1 = train_config(
+        slug + "_stage1", {"domain_training": "general"}, {}, budget, runs_dir, data=MIXED_BATCHES
+    )
+    stage1["params"]["decay_params"]["model_dim"] = model_dim
+    steps = budget["stage2_steps"]
+    # Stage 2 keeps stage 1's schedule (its step count continues from stage 1's).
+    params = {k: v for k, v in stage1["params"].items() if k != "domain_training"}
+    stage2 = {
+        "model_dir": os.path.join(runs_dir, slug),
+        "data": dict(MIXED_BATCHES),
+        "finetune": {"base": stage1["model_dir"], "steps": steps, "unfold": True},
+        "params": params,
+        "train": {"save_summary_steps": max(steps // 4, 1), "save_checkpoints_steps": steps},
+    }
+    return stage1, stage2
+
+
+def train_curriculum(steps, name, slug, model_def, data_config, budget, progress, model_dim=64):
+    """Trains one Factorized system through both stages (each skipped when done).
+
+    Args:
+      steps: The driver's :class:`Steps`.
+      name: The system's row name.
+      slug: Its directory name (stage 1 in ``<slug>_stage1``).
+      model_def: Its model definition file.
+      data_config: The data configuration file.
+      budget: The driver's budget (``steps``, ``stage2_steps``, ...).
+      progress: The progress prefix of the log lines.
+      model_dim: The model size (the learning-rate schedule's ``model_dim``).
+
+    Returns:
+      The configuration files of the final (stage 2) model.
+    """
+    stage1, stage2 = curriculum_configs(slug, budget, steps.runs_dir, model_dim=model_dim)
+    paths = [
+        write_config(config, os.path.join(steps.configs_dir, "%s_%s.yml" % (slug, stage)))
+        for stage, config in (("stage1", stage1), ("stage2", stage2))
+    ]
+    steps.train(
+        "%s stage 1 (domain-agnostic, %d steps)" % (name, budget["steps"]),
+        slug + "_stage1",
+        model_def,
+        [data_config, paths[0]],
+        stage1["model_dir"],
+        budget["steps"],
+        progress,
+    )
+    steps.train(
+        "%s stage 2 (unfold, domain blocks, %d steps)" % (name, budget["stage2_steps"]),
+        slug,
+        model_def,
+        [data_config, paths[1]],
+        stage2["model_dir"],
+        budget["steps"] + budget["stage2_steps"],
+        progress,
+    )
+    return [data_config, paths[1]]
+
+
+def train_config(slug, params, train, budget, runs_dir, data=None):
+    """The run configuration of a small system: Noam schedule scaled to 64 units, the
+    budget's steps, warmup and decoding length.
+
+    Args:
+      slug: The system's directory name under :obj:`runs_dir`.
+      params: ``params`` options added to the defaults.
+      train: ``train`` options added to the defaults.
+      budget: The driver's budget (steps, warmup, log steps, decoding length; optional
+        ``alpha``, ``max_length`` and ``batch_size``: the training sampling, length cap
+        and batch size in tokens, default the data configuration's).
+      runs_dir: The directory of the model directories.
+      data: ``data`` options (e.g. :data:`MIXED_BATCHES`) merged over those of the
+        data configuration file; no ``data`` section when ``None``.
+    """
+    config = {"model_dir": os.path.join(runs_dir, slug)}
+    if data is not None:
+        config["data"] = dict(data)
+    config["params"] = dict(
+        {
+            "learning_rate": 1.0,
+            "decay_params": {
+                "model_dim": budget.get("model_dim", 64),
+                "warmup_steps": budget["warmup"],
+            },
+            "maximum_decoding_length": budget["max_decoding_length"],
+        },
+        **params,
+    )
+    defaults = {
+        "max_step": budget["steps"],
+        "save_summary_steps": budget["log_steps"],
+        "save_checkpoints_steps": max(budget["steps"] // 4, 1),
+    }
+    # The recipe's optional keys: P(domain) ~ |C_i|^alpha and the training length cap.
+    if "alpha" in budget:
+        defaults["domain_sampling_alpha"] = budget["alpha"]
+    if "max_length" in budget:
+        defaults["maximum_features_length"] = budget["max_length"]
+        defaults["maximum_labels_length"] = budget["max_length"]
+    if "batch_size" in budget:
+        defaults["batch_size"] = budget["batch_size"]
+    config["train"] = dict(defaults, **train)
+    return config
+
+
+def add_experiment_arguments(parser, name, sizes):
+    """Adds the options every experiment driver shares (size, budget, corpus, output,
+    OpenNMT-tf options) to an ``argparse`` parser.
+
+    Args:
+      parser: The driver's ``argparse.ArgumentParser``.
+      name: The experiment's name (its default results directory).
+      sizes: The model sizes the driver knows (``--size`` choices; ``small`` is the default).
+    """
+    parser.add_argument("--size", choices=sorted(sizes), default="small")
+    parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
+    parser.add_argument("--config", default="data_configs/default_corpora.yml")
+    parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
+    parser.add_argument("--out", help="results directory (default results/%s[-quick])" % name)
+    parser.add_argument("--cache", default=DEFAULT_CACHE)
+    parser.add_argument(
+        "--onmt-options",
+        default="",
+        help="comma-separated options given to every training command before `train` "
+        "(e.g. --mixed_precision,--jit_compile on a GPU)",
+    )
+
+
+def experiment_budget(args, budgets, **overrides):
+    """``(mode, budget)`` of parsed :func:`add_experiment_arguments`: the ``quick`` or
+    ``full`` budget of :obj:`budgets`, with the step options given on the command line
+    (:obj:`overrides`: budget key -> option value, ``None`` when not given)."""
+    mode = "quick" if args.quick else "full"
+    budget = dict(budgets[mode])
+    budget.update((key, value) for key, value in overrides.items() if value)
+    return mode, budget
+
+
+def experiment_output(args, name):
+    """``(results directory, OpenNMT-tf options)`` of parsed :func:`add_experiment_arguments`."""
+    out = args.out or ("results/%s-quick" % name if args.quick else "results/%s" % name)
+    return out, [option for option in args.onmt_options.split(",") if option]
+
+
+#: The checkpoint key of a decoder output layer of its own (untied from the target embeddings).
+_OUTPUT_KERNEL = "model/decoder/output_layer/kernel/"
+
+
+def output_layer_tied(checkpoint):
+    """Whether a trained model's decoder output layer is its target embedding table (no
+    output kernel of its own in the checkpoint)."""
+    return not any(
+        name.startswith(_OUTPUT_KERNEL) for name, _ in tf.train.list_variables(checkpoint)
+    )
+
+
+def output_layers(plan):
+    """``{row: whether its output layer is tied}`` of the trained rows (:func:`output_layer_tied`
+    on their latest checkpoints; rows without one are left out)."""
+    tied = {}
+    for trained in plan.trained:
+        checkpoint = tf.train.latest_checkpoint(trained.model_dir)
+        if checkpoint:
+            tied[trained.name] = output_layer_tied(checkpoint)
+    return tied
+
+
+def ft_gain_shares(results, base):
+    """The share of FT's gain over the common base that each row recovers, per domain:
+    ``(row - base) / (FT_<domain> - base)`` in BLEU on that domain.
+
+    Args:
+      results: The BLEU results of ``evaluate.evaluate`` (rows ``FT_<domain>`` among them).
+      base: The row every continued training starts from (FT_<domain>, the stage-2 rows).
+
+    Returns:
+      ``(header, rows)`` for a Markdown table: a row per system but the base and the FT
+      rows, a cell per domain (``-`` where FT gains nothing on the base: nothing to recover,
+      or where a score is missing), and the smallest share over the domains.
+    """
+    scores = dict(results["rows"])
+    domains = results["domains"]
+    if base not in scores:
+        return ["row"] + domains + ["least"], []
+    gains = {}
+    for domain in domains:
+        ft = scores.get("FT_%s" % domain, {}).get(domain)
+        if ft is not None and ft["bleu"] > scores[base][domain]["bleu"]:
+            gains[domain] = ft["bleu"] - scores[base][domain]["bleu"]
+    rows = []
+    for row, row_scores in results["rows"]:
+        if row == base or row.startswith("FT_"):
+            continue
+        shares = [
+            (
+                (row_scores[d]["bleu"] - scores[base][d]["bleu"]) / gains[d]
+                if d in gains and d in row_scores
+                else None
+            )
+            for d in domains
+        ]
+        known = [share for share in shares if share is not None]
+        cells = ["%.0f%%" % (100 * share) if share is not None else "-" for share in shares]
+        rows.append([row] + cells + ["%.0f%%" % (100 * min(known)) if known else "-"])
+    return ["row"] + domains + ["least"], rows

@@ -1,0 +1,765 @@
+"""Throughput, latency, startup time and memory of ``ldr-serve``, against offline batches.
+
+::
+
+    ldr-experiments serve-bench --model_dir export/ct2 --sentences test.medical.en \\
+        [--domain medical] [--clients 1 8 32] [--seconds 20] [--saved_model export/ldr] \\
+        [--parts load startup lazy savedmodel] [--out figures.md] \\
+        [--benchmarks BENCHMARKS.md] [-- SERVER OPTIONS]
+    ldr-experiments serve-bench --url http://127.0.0.1:8000 --sentences test.medical.en \\
+        [--model_dir export/ct2] [--sentences_per_request 4] ...   # a server already running
+
+Parts (all by default):
+
+* ``load``: the sentences translated offline by CTranslate2 (the domain's model, in this
+  process, ``translate_batch`` in batches of ``--max_batch_size``: sentences per second and
+  the time of one batch), then ``ldr-serve`` on ``--model_dir`` under 1, 8 and 32
+  concurrent clients, each sending one sentence per request (``--sentences_per_request``)
+  on a keep-alive connection for ``--seconds``: p50 and p99 latency and sentences per
+  second. The issue's targets, printed PASS or MISS: with 32 clients at least 70% of the
+  offline throughput, and p99 latency within 3 times one batch's time.
+* ``startup``: seconds from starting ``ldr-serve`` to its first answer, and its memory
+  (VmRSS; VmHWM: the peak) with every domain loaded.
+* ``lazy``: the same with ``--lazy`` (nothing loaded at start; memory after one request to
+  each domain), and with ``--max_loaded_models 1``: memory after every domain was used, and
+  the latency of requests that alternate two domains (each loads its model again) against
+  requests of one domain.
+* ``savedmodel``: with ``--saved_model`` (the same model exported by ``ldr-main export``),
+  the ``load`` part on the SavedModel: offline batches by ``ldr-translate``'s Translator,
+  then ``ldr-serve --model_dir SAVED_MODEL``.
+
+With ``--url``, the ``load`` part only, on a server already running (started with its own
+options): the offline figures and the targets need ``--model_dir`` (the model it serves).
+
+The decoding options are the same everywhere: greedy, ``--max_decoding_length``, one
+decoding thread per batch (``--intra_threads``) and ``--inter_threads`` batches at once.
+Client, server and offline runs share the machine's cores: run nothing else meanwhile (the
+load average is printed with the figures).
+
+The report (printed; ``--out``: also written to a file) is one dated run, in Markdown.
+``--benchmarks BENCHMARKS.md`` adds it to that file's section :data:`SECTION` (created at
+the end of the file if missing), before the runs already there: ``BENCHMARKS.md``'s serving
+figures come from this command (``bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md``).
+The client side imports the standard library only (and ``ldr_experiments/benchmarks.py``, for its
+Markdown table); the offline figures need ctranslate2 and the package.
+"""
+
+import argparse
+import datetime
+import functools
+import http.client
+import importlib.metadata
+import itertools
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+from ldr_experiments import benchmarks
+
+#: The package's one Markdown table (:func:`ldr_opennmt.reports.markdown_table`, loaded from
+#: its file: the package imports TensorFlow, which a run on ``--url`` does not need).
+markdown_table = benchmarks.markdown_table
+
+#: The issue's targets for 32 clients.
+THROUGHPUT_TARGET = 0.7
+LATENCY_TARGET = 3.0
+#: The heading of this benchmark's section of ``BENCHMARKS.md``; each run is a
+#: subsection headed :data:`RUN_HEADING` and its date.
+SECTION = "## Serving: `ldr-serve` under concurrent clients, against offline batches"
+RUN_HEADING = "### Run of "
+#: The first paragraph of a new section (``--benchmarks`` on a file without one).
+SECTION_INTRO = (
+    "What `ldr-serve` gives under 1, 8 and 32 concurrent clients, each sending one sentence "
+    "per request, against the same sentences translated offline in batches, with its startup "
+    "time and memory (docs/serving-benchmark.md: what is measured, and how to read it). "
+    "Targets (issue 35), with 32 clients: at least 70% of the offline throughput, and a p99 "
+    "latency within 3 times one offline batch's time. Measured by `bash run/serve_bench.sh` "
+    "(script `ldr_experiments/serve_bench.py`); `bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md` "
+    "adds its run here, before the earlier ones."
+)
+PARTS = ("load", "startup", "lazy", "savedmodel")
+
+
+def percentile(values, fraction):
+    """The nearest-rank percentile of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, int(round(fraction * len(ordered) + 0.5 - 1e-9)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def machine():
+    """The CPU model, core count and memory, in one line."""
+    model = platform.processor() or "unknown CPU"
+    memory = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    memory = ", %.1f GiB" % (int(line.split()[1]) / 1024.0**2)
+                    break
+    except OSError:
+        pass
+    return "%s, %d cores%s" % (model, os.cpu_count(), memory)
+
+
+def software():
+    """Python's version and those of CTranslate2 and TensorFlow (installed or not)."""
+    versions = ["Python %s" % platform.python_version()]
+    for name, title in (("ctranslate2", "CTranslate2"), ("tensorflow", "TensorFlow")):
+        try:
+            versions.append("%s %s" % (title, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return ", ".join(versions)
+
+
+def load_average():
+    try:
+        return "%.2f %.2f %.2f" % os.getloadavg()
+    except OSError:
+        return "unknown"
+
+
+def memory_mib(pid):
+    """``(VmRSS, VmHWM)`` of a process, in MiB."""
+    values = {}
+    with open("/proc/%d/status" % pid, encoding="utf-8") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(value.split()[0]) / 1024.0
+    return values.get("VmRSS"), values.get("VmHWM")
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """An ``ldr-serve``: :meth:`start` runs one in a subprocess (:attr:`startup_s`: seconds
+    until it answered), :meth:`at` talks to one already running."""
+
+    def __init__(self, host, port, process=None, startup_s=None):
+        self.host, self.port = host, port
+        self.process, self.startup_s = process, startup_s
+
+    @classmethod
+    def start(cls, model_dir, options, executable=None):
+        """``ldr-serve --model_dir MODEL_DIR OPTIONS`` on a free port, answering
+        (:obj:`executable`: that ``ldr-serve``, default the one on ``PATH``)."""
+        port = _free_port()
+        executable = executable or shutil.which("ldr-serve")
+        command = [executable] if executable else [sys.executable, "-m", "ldr_opennmt.cli.serve"]
+        command += ["--model_dir", model_dir, "--port", str(port), "--log_level", "warning"]
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command + list(options), env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        )
+        server = cls("127.0.0.1", port, process)
+        deadline = time.monotonic() + 300
+        while True:
+            if process.poll() is not None:
+                raise SystemExit("serve_bench: ldr-serve exited with status %d" % process.poll())
+            try:
+                if server.request("GET", "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                server.stop()
+                raise SystemExit("serve_bench: ldr-serve did not answer within 300 s")
+            time.sleep(0.05)
+        server.startup_s = time.perf_counter() - start
+        return server
+
+    @classmethod
+    def at(cls, url):
+        """The server answering at :obj:`url` (``http://HOST:PORT``)."""
+        parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme != "http" or not parsed.hostname or parsed.path not in ("", "/"):
+            raise SystemExit("serve_bench: --url: %r is not http://HOST:PORT" % url)
+        server = cls(parsed.hostname, parsed.port or 80)
+        try:
+            status = server.request("GET", "/health")[0]
+        except OSError as e:
+            raise SystemExit("serve_bench: --url: no server at %s (%s)" % (url, e)) from e
+        if status != 200:
+            raise SystemExit("serve_bench: --url: %s/health answered %d" % (url, status))
+        return server
+
+    def connection(self):
+        return http.client.HTTPConnection(self.host, self.port, timeout=300)
+
+    def request(self, method, path, body=None, connection=None):
+        own = connection is None
+        connection = connection or self.connection()
+        try:
+            data = None if body is None else json.dumps(body).encode("utf-8")
+            headers = {"Content-Type": "application/json"} if data else {}
+            connection.request(method, path, body=data, headers=headers)
+            response = connection.getresponse()
+            return response.status, json.loads(response.read())
+        finally:
+            if own:
+                connection.close()
+
+    def translate(self, sentences, domain, connection=None):
+        body = {"sentences": sentences}
+        if domain:
+            body["domain"] = domain
+        status, answer = self.request("POST", "/translate", body, connection)
+        if status != 200:
+            raise RuntimeError("ldr-serve answered %d: %s" % (status, answer))
+        return answer
+
+    def memory(self):
+        return memory_mib(self.process.pid)
+
+    def stop(self):
+        """Stops the server this script started (not one given by :meth:`at`)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def run_clients(server, clients, seconds, sentences, domain, per_request=1):
+    """:obj:`clients` threads sending :obj:`per_request` sentences per request for
+    :obj:`seconds`.
+
+    Returns:
+      ``{"clients", "requests", "errors", "p50_ms", "p99_ms", "sentences_per_s"}``.
+    """
+    latencies, errors, lock = [], [], threading.Lock()
+    counter = itertools.count()
+    stop = [None]
+
+    def _start():
+        stop[0] = time.perf_counter() + seconds
+
+    barrier = threading.Barrier(clients, action=_start)
+
+    def _client():
+        connection = server.connection()
+        # Warm-up: the connection and one request, not counted.
+        server.translate(sentences[:per_request], domain, connection)
+        barrier.wait()
+        while time.perf_counter() < stop[0]:
+            first = next(counter) * per_request
+            batch = [sentences[(first + i) % len(sentences)] for i in range(per_request)]
+            start = time.perf_counter()
+            try:
+                server.translate(batch, domain, connection)
+            except (OSError, RuntimeError, http.client.HTTPException) as e:
+                with lock:
+                    errors.append(str(e))
+                connection.close()
+                connection = server.connection()
+                continue
+            elapsed = time.perf_counter() - start
+            with lock:
+                latencies.append(elapsed)
+        connection.close()
+
+    threads = [threading.Thread(target=_client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - (stop[0] - seconds)
+    return {
+        "clients": clients,
+        "requests": len(latencies),
+        "errors": len(errors),
+        "p50_ms": 1000 * percentile(latencies, 0.5) if latencies else float("nan"),
+        "p99_ms": 1000 * percentile(latencies, 0.99) if latencies else float("nan"),
+        "sentences_per_s": len(latencies) * per_request / wall,
+    }
+
+
+def offline_ctranslate2(model_dir, domain, sentences, args):
+    """The sentences translated by the domain's CTranslate2 model in batches, in this
+    process (tokenized and detokenized as the server does).
+
+    Returns:
+      ``{"sentences_per_s", "batch_ms"}``: the best of 3 runs over every sentence, and the
+      median time of one ``translate_batch`` call of ``--max_batch_size`` sentences.
+    """
+    import ctranslate2  # pylint: disable=import-outside-toplevel
+
+    from ldr_opennmt.serving import ct2_models  # pylint: disable=import-outside-toplevel
+
+    model = ct2_models.DomainModel(
+        domain,
+        os.path.join(model_dir, domain),
+        inter_threads=args.inter_threads,
+        intra_threads=args.intra_threads,
+    )
+    assert isinstance(model.translator, ctranslate2.Translator)
+
+    def _all():
+        tokens = [model.tokenize(s) for s in sentences]
+        results = model.translator.translate_batch(
+            tokens,
+            max_batch_size=args.max_batch_size,
+            beam_size=1,
+            max_decoding_length=args.max_decoding_length,
+            max_input_length=0,
+        )
+        return [model.detokenize(r.hypotheses[0]) for r in results]
+
+    return _offline(
+        _all,
+        lambda batch: model.translate(
+            [model.tokenize(s) for s in batch], max_decoding_length=args.max_decoding_length
+        ),
+        sentences,
+        args.max_batch_size,
+    )
+
+
+def offline_saved_model(export_dir, domain, sentences, args):
+    """The sentences translated by the SavedModel in batches (``ldr-translate``'s
+    Translator), as :func:`offline_ctranslate2`."""
+    from ldr_opennmt import assets  # pylint: disable=import-outside-toplevel
+    from ldr_opennmt.serving import client  # pylint: disable=import-outside-toplevel
+
+    translator = client.Translator(export_dir)
+    source = assets.load_tokenizer(export_dir, "source")
+    target = assets.load_tokenizer(export_dir, "target")
+
+    def _batch(batch):
+        tokens = [client._tokenize(source, s) for s in batch]
+        return [client._detokenize(target, t) for t in translator(tokens, [domain] * len(batch))]
+
+    def _all():
+        return [
+            t
+            for start in range(0, len(sentences), args.max_batch_size)
+            for t in _batch(sentences[start : start + args.max_batch_size])
+        ]
+
+    _batch(sentences[:2])  # Warm-up.
+    return _offline(_all, _batch, sentences, args.max_batch_size)
+
+
+def _offline(translate_all, translate_batch, sentences, batch_size):
+    translate_all()  # Warm-up.
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        translate_all()
+        times.append(time.perf_counter() - start)
+    batch_times = []
+    for start in range(0, len(sentences) - batch_size + 1, batch_size):
+        began = time.perf_counter()
+        translate_batch(sentences[start : start + batch_size])
+        batch_times.append(time.perf_counter() - began)
+    return {
+        "sentences_per_s": len(sentences) / min(times),
+        "batch_ms": 1000 * statistics.median(batch_times),
+        "load": load_average(),
+    }
+
+
+def server_options(args, extra=()):
+    return [
+        "--max_batch_size", str(args.max_batch_size),
+        "--max_decoding_length", str(args.max_decoding_length),
+        "--inter_threads", str(args.inter_threads),
+        "--intra_threads", str(args.intra_threads),
+        *args.server_options,
+        *extra,
+    ]  # fmt: skip
+
+
+# The report: Markdown, from the measurements alone (the functions below measure nothing).
+
+
+def header_lines(date, fields):
+    """The heading of a run (:data:`RUN_HEADING` and :obj:`date`, a ``datetime`` in UTC)
+    and its ``- name: value`` lines, for the ``(name, value)`` of :obj:`fields` whose value
+    is not ``None``."""
+    lines = [RUN_HEADING + date.strftime("%Y-%m-%d %H:%M UTC"), ""]
+    lines += ["- %s: %s" % (name, value) for name, value in fields if value is not None]
+    return lines + [""]
+
+
+def load_lines(name, batch_size, offline, rows, largest):
+    """The ``load`` part of a report.
+
+    Args:
+      name: What was served (the subsection's heading).
+      batch_size: The offline batches' size.
+      offline: ``{"sentences_per_s", "batch_ms", "load"}`` (:func:`offline_ctranslate2`), or
+        ``None`` (not measured: no ratio, no target).
+      rows: The :func:`run_clients` results, each with its ``"load"`` too.
+      largest: The largest batch the server decoded (``None``: not known).
+
+    Returns:
+      ``(lines, verdicts)``: the Markdown lines, and the targets' ``PASS ...`` or
+      ``MISS ...`` lines (in the Markdown too).
+    """
+    lines = ["#### %s" % name, ""]
+    if offline:
+        lines += [
+            "Offline, batches of %d: **%.1f sentences/s**, one batch %.1f ms (load: %s)."
+            % (batch_size, offline["sentences_per_s"], offline["batch_ms"], offline["load"]),
+            "",
+        ]
+    header = ["clients", "requests", "errors", "p50 ms", "p99 ms", "sentences/s", "of offline"]
+    table = [
+        [
+            "%d" % row["clients"],
+            "%d" % row["requests"],
+            "%d" % row["errors"],
+            "%.1f" % row["p50_ms"],
+            "%.1f" % row["p99_ms"],
+            "%.1f" % row["sentences_per_s"],
+            (
+                "%.0f%%" % (100 * row["sentences_per_s"] / offline["sentences_per_s"])
+                if offline
+                else "n/a"
+            ),
+            row["load"],
+        ]
+        for row in rows
+    ]
+    lines += [markdown_table(header + ["load"], table, align="l" * 8), ""]
+    if largest is not None:
+        lines += ["Largest batch the server decoded: %d sentences." % largest, ""]
+    verdicts = []
+    if offline:
+        top = max(rows, key=lambda row: row["clients"])
+        ratio = top["sentences_per_s"] / offline["sentences_per_s"]
+        latency = top["p99_ms"] / offline["batch_ms"]
+        for label, value, target, ok in (
+            (
+                "throughput with %d clients" % top["clients"],
+                "%.1f%% of offline" % (100 * ratio),
+                ">= %.0f%%" % (100 * THROUGHPUT_TARGET),
+                ratio >= THROUGHPUT_TARGET,
+            ),
+            (
+                "p99 latency with %d clients" % top["clients"],
+                "%.2fx one batch" % latency,
+                "<= %.0fx" % LATENCY_TARGET,
+                latency <= LATENCY_TARGET,
+            ),
+        ):
+            verdicts.append(
+                "%s %s: %s (target %s)" % ("PASS" if ok else "MISS", label, value, target)
+            )
+        lines += ["* " + verdict for verdict in verdicts] + [""]
+    return lines, verdicts
+
+
+def startup_lines(rows, alternating=None):
+    """The ``startup`` and ``lazy`` parts of a report.
+
+    Args:
+      rows: ``(server, startup s, RSS MiB after start, RSS MiB after a request per domain,
+        peak MiB)`` per server.
+      alternating: ``(domain, domain, mean ms alternating them, mean ms for one domain)``
+        with ``--max_loaded_models 1``, or ``None``.
+    """
+    header = ["server", "startup s", "RSS MiB after start", "RSS MiB after a request per domain"]
+    table = [
+        [label, "%.1f" % startup, "%.0f" % started, "%.0f" % rss, "%.0f" % peak]
+        for label, startup, started, rss, peak in rows
+    ]
+    lines = ["#### Startup and memory", ""]
+    lines += [markdown_table(header + ["peak (VmHWM) MiB"], table, align="l" * 5), ""]
+    if alternating:
+        lines += [
+            "With `--max_loaded_models 1`, requests of one sentence alternating %s and %s "
+            "(each loads its model again): mean %.1f ms, against %.1f ms for requests of one "
+            "domain." % alternating,
+            "",
+        ]
+    return lines
+
+
+# The measurements.
+
+
+def load_part(name, server_at, offline, args, sentences):
+    """Offline figures (given), then the server under each number of clients.
+
+    Args:
+      name: The subsection's heading.
+      server_at: A function starting the server (stopped at the end), or a running
+        :class:`Server` (left running).
+      offline: See :func:`load_lines`.
+      args: The command line.
+      sentences: The source sentences.
+
+    Returns:
+      See :func:`load_lines`.
+    """
+    server = server_at() if callable(server_at) else server_at
+    try:
+        rows = []
+        for clients in args.clients:
+            rows.append(
+                run_clients(
+                    server,
+                    clients,
+                    args.seconds,
+                    sentences,
+                    args.domain,
+                    per_request=args.sentences_per_request,
+                )
+            )
+            rows[-1]["load"] = load_average()
+            print("  %s: %s" % (name, json.dumps(rows[-1])), file=sys.stderr)
+        batches = server.request("GET", "/health")[1]["queues"]
+    finally:
+        if callable(server_at):
+            server.stop()
+    largest = max(stats["largest_batch"] for stats in batches.values())
+    return load_lines(name, args.max_batch_size, offline, rows, largest)
+
+
+def startup_part(args, sentences, domains):
+    """Startup time and memory: every model at start, on first use, at most one."""
+    rows = []
+    alternating = None
+    for label, extra in (
+        ("every domain loaded at start", ()),
+        ("`--lazy`", ("--lazy",)),
+        ("`--max_loaded_models 1`", ("--max_loaded_models", "1")),
+    ):
+        if ("lazy" if extra else "startup") not in args.parts:
+            continue
+        server = Server.start(args.model_dir, server_options(args, extra))
+        try:
+            started = server.memory()[0]
+            for domain in domains:
+                server.translate(sentences[:8], domain)
+            rss, peak = server.memory()
+            rows.append((label, server.startup_s, started, rss, peak))
+            if extra == ("--max_loaded_models", "1"):
+                pair = domains[:2]
+                alternating = tuple(pair) + _alternating(server, sentences, pair)
+        finally:
+            server.stop()
+    return startup_lines(rows, alternating)
+
+
+def _alternating(server, sentences, domains, count=20):
+    def _mean(labels):
+        times = []
+        for i, domain in enumerate(labels):
+            start = time.perf_counter()
+            server.translate([sentences[i % len(sentences)]], domain)
+            times.append(time.perf_counter() - start)
+        return 1000 * statistics.mean(times)
+
+    return _mean([domains[i % 2] for i in range(count)]), _mean([domains[0]] * count)
+
+
+def model_description(model_dir, domains):
+    """The domains of a CTranslate2 directory and the size of their ``model.bin``."""
+    sizes = []
+    for domain in domains:
+        try:
+            sizes.append(os.path.getsize(os.path.join(model_dir, domain, "model.bin")))
+        except OSError:
+            pass
+    size = ", %.1f MB of `model.bin` per domain" % (statistics.mean(sizes) / 1e6) if sizes else ""
+    return "`%s`: %s%s" % (model_dir, ", ".join(domains), size)
+
+
+# BENCHMARKS.md.
+
+
+def add_run(text, run, section=SECTION, intro=SECTION_INTRO):
+    """:obj:`text` (a ``BENCHMARKS.md``) with :obj:`run` (a report) first among the runs of
+    its section :obj:`section` (default :data:`SECTION`): before the section's first
+    :data:`RUN_HEADING` heading, or at its end. A file without the section gets it at its
+    end, with :obj:`intro`."""
+    lines = text.splitlines()
+    run_lines = run.strip("\n").splitlines()
+    if section not in lines:
+        while lines and not lines[-1].strip():
+            lines.pop()
+        return "\n".join(lines + ["", section, "", intro, ""] + run_lines) + "\n"
+    start = lines.index(section) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    at = next((i for i in range(start, end) if lines[i].startswith(RUN_HEADING)), None)
+    if at is None:  # After the section's text, before the blank lines that end it.
+        at = end
+        while at > start and not lines[at - 1].strip():
+            at -= 1
+        run_lines = [""] + run_lines
+    else:  # Before the latest run.
+        run_lines = run_lines + [""]
+    return "\n".join(lines[:at] + run_lines + lines[at:]) + "\n"
+
+
+def update_benchmarks(path, run, section=SECTION, intro=SECTION_INTRO):
+    """Adds :obj:`run` to the file :obj:`path` (:func:`add_run`), atomically."""
+    with open(path, encoding="utf-8") as f:
+        text = add_run(f.read(), run, section, intro)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def parse_args(argv):
+    """The command line: :obj:`argv` without the server options after ``--``, which go to
+    ``server_options``."""
+    server_extra = []
+    if "--" in argv:
+        server_extra = argv[argv.index("--") + 1 :]
+        argv = argv[: argv.index("--")]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model_dir", help="An ldr-export ctranslate2 directory.")
+    parser.add_argument("--url", help="A running ldr-serve (http://HOST:PORT): the load part.")
+    parser.add_argument("--saved_model", help="The same model exported by ldr-main export.")
+    parser.add_argument("--sentences", required=True, help="Raw source sentences, one a line.")
+    parser.add_argument("--limit", type=int, default=512, help="Sentences used (the first N).")
+    parser.add_argument("--domain", default="medical", help="The domain of every request.")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--seconds", type=float, default=20, help="Per number of clients.")
+    parser.add_argument("--sentences_per_request", type=int, default=1)
+    parser.add_argument("--max_batch_size", type=int, default=32)
+    parser.add_argument("--max_decoding_length", type=int, default=64)
+    parser.add_argument("--inter_threads", type=int, default=1)
+    parser.add_argument("--intra_threads", type=int, default=1)
+    parser.add_argument("--parts", nargs="+", choices=PARTS, help="Default: all (--url: load).")
+    parser.add_argument("--out", help="Also write the report (Markdown) to this file.")
+    parser.add_argument(
+        "--benchmarks", help="Also add the report to this file's serving section (BENCHMARKS.md)."
+    )
+    parser.add_argument("--invoked_as", help="The command the report names (default: this one).")
+    args = parser.parse_args(argv)
+    args.server_options = server_extra
+    if args.parts is None:
+        args.parts = ["load"] if args.url else list(PARTS)
+    if not args.url and not args.model_dir:
+        parser.error("--model_dir or --url is required")
+    if args.url and set(args.parts) - {"load"}:
+        parser.error("--url measures the load part only (the others start their own servers)")
+    if args.url and server_extra:
+        parser.error("--url: the server runs with its own options (none after --)")
+    if args.sentences_per_request < 1:
+        parser.error("--sentences_per_request must be at least 1")
+    return args, argv + (["--"] + server_extra if server_extra else [])
+
+
+def main(argv=None):
+    args, argv = parse_args(list(sys.argv[1:] if argv is None else argv))
+    date = datetime.datetime.now(datetime.timezone.utc)
+    with open(args.sentences, encoding="utf-8") as f:
+        sentences = [line.strip() for line in f if line.strip()][: args.limit]
+    server = Server.at(args.url) if args.url else None
+    if args.model_dir:
+        with open(os.path.join(args.model_dir, "manifest.json"), encoding="utf-8") as f:
+            domains = list(json.load(f)["domains"])
+        model = model_description(args.model_dir, domains)
+    else:
+        model = "%s: %s" % (args.url, ", ".join(server.request("GET", "/domains")[1]["domains"]))
+    report = header_lines(
+        date,
+        [
+            ("machine", "%s; load average at start: %s" % (machine(), load_average())),
+            ("software", software()),
+            (
+                "command",
+                "`%s`" % (args.invoked_as or "ldr-experiments serve-bench " + " ".join(argv)),
+            ),
+            ("model", model),
+            ("saved model", "`%s`" % args.saved_model if args.saved_model else None),
+            (
+                "requests",
+                "%d sentences of `%s`, domain %s, %d per request, %g s per number of clients"
+                % (
+                    len(sentences),
+                    args.sentences,
+                    args.domain,
+                    args.sentences_per_request,
+                    args.seconds,
+                ),
+            ),
+            (
+                "decoding",
+                "greedy, max_decoding_length %d, batches of %d, inter_threads %d, intra_threads %d"
+                % (
+                    args.max_decoding_length,
+                    args.max_batch_size,
+                    args.inter_threads,
+                    args.intra_threads,
+                ),
+            ),
+            ("server options", " ".join(args.server_options) or None),
+        ],
+    )
+    verdicts = []
+    if "load" in args.parts:
+        offline = None
+        if args.model_dir:
+            offline = offline_ctranslate2(args.model_dir, args.domain, sentences, args)
+        if server is not None:
+            name, target = "`ldr-serve` at %s" % args.url, server
+        else:
+            name = "CTranslate2 (`%s`)" % args.model_dir
+            target = functools.partial(Server.start, args.model_dir, server_options(args))
+        lines, found = load_part(name, target, offline, args, sentences)
+        report += lines
+        verdicts += found
+    if "startup" in args.parts or "lazy" in args.parts:
+        report += startup_part(args, sentences, domains)
+    if "savedmodel" in args.parts and args.saved_model:
+        offline = offline_saved_model(args.saved_model, args.domain, sentences, args)
+        lines, found = load_part(
+            "SavedModel (`%s`)" % args.saved_model,
+            functools.partial(Server.start, args.saved_model, server_options(args)),
+            offline,
+            args,
+            sentences,
+        )
+        report += lines
+        verdicts += found
+    text = "\n".join(report).rstrip("\n") + "\n"
+    print(text)
+    for verdict in verdicts:
+        print(verdict)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    if args.benchmarks:
+        update_benchmarks(args.benchmarks, text)
+        print("serve_bench: run added to %s" % args.benchmarks, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tests of the experiments package (:mod:`ldr_experiments`)."""

@@ -1,0 +1,327 @@
+import datetime
+import json
+import os
+import sys
+import types
+from unittest import mock
+
+import tensorflow as tf
+
+from ldr_experiments import common, demo
+from ldr_opennmt import stamps
+
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "_ext")
+)
+import ldr_docs  # noqa: E402  (docs/_ext on the path)
+
+DOMAINS = ["medical", "religious", "software"]
+
+
+def _scores(*bleu):
+    return {d: {"bleu": b, "chrf": 2 * b} for d, b in zip(DOMAINS, bleu)}
+
+
+def _results(rows):
+    return {"domains": DOMAINS, "sentences": {d: 200 for d in DOMAINS}, "rows": rows}
+
+
+RESULTS = _results(
+    [
+        ("Mixed", _scores(20.0, 10.0, 15.0)),  # avg 15.0
+        (demo.SEED_ROW, _scores(19.0, 10.0, 15.0)),  # avg 14.667: spread 0.333
+        ("LDR (oracle)", _scores(22.0, 12.0, 16.0)),  # avg 16.667: +1.667
+        ("LDR (generic)", _scores(20.0, 10.0, 15.3)),  # avg 15.1
+        ("LDR (wrong)", _scores(21.8, 12.0, 16.0)),  # avg 16.6: -0.067, within the spread
+        ("DC (oracle)", _scores(20.0, 10.2, 15.0)),  # avg 15.067: +0.067
+        ("FT_medical", _scores(30.0, 4.0, 5.0)),
+    ]
+)
+
+
+class FindingsTest(tf.test.TestCase):
+    def test_seed_spread(self):
+        self.assertAlmostEqual(demo.seed_spread(RESULTS), 1.0 / 3)
+        self.assertIsNone(demo.seed_spread(_results([("Mixed", _scores(1, 2, 3))])))
+
+    def test_differences_are_judged_by_the_spread(self):
+        lines = demo.findings(RESULTS, demo.seed_spread(RESULTS))
+        text = "\n".join(lines)
+        self.assertIn("- Mixed averages 15.0 BLEU; a second seed differs by 0.3.", text)
+        self.assertIn(
+            "- LDR with its domain labels: +1.7 BLEU against Mixed, larger than the seed spread"
+            " (0.3).",
+            text,
+        )
+        self.assertIn("  With a wrong label it loses 0.1 BLEU (within the seed spread", text)
+        self.assertNotIn("the model uses its labels", text)
+        self.assertIn("  With the generic label: -1.6 BLEU", text)
+        self.assertIn("- DC with its domain labels: +0.1 BLEU against Mixed, within the seed", text)
+        self.assertIn("- FT_medical: +10.0 BLEU on medical, -8.0 on the other domains", text)
+        self.assertIn("forgets them", text)
+        self.assertIn("200 test sentences per domain", lines[-1])
+        # Factorized PA has no row: nothing is said about it.
+        self.assertNotIn("Factorized", text)
+
+    def test_rows_below_the_bar_are_named(self):
+        text = "\n".join(demo.findings(RESULTS, 0.3))
+        self.assertIn(
+            "- Every row but the FT_* ones averages at least 10 BLEU (lowest: %s, 14.7)."
+            % demo.SEED_ROW,
+            text,
+        )
+        rows = RESULTS["rows"] + [("Factorized PA (wrong)", _scores(9.0, 3.0, 6.0))]
+        text = "\n".join(demo.findings(_results(rows), 0.3))
+        self.assertIn("- Below 10 BLEU on average (too weak", text)
+        self.assertIn(": Factorized PA (wrong) 6.0.", text)
+        self.assertNotIn("FT_medical 13.0", text)
+
+    def test_a_label_loss_above_the_spread_shows_the_labels_are_used(self):
+        rows = [row for row in RESULTS["rows"] if row[0] != "LDR (wrong)"]
+        rows.append(("LDR (wrong)", _scores(10.0, 5.0, 9.0)))
+        text = "\n".join(demo.findings(_results(rows), 0.5))
+        self.assertIn(
+            "With a wrong label it loses 8.7 BLEU (larger than the seed spread (0.5))", text
+        )
+        self.assertIn("the model uses its labels", text)
+
+    def test_contrastive_figures(self):
+        results = {
+            "rows": [
+                {"system": "Mixed", "mode": "oracle", "metric": "accuracy", "values": {"all": 70}},
+                {"system": "Mixed", "mode": "oracle", "metric": "follow", "values": {"all": 30}},
+                {"system": "LDR", "mode": "oracle", "metric": "accuracy", "values": {"all": 80}},
+                {"system": "LDR", "mode": "flipped", "metric": "follow", "values": {"all": 40}},
+                {"system": "LDR", "mode": "flipped", "metric": "shift", "values": {"all": 65}},
+                {"system": "DC", "mode": "wrong", "metric": "accuracy", "values": {"all": None}},
+            ]
+        }
+        figures = demo.contrastive_rates(results)
+        self.assertEqual(figures, {"Mixed (oracle)": 70, "LDR (oracle)": 80, "LDR (effect)": 65})
+        text = "\n".join(demo.findings(RESULTS, 0.3, figures))
+        self.assertIn(
+            "  Contrastive lexical choice: 80% right with its labels (Mixed: 70%); giving it the"
+            " other domain's label moves its choice towards that domain's word in 65% of pairs",
+            text,
+        )
+
+    def test_each_row_names_its_control_and_whether_it_is_matched(self):
+        matched = "\n".join(
+            demo.findings(RESULTS, 0.3, output_layers={"Mixed": True, "LDR": True}, steps=4500)
+        )
+        self.assertIn(
+            "  Control: Mixed, matched (4500 steps, seed 1, output layer tied to the target"
+            " embeddings like LDR's).",
+            matched,
+        )
+        unmatched = "\n".join(
+            demo.findings(RESULTS, 0.3, output_layers={"Mixed": True, "LDR": False})
+        )
+        self.assertIn("  Control: Mixed, NOT matched: its output layer is tied", unmatched)
+        unknown = "\n".join(demo.findings(RESULTS, 0.3))
+        self.assertIn("  Control: Mixed (output layers not read: no checkpoint).", unknown)
+
+    def test_the_demo_trains_ldr_tied_like_its_control(self):
+        # The registry's small Mixed (the demo's baseline) ties its output layer: so does the
+        # demo's LDR at that scale, and neither does at paper scale.
+        ldr = [run for run in demo.SYSTEMS if run.family == "ldr_transformer"]
+        mixed = demo.BASELINE
+        for scale in ("small", "paper"):
+            sharing = {
+                path: "share_target_embeddings=True" in open(path, encoding="utf-8").read()
+                for path in [mixed.model_def(scale)] + [run.model_def(scale) for run in ldr]
+            }
+            self.assertLen(set(sharing.values()), 1, sharing)
+
+    def test_example_rows(self):
+        rows = demo._example_rows(RESULTS)
+        self.assertEqual(rows, ["Mixed", "LDR (oracle)", "DC (oracle)"])
+
+
+class PriorityTest(tf.test.TestCase):
+    def test_trainings_from_scratch_first_then_what_continues_them_then_evaluations(self):
+        def job(name, after=()):
+            return common.Job(name, lambda cores: None, after)
+
+        jobs = [
+            job("mixed"),
+            job("eval_mixed", ["mixed"]),
+            job("mixed_seed2"),
+            job("factorized_pa", ["mixed"]),
+            job("ldr"),
+            job("classifier"),
+            job("predict", ["classifier"]),
+            job("contrastive_ldr", ["ldr"]),
+        ]
+        self.assertEqual(
+            [j.name for j in demo._by_priority(jobs)],
+            [
+                "ldr",
+                "mixed",
+                "mixed_seed2",
+                "classifier",
+                "predict",
+                "factorized_pa",
+                "eval_mixed",
+                "contrastive_ldr",
+            ],
+        )
+
+
+CPUINFO = (
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\n"
+    "processor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
+)
+WRITTEN = datetime.datetime(2026, 11, 24, 13, 5, tzinfo=datetime.timezone.utc)
+
+
+class ProvenanceTest(tf.test.TestCase):
+    """The report's first line: when (UTC), on which machine and by which command."""
+
+    def test_cpu_model(self):
+        self.assertEqual(demo.cpu_model(CPUINFO), "AMD EPYC 7B13")
+        self.assertEqual(demo.cpu_model("processor\t: 0\nModel\t\t: Raspberry Pi 4\n"),
+                         "Raspberry Pi 4")  # fmt: skip
+        self.assertIsNone(demo.cpu_model("processor\t: 0\nmodel name\t:\n"))
+
+    def test_machine_names_the_cpu_and_its_cores(self):
+        path = os.path.join(self.get_temp_dir(), "cpuinfo")
+        with open(path, "w") as f:
+            f.write(CPUINFO)
+        with mock.patch.object(os, "cpu_count", return_value=2), mock.patch.object(
+            os, "sched_getaffinity", return_value={0, 1}, create=True
+        ):
+            self.assertEqual(demo.machine(path), "AMD EPYC 7B13 (2 cores)")
+        with mock.patch.object(os, "cpu_count", return_value=8), mock.patch.object(
+            os, "sched_getaffinity", return_value={0, 1}, create=True
+        ):
+            self.assertEqual(demo.machine(path), "AMD EPYC 7B13 (8 cores, 2 usable)")
+        # No /proc/cpuinfo: what the platform says, still with the cores.
+        self.assertRegex(demo.machine(os.path.join(self.get_temp_dir(), "none")), r" \(\d+ cores")
+
+    def test_the_line_is_utc_and_names_the_command(self):
+        paris = datetime.timezone(datetime.timedelta(hours=1))
+        with mock.patch.object(demo, "machine", return_value="AMD EPYC 7B13 (2 cores)"):
+            record = demo.provenance(
+                ["bash", "run/demo.sh", "--quick", "--out", "my results"],
+                now=datetime.datetime(2026, 11, 24, 14, 5, tzinfo=paris),
+            )
+        self.assertEqual(
+            record,
+            {
+                "written": "2026-11-24 13:05 UTC",
+                "machine": "AMD EPYC 7B13 (2 cores)",
+                "command": "bash run/demo.sh --quick --out 'my results'",
+            },
+        )
+        line = demo.provenance_line(record)
+        self.assertEqual(
+            line,
+            "Written 2026-11-24 13:05 UTC on AMD EPYC 7B13 (2 cores) by"
+            " `bash run/demo.sh --quick --out 'my results'`.",
+        )
+        # What the documentation reads back.
+        self.assertEqual(ldr_docs.DEMO_PROVENANCE.match(line).groupdict(), record)
+
+
+class ReportStageTest(tf.test.TestCase):
+    """The report records its date and machine; a rerun with the same inputs keeps them."""
+
+    def setUp(self):
+        super().setUp()
+        root = self.get_temp_dir()
+        self.steps = common.Steps(os.path.join(root, "out"))
+        args = types.SimpleNamespace(data=os.path.join(root, "corpus"), cache=None)
+        self.plan = demo.Plan(args, dict(demo.BUDGETS["quick"]), self.steps)
+        os.makedirs(args.data, exist_ok=True)
+        self._put(os.path.join(args.data, "corpus.json"), {"domains": DOMAINS})
+        self._put(self.plan.scores_path, {"rows": []})
+        self._put(self.plan.contrastive_path, {"rows": []})
+        self._put(self.plan.classification_path, {"accuracy": 0.9})
+        self._put(os.path.join(self.steps.configs_dir, "data.yml"), {"data": {}})
+        self.report = os.path.join(self.steps.out, "report.md")
+        self.stamp_path = os.path.join(self.steps.stages_dir, "report.json")
+
+    def _put(self, path, content):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(content, f)
+
+    def _run(self, written, machine="AMD EPYC 7B13 (2 cores)"):
+        def record(command, now=None):
+            return {"written": written, "machine": machine, "command": " ".join(command)}
+
+        stage = self.plan.report_stage(
+            lambda total: "# Multi-domain demo (quick)\n\nThe figures.",
+            "quick",
+            0.0,
+            ["bash", "run/demo.sh", "--quick"],
+        )
+        with mock.patch.object(demo, "provenance", record), mock.patch.object(common, "log") as log:
+            self.steps.run_stages([stage])
+        with open(self.report) as f:
+            lines = f.read().splitlines()
+        return lines, "\n".join(call.args[0] for call in log.call_args_list)
+
+    def test_the_first_line_is_recorded_not_compared(self):
+        lines, log = self._run("2026-11-24 13:05 UTC")
+        self.assertIn("report: runs (no stamp", log)
+        first = (
+            "Written 2026-11-24 13:05 UTC on AMD EPYC 7B13 (2 cores) by"
+            " `bash run/demo.sh --quick`."
+        )
+        self.assertEqual(lines[:3], [first, "", "# Multi-domain demo (quick)"])
+        record = stamps.read(self.stamp_path)
+        self.assertTrue(record["complete"])
+        self.assertEqual(record["written"], "2026-11-24 13:05 UTC")
+        self.assertEqual(record["machine"], "AMD EPYC 7B13 (2 cores)")
+        self.assertEqual(record["command"], "bash run/demo.sh --quick")
+        self.assertNotIn("written", json.dumps(record[stamps.INPUTS]))
+        # Another day, another machine, the same inputs: the report is kept, with its line.
+        lines, log = self._run("2026-11-25 08:00 UTC", machine="another CPU (64 cores)")
+        self.assertIn("report: skipped, done from the same inputs", log)
+        self.assertEqual(lines[0], first)
+        self.assertEqual(stamps.read(self.stamp_path)["written"], "2026-11-24 13:05 UTC")
+        # Other results: written again, saying why, with the new date and machine.
+        self._put(self.plan.scores_path, {"rows": [], "changed": True})
+        lines, log = self._run("2026-11-25 08:00 UTC", machine="another CPU (64 cores)")
+        self.assertIn("report: runs (results differ)", log)
+        self.assertEqual(
+            lines[0],
+            "Written 2026-11-25 08:00 UTC on another CPU (64 cores) by `bash run/demo.sh --quick`.",
+        )
+        self.assertEqual(stamps.read(self.stamp_path)["machine"], "another CPU (64 cores)")
+
+    def test_a_report_of_the_former_layout_is_written_again(self):
+        self._run("2026-11-24 13:05 UTC")
+        record = stamps.read(self.stamp_path)
+        inputs = dict(record.pop(stamps.INPUTS))
+        del inputs["layout"]  # As the report stage wrote it before the first line.
+        record.pop("format")
+        stamps.write(self.stamp_path, inputs, **record)
+        _, log = self._run("2026-11-25 08:00 UTC")
+        self.assertIn("report: runs (layout added)", log)
+
+    def test_the_documentation_shows_the_date_machine_and_command(self):
+        self._run("2026-11-24 13:05 UTC")
+        target = os.path.join(self.get_temp_dir(), "generated")
+        page = ldr_docs.demo_report_page(self.report, target)
+        self.assertTrue(
+            page.startswith(
+                "`results/demo/report.md`, written 2026-11-24 13:05 UTC on AMD EPYC 7B13"
+                " (2 cores) by `bash run/demo.sh --quick`"
+            ),
+            page,
+        )
+        self.assertEqual(page.count("2026-11-24 13:05 UTC"), 1)  # The line is not repeated.
+        self.assertIn("\n### Multi-domain demo (quick)\n", page)
+        # A report written before the line existed: dated by the file's time.
+        with open(self.report, "w") as f:
+            f.write("# Multi-domain demo (quick)\n")
+        os.utime(self.report, (WRITTEN.timestamp(), WRITTEN.timestamp()))
+        page = ldr_docs.demo_report_page(self.report, target)
+        self.assertIn("wrote it on 2026-11-24 13:05 UTC (the file's time", page)
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,374 @@
+import os
+import types
+from unittest import mock
+
+import tensorflow as tf
+
+from ldr_experiments import common, tables
+from ldr_opennmt import config_loader, registry
+
+DOMAINS = ["medical", "religious", "software"]
+#: The default corpus's training sentences (data/default/corpus.json).
+DEFAULT_SIZES = {"medical": 10083, "religious": 29683, "software": 2509}
+
+
+def _scores(*bleu):
+    return {d: {"bleu": b, "chrf": 2 * b} for d, b in zip(DOMAINS, bleu)}
+
+
+def _plan(root, runs, scale="small", budget="quick"):
+    steps = common.Steps(os.path.join(root, "out"), name="tables")
+    args = types.SimpleNamespace(
+        data=os.path.join(root, "corpus"), cache=None, scale=scale, config=tables.demo.DATA_CONFIG
+    )
+    plan = tables.TablesPlan(args, dict(tables.BUDGETS[budget]), steps, runs)
+    plan.domains, plan.source, plan.target = DOMAINS, "en", "fr"
+    plan.data_config = os.path.join(steps.configs_dir, "data.yml")
+    return plan
+
+
+class TableRunsTest(tf.test.TestCase):
+    """The rows are read from the registry: one per family, its modes its capabilities."""
+
+    def test_every_transformer_family_has_a_row_mixed_first(self):
+        runs = tables.table_runs()
+        families = [f.name for f in registry.families() if f.architecture == "transformer"]
+        self.assertEqual(runs[0].name, "Mixed")
+        self.assertCountEqual(set(run.family for run in runs), families)
+        names = [run.name for run in runs]
+        self.assertEqual(len(names), len(set(names)))
+        for extra in (
+            "Mixed (seed 2)",
+            "Mixed (untied)",
+            "LDR (joint)",
+            "LDR (summed)",
+            "Domain mixing (E)",
+        ):
+            self.assertIn(extra, names)
+        self.assertNotIn("LDR (RNN)", names)
+        for run in runs:  # Every row has its model definition at both scales.
+            for scale in ("small", "paper"):
+                self.assertTrue(os.path.isfile(os.path.join(common.ROOT, run.model_def(scale))))
+        # A family trained on a stage 1 uses the stage-1 row's embedding sharing (tied).
+        by_family = {}
+        for run in runs:
+            by_family.setdefault(run.family, run)
+        self.assertIn("tied", by_family["mixed_transformer"].model_def("paper"))
+        # The control of the families with their own output layer is untied.
+        untied = [run for run in runs if run.name == "Mixed (untied)"][0]
+        self.assertNotIn("tied", untied.model_def("small"))
+        self.assertIn("tied", by_family["residual_adapters"].model_def("small"))
+
+    def test_label_modes_follow_the_capabilities(self):
+        runs = {run.name: run for run in tables.table_runs()}
+        self.assertEqual(
+            runs["LDR"].label_modes(), ("oracle", "generic", "wrong", "pred", "ens-uniform")
+        )
+        self.assertIn("ens-uniform", runs["Factorized PA"].label_modes())
+        self.assertNotIn("ens-uniform", runs["TTM"].label_modes())  # no ensembles of views
+        self.assertIsNone(runs["Mixed"].label_modes())
+        self.assertIsNone(runs["Domain mixing"].label_modes())  # labels for training only
+        for name, run in runs.items():
+            caps = registry.capabilities(run.family)
+            modes = run.label_modes() or ()
+            self.assertEqual("ens-uniform" in modes, caps.ensembles is None and bool(modes), name)
+
+    def test_a_chosen_family_brings_mixed(self):
+        for families in (["factorized_pa"], ["ttm_transformer", "mixed_transformer"]):
+            runs = tables.table_runs(families)
+            # Mixed, its second seed and its untied control, then the chosen family.
+            self.assertEqual([run.family for run in runs][:3], ["mixed_transformer"] * 3)
+            self.assertEqual([run.family for run in runs][3], families[0])
+
+    def test_a_user_family_gets_a_row(self):
+        example = os.path.join(
+            os.path.dirname(__file__), "..", "..", "examples", "domain_bias", "domain_bias.py"
+        )
+        registry.load_user_module(os.path.abspath(example))
+        runs = tables.table_runs(["mixed_transformer", "domain_bias_transformer"])
+        self.assertEqual([run.family for run in runs][-1], "domain_bias_transformer")
+        # No model definition declared: the module file is its definition.
+        self.assertEqual(runs[-1].model_def("small"), os.path.abspath(example))
+
+    def test_the_contrastive_rows_are_mixed_and_the_label_readers(self):
+        runs = tables.table_runs()
+        rows = tables.contrastive_rows(runs)
+        self.assertEqual(rows[0], "Mixed")
+        self.assertIn("LDR", rows)
+        self.assertIn("Domain mixing", rows)
+        self.assertNotIn("Mixed (seed 2)", rows)
+
+
+class StagesTest(tf.test.TestCase):
+    """The training stages: stage 1 of the registry's or of the family's own curriculum."""
+
+    def _stages(self, families, scale="small", budget="quick"):
+        root = self.get_temp_dir()
+        plan = _plan(root, tables.table_runs(families), scale=scale, budget=budget)
+        return plan, {stage.name: stage for stage in plan.training_stages(plan.runs)}
+
+    def test_curriculum_and_registry_stage_one(self):
+        plan, stages = self._stages(["factorized_sf", "factorized_pa", "residual_adapters"])
+        # SF: its own stage 1 (domain_training general), then unfolded.
+        self.assertIn("factorized_sf_stage1", stages)
+        self.assertEqual(stages["factorized_sf"].after, ("factorized_sf_stage1",))
+        stage1 = config_loader.load_config_file(
+            os.path.join(plan.steps.configs_dir, "factorized_sf_stage1.yml")
+        )
+        self.assertEqual(stage1["params"]["domain_training"], "general")
+        stage2 = config_loader.load_config_file(
+            os.path.join(plan.steps.configs_dir, "factorized_sf.yml")
+        )
+        self.assertTrue(stage2["finetune"]["unfold"])
+        self.assertNotIn("domain_training", stage2["params"])
+        # PA and the adapters continue Mixed, the registry's stage 1.
+        self.assertEqual(stages["factorized_pa"].after, ("mixed",))
+        self.assertEqual(stages["residual_adapters"].after, ("mixed",))
+        # The stage 1 is trained, not evaluated; the final model is.
+        trained = [t.slug for t in plan.trained]
+        self.assertIn("factorized_sf", trained)
+        self.assertNotIn("factorized_sf_stage1", trained)
+        self.assertEqual(
+            plan.stage_titles["factorized_sf"],
+            [stages["factorized_sf_stage1"].title, stages["factorized_sf"].title],
+        )
+
+    def test_stage_two_sees_ft_s_batches_of_every_domain(self):
+        # Issue 42 item 4: the steps of stage 2 come from the corpus's sizes (corpus.json),
+        # on batches of one domain each like FT's, so that each domain's blocks see at least
+        # FT_<domain>'s batches of that domain.
+        root = self.get_temp_dir()
+        runs = tables.table_runs(["factorized_sf", "factorized_pa", "residual_adapters"])
+        plan = _plan(root, runs, budget="default")
+        info = {"domains": DOMAINS, "source_lang": "en", "target_lang": "fr"}
+        info["stats"] = {d: {"train": {"pairs": n}} for d, n in DEFAULT_SIZES.items()}
+        plan.write_data_config(info)
+        stage2, budget = plan.stage2, plan.budget
+        self.assertEqual(budget["stage2_steps"], stage2.steps)
+        self.assertEqual(stage2.steps, 832)
+        stages = {stage.name: stage for stage in plan.training_stages(plan.runs)}
+
+        def config(slug):
+            return config_loader.load_config_file(
+                os.path.join(plan.steps.configs_dir, "%s.yml" % slug)
+            )
+
+        ft = budget["finetune_steps"]
+        for slug in ("factorized_pa", "factorized_sf", "residual_adapters"):
+            trained = config(slug)
+            self.assertEqual(trained["finetune"]["steps"], stage2.steps)
+            self.assertTrue(trained["data"]["domain_batches"], slug)
+            self.assertEqual(trained["train"]["domain_sampling_alpha"], stage2.alpha)
+            self.assertEqual(trained["train"]["batch_size"], budget["batch_size"])
+            self.assertEqual(trained["eval"]["steps"], stage2.steps // 8)  # 8 curve points
+            self.assertIn("%d steps" % stage2.steps, stages[slug].title)
+            final = budget["steps"] + stage2.steps
+            self.assertTrue(stages[slug].outputs[0].endswith("ckpt-%d.index" % final))
+            alpha = trained["train"]["domain_sampling_alpha"]
+            sizes = list(DEFAULT_SIZES.values())
+            for p in tables.equal_budgets.domains_lib.sampling_probabilities(sizes, alpha):
+                batches = stage2.steps * p - 2 * (stage2.steps * p * (1 - p)) ** 0.5
+                self.assertGreaterEqual(batches, ft)
+        # FT and the trainings from scratch keep their batches.
+        medical = config("ft_medical")
+        self.assertEqual(
+            (medical["finetune"]["domain"], medical["finetune"]["steps"]), ("medical", ft)
+        )
+        self.assertNotIn("data", medical)
+        self.assertEqual(medical["eval"]["steps"], ft // 8)
+        self.assertFalse(config("mixed")["data"]["domain_batches"])
+        self.assertFalse(config("factorized_sf_stage1")["data"]["domain_batches"])
+
+    def test_the_reversal_ramps_over_the_training(self):
+        plan, _ = self._stages(["advl_transformer"])
+        config = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "advl.yml"))
+        steps = tables.BUDGETS["quick"]["steps"]
+        self.assertEqual(config["params"]["gradient_reversal_steps"], steps)
+        self.assertEqual(config["train"]["max_step"], steps)
+
+    def test_paper_scale_uses_the_paper_definitions_and_schedule(self):
+        budget = dict(tables.BUDGETS["paper"])
+        plan, stages = self._stages(["mixing_transformer"], scale="paper", budget="paper")
+        commands = dict(plan.steps.commands)
+        mixing = [c for title, c in commands.items() if title == "Train Domain mixing (E)"][0]
+        self.assertIn("model_defs/mixing_transformer_encoder.py", mixing)
+        mixed = [c for title, c in commands.items() if title == "Train Mixed"][0]
+        self.assertIn("model_defs/mixed_transformer_tied.py", mixed)
+        config = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "mixed.yml"))
+        self.assertEqual(config["params"]["decay_params"]["model_dim"], 512)
+        self.assertEqual(config["train"]["max_step"], budget["steps"])
+        # The whole test sets: no --max-sentences.
+        plan.score_stage()
+        self.assertNotIn("--max-sentences", dict(plan.steps.commands)["Evaluate"])
+        self.assertEqual(tables.demo._max_sentences(None), [])
+        self.assertEqual(tables.demo._max_sentences(5), ["--max-sentences", "5"])
+        for run in plan.runs:
+            for scale in ("small", "paper"):
+                self.assertTrue(os.path.isfile(os.path.join(common.ROOT, run.model_def(scale))))
+
+    def test_the_options_reach_every_training(self):
+        args, budget = tables._arguments(
+            [
+                "--scale",
+                "paper",
+                "--onmt-options=--mixed_precision,--jit_compile",
+                "--num_gpus",
+                "2",
+            ]
+        )
+        self.assertEqual(args.options, ["--mixed_precision", "--jit_compile", "--num_gpus", "2"])
+        self.assertEqual(budget["model_dim"], 512)
+        with self.assertRaises(SystemExit):
+            tables._arguments(["--steps", "0"])
+        _, budget = tables._arguments(
+            ["--scale", "paper", "--set", "eval_sentences=5", "--set", "finetune_steps=2"]
+        )
+        self.assertEqual((budget["eval_sentences"], budget["finetune_steps"]), (5, 2))
+        for wrong in ("nothing=2", "steps=0", "steps=x", "evaluate_in_lanes=1"):
+            with self.assertRaises(SystemExit):
+                tables._arguments(["--set", wrong])
+
+
+class ReportTest(tf.test.TestCase):
+    """The report from made-up results: defects are findings, not results (issue 42 item 5),
+    and its header states the stage-2 rule (item 4) and AdvL's weight."""
+
+    def test_defects_are_findings_not_results(self):
+        root = self.get_temp_dir()
+        runs = tables.table_runs(["ml_transformer", "advl_transformer", "factorized_pa"])
+        runs += [r for r in tables.table_runs(["factorized_df"]) if r.family == "factorized_df"]
+        plan = _plan(root, runs, budget="default")
+        plan.equal_stage2(DEFAULT_SIZES)
+        plan.training_stages(plan.runs)
+        rows = [
+            ("Mixed", _scores(27.2, 11.4, 21.2)),
+            ("Mixed (seed 2)", _scores(28.6, 11.2, 20.5)),
+            ("Mixed (untied)", _scores(35.6, 12.3, 23.3)),
+            ("ML", _scores(35.8, 13.4, 24.0)),
+            ("AdvL", _scores(30.0, 12.0, 22.0)),  # near its control, but collapsed
+            ("Factorized PA (oracle)", _scores(27.4, 12.0, 21.8)),
+            ("Factorized DF (oracle)", _scores(21.4, 8.4, 14.4)),  # -5.2 on Mixed
+            ("Factorized DF (generic)", _scores(21.0, 8.0, 14.0)),
+        ]
+        rows += [("FT_%s" % d, _scores(32.8, 12.3, 29.1)) for d in DOMAINS]
+        outputs = {}
+        for row, _ in rows:
+            outputs[row] = os.path.join(root, "%s.fr" % row)
+            lines = ["same"] * 5 + ["other"] if row == "AdvL" else ["t%d" % i for i in range(6)]
+            with open(outputs[row], "w") as f:
+                f.write("\n".join(lines) + "\n")
+        results = {"domains": DOMAINS, "rows": rows, "outputs": outputs}
+        tied = {run.name: "untied" not in run.name for run in plan.runs}
+        tied.update({"ML": False, "AdvL": False})
+        choice = {
+            "path": "results/advl_grid/choice.json",
+            "status": "used",
+            "weight": 0.03,
+            "points": [{"weight": 0.03, "average": 20.5}, {"weight": 0.3, "average": 2.0}],
+        }
+        printed = []
+
+        def _table(shown):
+            printed.extend(row for row, _ in shown["rows"])
+            return "(BLEU table)"
+
+        with mock.patch.object(tables, "output_layers", return_value=tied), mock.patch.object(
+            tables.evaluate, "format_tables", side_effect=_table
+        ), mock.patch.object(
+            tables.contrastive, "format_tables", return_value="(contrastive)"
+        ), mock.patch.object(
+            tables.corpus_lib, "corpus_table", return_value="(corpus)"
+        ):
+            text = tables.write_report(
+                plan,
+                plan.steps,
+                {},
+                results,
+                {},
+                60.0,
+                budget=plan.budget,
+                mode="default",
+                advl_choice=choice,
+            )
+        # Neither defect is printed as a result: not in the BLEU table, the share of FT's
+        # gain or the comparisons.
+        self.assertNotIn("AdvL", printed)
+        self.assertNotIn("Factorized DF (oracle)", printed)
+        self.assertNotIn("Factorized DF (generic)", printed)
+        self.assertIn("Factorized PA (oracle)", printed)
+        shares = text.split("## Share of FT's gain")[1].split("## Systems")[0]
+        self.assertNotIn("AdvL", shares)
+        self.assertIn("| Factorized PA (oracle) |", shares)
+        findings = text.split("## What this shows")[1]
+        [beat] = [line for line in findings.splitlines() if line.startswith("- Beat")]
+        self.assertNotIn("AdvL", beat)
+        [defect] = [line for line in findings.splitlines() if "Defects, not results" in line]
+        self.assertIn(
+            "AdvL: collapsed: 2 distinct translations of 6 test sentences (fewer than 50%)", defect
+        )
+        self.assertIn(
+            "Factorized DF: 5.2 BLEU below its control Mixed (14.7 against 19.9; the bar is 3)",
+            defect,
+        )
+        # The header: the stage-2 rule with its steps, and AdvL's weight and why.
+        header = text.split("## Corpus")[0]
+        self.assertIn(
+            "stage 2 of the two-stage families 832 steps of batches of one domain", header
+        )
+        self.assertIn("FT_<domain>'s 250 batches of that domain", header)
+        self.assertIn("AdvL's reversal weight: lambda = 0.03, chosen on the dev sets", header)
+
+
+class ParametersTest(tf.test.TestCase):
+    def test_domain_copies_are_counted_per_domain(self):
+        def value(path):
+            return "model/%s/.ATTRIBUTES/VARIABLE_VALUE" % path
+
+        variables = [
+            (value("encoder/layer_0/kernel"), [5, 5]),  # shared
+            (value("encoder/layer_0/linear_keys/domain_0_kernel"), [5, 5]),  # PA's copies
+            (value("encoder/layer_0/linear_keys/domain_1_kernel"), [5, 5]),
+            (value("encoder/layer_0/linear_keys/domain_2_kernel"), [5, 5]),
+            (value("word_inputter/domain_0_embedding"), [10, 2]),  # an LDR region
+            (value("encoder/ffn/inner/kernel"), [5, 3, 7]),  # mixing: stacked copies
+            (value("encoder/ffn/inner/bias"), [3, 7]),
+            (value("encoder/ffn/outer/bias"), [7]),  # shared
+            (value("encoder/layer_0/kernel") + "/.OPTIMIZER_SLOT/optimizer/m", [5, 5]),
+            ("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE", []),
+        ]
+        with mock.patch.object(tf.train, "list_variables", return_value=variables):
+            total, specific = tables.parameter_counts("ckpt", num_domains=3)
+        self.assertEqual(total, 25 + 75 + 20 + 105 + 21 + 7)
+        self.assertEqual(specific, 75 + 20 + 105 + 21)
+
+
+class DomainTokensTest(tf.test.TestCase):
+    def test_a_family_with_domain_tokens_trains_with_them_in_its_vocabulary(self):
+        plan = _plan(self.get_temp_dir(), tables.table_runs(["ttm_transformer"]))
+        written = os.path.join(plan.steps.configs_dir, "ttm_target_vocabulary.txt")
+        with mock.patch.object(
+            tables.demo.baselines, "domain_token_vocabulary", return_value=written
+        ) as vocabulary:
+            plan.training_stages(plan.runs)
+        vocabulary.assert_called_once_with(tables.demo.DATA_CONFIG, written)
+        ttm = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "ttm.yml"))
+        self.assertEqual(ttm["data"]["target_vocabulary"], written)
+        mixed = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "mixed.yml"))
+        self.assertNotIn("target_vocabulary", mixed["data"])
+
+
+class OutputLayerTest(tf.test.TestCase):
+    def _checkpoint(self, name, own_kernel):
+        output = tf.Module()
+        output.bias = tf.Variable([0.0])
+        if own_kernel:
+            output.kernel = tf.Variable([[0.0]])
+        decoder = tf.Module()
+        decoder.output_layer = output
+        model = tf.Module()
+        model.decoder = decoder
+        return tf.train.Checkpoint(model=model).save(os.path.join(self.get_temp_dir(), name))
+
+    def test_a_checkpoint_without_an_output_kernel_is_tied(self):
+        self.assertTrue(common.output_layer_tied(self._checkpoint("tied", False)))
+        self.assertFalse(common.output_layer_tied(self._checkpoint("own", True)))
