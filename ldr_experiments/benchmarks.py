@@ -1592,7 +1592,7 @@ def make_size(layers, units, heads):
 
 def base_config(args, workdir):
     """The JSON-serializable configuration shared with the measurement processes, but for
-    its rows: the sizes and settings of :obj:`args` (``ldr_experiments/gpu_check.py`` adds rows of its
+    its rows: the sizes and settings of :obj:`args` (:mod:`ldr_experiments.gpu_check` adds rows of its
     own)."""
     keys = list(DEFAULTS) + ["threads", "quantization", "seed", "quick"]
     config = {key: getattr(args, key) for key in keys}

@@ -10,7 +10,6 @@ per-domain corpora, the model's examples inputter) and draws batches from it.
 import argparse
 import collections
 import os
-import sys
 
 import tensorflow as tf
 

@@ -817,7 +817,8 @@ def format_report(info, config, results, checks, machine, elapsed=None):
             config["vocab"],
             len(benchmarks.DOMAINS),
         ),
-        "- data and step: `ldr_experiments/benchmarks.py`'s (synthetic, every sentence %d tokens, one domain "
+        "- data and step: `ldr_experiments/benchmarks.py`'s (synthetic, every sentence %d tokens, "
+        "one domain "
         "per batch of %d sentences, 16 batches cached; OpenNMT-tf's `Trainer` step); one batch "
         "shape, so XLA compiles each step function once, in the %d warm-up steps; median step "
         "time of %d steps after them (%d in each family's long run: mixed precision + XLA, or "

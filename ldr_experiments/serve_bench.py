@@ -83,7 +83,7 @@ SECTION_INTRO = (
     "time and memory (docs/serving-benchmark.md: what is measured, and how to read it). "
     "Targets (issue 35), with 32 clients: at least 70% of the offline throughput, and a p99 "
     "latency within 3 times one offline batch's time. Measured by `bash run/serve_bench.sh` "
-    "(script `ldr_experiments/serve_bench.py`); `bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md` "
+    "(`ldr-experiments serve-bench`); `bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md` "
     "adds its run here, before the earlier ones."
 )
 PARTS = ("load", "startup", "lazy", "savedmodel")

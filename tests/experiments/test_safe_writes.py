@@ -67,8 +67,8 @@ class ExperimentOutputTest(tf.test.TestCase):
         self.assertNotIn("Traceback", result.stderr)
         self.assertEqual(
             result.stderr.strip().splitlines()[-1],
-            "ldr-experiments region-sweep: error: %s: not empty and not made by an experiment driver"
-            " (no .ldr-experiment in it): refused, so that nothing in it is overwritten;"
+            "ldr-experiments region-sweep: error: %s: not empty and not made by an experiment"
+            " driver (no .ldr-experiment in it): refused, so that nothing in it is overwritten;"
             " give a new or empty --out" % out,
         )
         self.assertEqual(os.listdir(out), ["report.md"])
