@@ -40,19 +40,18 @@ The report (printed; ``--out``: also written to a file) is one dated run, in Mar
 ``--benchmarks BENCHMARKS.md`` adds it to that file's section :data:`SECTION` (created at
 the end of the file if missing), before the runs already there: ``BENCHMARKS.md``'s serving
 figures come from this command (``bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md``).
-The client side imports the standard library only (and ``ldr_experiments/benchmarks.py``, for its
-Markdown table); the offline figures need ctranslate2 and the package.
+The client side imports the standard library only (the machine's description from
+:mod:`ldr_experiments.machine`, the Markdown table from :mod:`ldr_experiments.standalone`); the
+offline figures need ctranslate2 and the package.
 """
 
 import argparse
 import datetime
 import functools
 import http.client
-import importlib.metadata
 import itertools
 import json
 import os
-import platform
 import shutil
 import socket
 import statistics
@@ -63,11 +62,8 @@ import threading
 import time
 import urllib.parse
 
-from ldr_experiments import benchmarks
-
-#: The package's one Markdown table (:func:`ldr_opennmt.reports.markdown_table`, loaded from
-#: its file: the package imports TensorFlow, which a run on ``--url`` does not need).
-markdown_table = benchmarks.markdown_table
+from ldr_experiments import machine
+from ldr_experiments.standalone import markdown_table
 
 #: The issue's targets for 32 clients.
 THROUGHPUT_TARGET = 0.7
@@ -94,55 +90,6 @@ def percentile(values, fraction):
     ordered = sorted(values)
     rank = max(1, int(round(fraction * len(ordered) + 0.5 - 1e-9)))
     return ordered[min(rank, len(ordered)) - 1]
-
-
-def machine():
-    """The CPU model, core count and memory, in one line."""
-    model = platform.processor() or "unknown CPU"
-    memory = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-        with open("/proc/meminfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    memory = ", %.1f GiB" % (int(line.split()[1]) / 1024.0**2)
-                    break
-    except OSError:
-        pass
-    return "%s, %d cores%s" % (model, os.cpu_count(), memory)
-
-
-def software():
-    """Python's version and those of CTranslate2 and TensorFlow (installed or not)."""
-    versions = ["Python %s" % platform.python_version()]
-    for name, title in (("ctranslate2", "CTranslate2"), ("tensorflow", "TensorFlow")):
-        try:
-            versions.append("%s %s" % (title, importlib.metadata.version(name)))
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    return ", ".join(versions)
-
-
-def load_average():
-    try:
-        return "%.2f %.2f %.2f" % os.getloadavg()
-    except OSError:
-        return "unknown"
-
-
-def memory_mib(pid):
-    """``(VmRSS, VmHWM)`` of a process, in MiB."""
-    values = {}
-    with open("/proc/%d/status" % pid, encoding="utf-8") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = int(value.split()[0]) / 1024.0
-    return values.get("VmRSS"), values.get("VmHWM")
 
 
 def _free_port():
@@ -229,7 +176,8 @@ class Server:
         return answer
 
     def memory(self):
-        return memory_mib(self.process.pid)
+        """``(VmRSS, VmHWM)`` of the server's process, in MiB."""
+        return machine.process_memory_mib(self.process.pid)
 
     def stop(self):
         """Stops the server this script started (not one given by :meth:`at`)."""
@@ -377,7 +325,7 @@ def _offline(translate_all, translate_batch, sentences, batch_size):
     return {
         "sentences_per_s": len(sentences) / min(times),
         "batch_ms": 1000 * statistics.median(batch_times),
-        "load": load_average(),
+        "load": machine.load_average(),
     }
 
 
@@ -399,7 +347,7 @@ def header_lines(date, fields):
     """The heading of a run (:data:`RUN_HEADING` and :obj:`date`, a ``datetime`` in UTC)
     and its ``- name: value`` lines, for the ``(name, value)`` of :obj:`fields` whose value
     is not ``None``."""
-    lines = [RUN_HEADING + date.strftime("%Y-%m-%d %H:%M UTC"), ""]
+    lines = [RUN_HEADING + machine.utc_text(date), ""]
     lines += ["- %s: %s" % (name, value) for name, value in fields if value is not None]
     return lines + [""]
 
@@ -530,7 +478,7 @@ def load_part(name, server_at, offline, args, sentences):
                     per_request=args.sentences_per_request,
                 )
             )
-            rows[-1]["load"] = load_average()
+            rows[-1]["load"] = machine.load_average()
             print("  %s: %s" % (name, json.dumps(rows[-1])), file=sys.stderr)
         batches = server.request("GET", "/health")[1]["queues"]
     finally:
@@ -690,8 +638,11 @@ def main(argv=None):
     report = header_lines(
         date,
         [
-            ("machine", "%s; load average at start: %s" % (machine(), load_average())),
-            ("software", software()),
+            (
+                "machine",
+                "%s; load average at start: %s" % (machine.description(), machine.load_average()),
+            ),
+            ("software", machine.software()),
             (
                 "command",
                 "`%s`" % (args.invoked_as or "ldr-experiments serve-bench " + " ".join(argv)),

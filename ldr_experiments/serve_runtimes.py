@@ -34,7 +34,8 @@ import os
 import subprocess
 import sys
 
-from ldr_experiments import serve_bench
+from ldr_experiments import machine, serve_bench
+from ldr_experiments.standalone import markdown_table
 
 #: Issue 44's targets with 32 clients: the share of offline throughput, and p99 latency in
 #: offline batch times.
@@ -139,9 +140,9 @@ def measure(environments, args, sentences, domains):
 def report(args, date, environments, sentences, load):
     """The Markdown report of one run (:obj:`load`: the load average at its start)."""
     lines = [
-        "### Run of %s" % date.strftime("%Y-%m-%d %H:%M UTC"),
+        serve_bench.RUN_HEADING + machine.utc_text(date),
         "",
-        "- machine: %s; load average at start: %s" % (serve_bench.machine(), load),
+        "- machine: %s; load average at start: %s" % (machine.description(), load),
         "- command: `%s`" % (args.invoked_as or "ldr-experiments serve-runtimes"),
         "- model: `%s`; %d sentences of `%s`, domain %s; greedy, max_decoding_length %d, "
         "batches of %d, intra_threads 1"
@@ -166,7 +167,7 @@ def report(args, date, environments, sentences, load):
                 "%.0f / %.0f" % (serve["rss_after"], serve["hwm_after"]),
             ]
         )
-    lines += serve_bench.markdown_table(
+    lines += markdown_table(
         [
             "`ldr-serve` of",
             "startup (s)",
@@ -201,7 +202,7 @@ def report(args, date, environments, sentences, load):
                     verdict,
                 ]
             )
-    lines += serve_bench.markdown_table(
+    lines += markdown_table(
         [
             "`ldr-serve` of",
             "clients",
@@ -228,7 +229,7 @@ def report(args, date, environments, sentences, load):
                     "%.0f" % figures["batch_ms"],
                 ]
             )
-    lines += serve_bench.markdown_table(
+    lines += markdown_table(
         ["environment", "engine", "compute type", "offline sentences/s", "batch of 32 (ms)"], rows
     ).splitlines()
     return "\n".join(lines) + "\n"
@@ -255,7 +256,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     date = datetime.datetime.now(datetime.timezone.utc)
-    load = serve_bench.load_average()
+    load = machine.load_average()
     with open(args.sentences, encoding="utf-8") as f:
         sentences = [line.strip() for line in f if line.strip()][: args.limit]
     with open(os.path.join(args.model_dir, "manifest.json"), encoding="utf-8") as f:

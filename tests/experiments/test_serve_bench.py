@@ -4,8 +4,9 @@ server's runs: tests/serving/test_server.py)."""
 import datetime
 import os
 import unittest
+from unittest import mock
 
-from ldr_experiments import serve_bench
+from ldr_experiments import machine, serve_bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATE = datetime.datetime(2026, 11, 25, 6, 0, tzinfo=datetime.timezone.utc)
@@ -67,6 +68,24 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(
             verdicts[0], "MISS throughput with 32 clients: 70.0% of offline (target >= 70%)"
         )
+
+
+class MachineTest(unittest.TestCase):
+    """The run's heading and machine come from ldr_experiments.machine (one description)."""
+
+    def test_the_heading_is_in_utc(self):
+        paris = datetime.timezone(datetime.timedelta(hours=1))
+        lines = serve_bench.header_lines(DATE.astimezone(paris), [])
+        self.assertEqual(lines, ["### Run of 2026-11-25 06:00 UTC", "", ""])
+
+    def test_server_memory(self):
+        # The server's VmRSS and VmHWM, read as every report reads a process's memory.
+        server = serve_bench.Server("127.0.0.1", 1, process=mock.Mock(pid=os.getpid()))
+        with mock.patch.object(machine, "process_memory_mib", return_value=(1.0, 2.0)) as read:
+            self.assertEqual(server.memory(), (1.0, 2.0))
+        read.assert_called_once_with(os.getpid())
+        self.assertFalse(hasattr(serve_bench, "load_average"))
+        self.assertFalse(hasattr(serve_bench, "memory_mib"))
 
 
 class BenchmarksFileTest(unittest.TestCase):
