@@ -14,6 +14,7 @@
 - Every configuration key the package's code reads is in a reference.
 """
 
+import datetime
 import os
 import re
 import shlex
@@ -25,6 +26,7 @@ import unittest
 import pytest
 import yaml
 
+from ldr_experiments import machine
 from ldr_opennmt import config_keys, registry
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,7 +34,8 @@ DOCS = os.path.join(ROOT, "docs")
 README = os.path.join(ROOT, "README.md")
 sys.path.insert(0, os.path.join(DOCS, "_ext"))
 
-import ldr_docs_commands  # noqa: E402  (docs/_ext on the path)
+import ldr_docs  # noqa: E402  (docs/_ext on the path)
+import ldr_docs_commands  # noqa: E402
 import ldr_docs_keys  # noqa: E402
 
 #: Pages whose blocks are checked: the README and every Markdown page of docs/ (the
@@ -298,6 +301,61 @@ class ConfigurationKeysTest(unittest.TestCase):
                 ("train", "new_train_key"),
             ],
         )
+
+
+class DemoReportPageTest(unittest.TestCase):
+    """docs/demo.md shows the demo's report with the date, machine and command of its first
+    line (ldr_experiments.machine.provenance_line, read back by ldr_docs.DEMO_PROVENANCE)."""
+
+    WRITTEN = datetime.datetime(2026, 11, 24, 13, 5, tzinfo=datetime.timezone.utc)
+
+    def setUp(self):
+        directory = tempfile.TemporaryDirectory()
+        self.addCleanup(directory.cleanup)
+        self.report = os.path.join(directory.name, "report.md")
+        self.target = os.path.join(directory.name, "generated")
+
+    def _write(self, text):
+        with open(self.report, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def test_the_first_line_is_read_back(self):
+        record = {
+            "written": "2026-11-24 13:05 UTC",
+            "machine": "AMD EPYC 7B13 (8 cores, 2 usable)",
+            "command": "bash run/demo.sh --quick --out 'my results'",
+        }
+        line = machine.provenance_line(record)
+        self.assertEqual(ldr_docs.DEMO_PROVENANCE.match(line).groupdict(), record)
+        # This machine's own line too, whatever its CPU is called.
+        record = machine.provenance(["bash", "run/demo.sh"], now=self.WRITTEN)
+        line = machine.provenance_line(record)
+        self.assertEqual(ldr_docs.DEMO_PROVENANCE.match(line).groupdict(), record)
+
+    def test_the_documentation_shows_the_date_machine_and_command(self):
+        record = {
+            "written": "2026-11-24 13:05 UTC",
+            "machine": "AMD EPYC 7B13 (2 cores)",
+            "command": "bash run/demo.sh --quick",
+        }
+        self._write(
+            machine.provenance_line(record) + "\n\n# Multi-domain demo (quick)\n\nFigures.\n"
+        )
+        page = ldr_docs.demo_report_page(self.report, self.target)
+        self.assertTrue(
+            page.startswith(
+                "`results/demo/report.md`, written 2026-11-24 13:05 UTC on AMD EPYC 7B13"
+                " (2 cores) by `bash run/demo.sh --quick`"
+            ),
+            page,
+        )
+        self.assertEqual(page.count("2026-11-24 13:05 UTC"), 1)  # The line is not repeated.
+        self.assertIn("\n### Multi-domain demo (quick)\n", page)
+        # A report written before the line existed: dated by the file's time.
+        self._write("# Multi-domain demo (quick)\n")
+        os.utime(self.report, (self.WRITTEN.timestamp(), self.WRITTEN.timestamp()))
+        page = ldr_docs.demo_report_page(self.report, self.target)
+        self.assertIn("wrote it on 2026-11-24 13:05 UTC (the file's time", page)
 
 
 class ProjectFilesTest(unittest.TestCase):

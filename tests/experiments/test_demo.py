@@ -1,7 +1,6 @@
 import datetime
 import json
 import os
-import sys
 import types
 from unittest import mock
 
@@ -9,11 +8,6 @@ import tensorflow as tf
 
 from ldr_experiments import common, demo
 from ldr_opennmt import stamps
-
-sys.path.insert(
-    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "_ext")
-)
-import ldr_docs  # noqa: E402  (docs/_ext on the path)
 
 DOMAINS = ["medical", "religious", "software"]
 
@@ -172,7 +166,6 @@ CPUINFO = (
     "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\n"
     "processor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
 )
-WRITTEN = datetime.datetime(2026, 11, 24, 13, 5, tzinfo=datetime.timezone.utc)
 
 
 class ProvenanceTest(tf.test.TestCase):
@@ -220,8 +213,6 @@ class ProvenanceTest(tf.test.TestCase):
             "Written 2026-11-24 13:05 UTC on AMD EPYC 7B13 (2 cores) by"
             " `bash run/demo.sh --quick --out 'my results'`.",
         )
-        # What the documentation reads back.
-        self.assertEqual(ldr_docs.DEMO_PROVENANCE.match(line).groupdict(), record)
 
 
 class ReportStageTest(tf.test.TestCase):
@@ -301,26 +292,6 @@ class ReportStageTest(tf.test.TestCase):
         stamps.write(self.stamp_path, inputs, **record)
         _, log = self._run("2026-11-25 08:00 UTC")
         self.assertIn("report: runs (layout added)", log)
-
-    def test_the_documentation_shows_the_date_machine_and_command(self):
-        self._run("2026-11-24 13:05 UTC")
-        target = os.path.join(self.get_temp_dir(), "generated")
-        page = ldr_docs.demo_report_page(self.report, target)
-        self.assertTrue(
-            page.startswith(
-                "`results/demo/report.md`, written 2026-11-24 13:05 UTC on AMD EPYC 7B13"
-                " (2 cores) by `bash run/demo.sh --quick`"
-            ),
-            page,
-        )
-        self.assertEqual(page.count("2026-11-24 13:05 UTC"), 1)  # The line is not repeated.
-        self.assertIn("\n### Multi-domain demo (quick)\n", page)
-        # A report written before the line existed: dated by the file's time.
-        with open(self.report, "w") as f:
-            f.write("# Multi-domain demo (quick)\n")
-        os.utime(self.report, (WRITTEN.timestamp(), WRITTEN.timestamp()))
-        page = ldr_docs.demo_report_page(self.report, target)
-        self.assertIn("wrote it on 2026-11-24 13:05 UTC (the file's time", page)
 
 
 if __name__ == "__main__":
