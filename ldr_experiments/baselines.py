@@ -41,7 +41,7 @@ from ldr_opennmt.models import ttm
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import read_lines, write_lines_atomic
 
-from . import common
+from . import common, systems
 from .common import ROOT
 
 #: The systems this experiment compares, by the registry's short names of their families
@@ -108,8 +108,7 @@ def model_def(size, system):
     being Factorized PA's stage 1)."""
     if system == BASELINE:
         return os.path.join(MODEL_DIRS[size], "mixed_transformer.py")
-    declared = family(system)
-    return declared.small_def if size == "small" else declared.model_def
+    return systems.model_def(family(system).name, "small" if size == "small" else "paper")
 
 
 def domain_token_vocabulary(data_config, path):

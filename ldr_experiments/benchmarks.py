@@ -25,8 +25,9 @@ the same size, and prints as markdown with ratios to the vanilla
    (``VmHWM``, see :func:`peak_rss_mib`) at its end.
 
 The systems are the rows of one table (:class:`Row`, :func:`build_rows`): vanilla first
-(the reference), then the ``benchmark`` rows of every registered family
-(:mod:`ldr_opennmt.registry`, ``Family.benchmark_rows``), in registration order. The
+(the reference), then the benchmark rows of every registered family
+(:mod:`ldr_opennmt.registry`; the rows: :func:`ldr_experiments.systems.benchmark_rows`), in
+registration order. The
 table is the only place that says what a system is: its name, title, family, builder
 arguments, domains, training mode, and which of training, SavedModel, CTranslate2 and
 ensemble measurements it gets. A family registered by a user module
@@ -268,9 +269,9 @@ def _feeds_mixed_batches(model, folds):
 def family_rows(family, size):
     """The rows of one registered family at one model size.
 
-    Its declared rows (``Family.benchmark_rows``) that build the same model (same
-    builder arguments and domains) and differ only in their training mode are measured
-    in training each, and share one inference row, named after their common prefix
+    Its declared rows (:func:`ldr_experiments.systems.benchmark_rows`) that build the same
+    model (same builder arguments and domains) and differ only in their training mode are
+    measured in training each, and share one inference row, named after their common prefix
     (``ldr`` for ``ldr_joint`` and ``ldr_procedure1``; else the family's name) and titled
     by the family. An ``ensemble`` row translates with the SavedModel of the family's
     first inference row.
@@ -287,6 +288,7 @@ def family_rows(family, size):
       UserError: for a row whose training mode the family does not support, or an
         ensemble row with builder arguments.
     """
+    from ldr_experiments import systems
     from ldr_opennmt import registry
     from ldr_opennmt.errors import UserError
 
@@ -311,7 +313,7 @@ def family_rows(family, size):
     )
     groups = collections.OrderedDict()
     ensembles = []
-    for name, kwargs, options in family.benchmark_rows(size):
+    for name, kwargs, options in systems.benchmark_rows(family, size):
         mode = options.get("domain_training", default_mode)
         if options.get("ensemble"):
             if kwargs:
@@ -372,7 +374,7 @@ def family_rows(family, size):
 
 
 def build_rows(size, user_modules=()):
-    """The row table: vanilla, then the rows of every family with a ``benchmark``.
+    """The row table: vanilla, then the rows of every benchmarked family.
 
     Never in a CTranslate2 process (see the module docstring): it imports the registry,
     hence TensorFlow, and builds a tiny model of every family.
@@ -388,6 +390,7 @@ def build_rows(size, user_modules=()):
     Raises:
       UserError: for a user module that fails, or two rows of one name.
     """
+    from ldr_experiments import systems
     from ldr_opennmt import registry
     from ldr_opennmt.errors import UserError
 
@@ -396,7 +399,7 @@ def build_rows(size, user_modules=()):
         registry.load_user_module(spec)
     rows = [vanilla_row()]
     for family in registry.families():
-        if family.benchmark is not None:
+        if systems.benchmarked(family):
             rows += family_rows(family, size)
     seen = {}
     for row in rows:

@@ -130,10 +130,12 @@ class Run:
         """Its model definition file at one scale (``small``: ``model_defs/small/``,
         ``paper``: ``model_defs/``; a family of a user module without one: the module's
         file, whose ``model()`` gives its size)."""
+        from . import systems  # The repository's files per family.
+
         if self.model_defs:
             return self.model_defs[scale]
         family = self.definition
-        path = family.small_def if scale == "small" else family.model_def
+        path = systems.model_def(family.name, scale)
         if path is None and family.module.endswith(".py"):
             # A user module's file is its model definition (onmt-main --model FILE).
             path = family.module

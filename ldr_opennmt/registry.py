@@ -34,8 +34,11 @@ file of their own, without editing the package:
 builds it step by step.)
 
 Everything that lists families reads this registry: the catalog, ``ldr-main
---list-families``, ``ldr-analyze parameters``, ``ldr_experiments/benchmarks.py``, the demo and the
-tables, the tests' family list and the documentation. Capabilities the model class
+--list-families`` (:mod:`ldr_opennmt.cli.families`), ``ldr-analyze parameters``, the
+experiments (``ldr_experiments``, which keep their own model definition files and benchmark
+rows per family in ``ldr_experiments/systems.py``), the tests' family list and the
+documentation. A family is described here, and only here; what an experiment does with it
+is the experiment's. Capabilities the model class
 already states (label policy, training modes, the need for a base model, CTranslate2
 folding, ensembles of views) are read from a tiny instance (:func:`capabilities`),
 never written a second time here.
@@ -68,11 +71,6 @@ TINY_SIZES = {"transformer": TINY_TRANSFORMER, "rnn": TINY_RNN}
 #: The configuration key (top level) naming user modules to load.
 USER_MODULES_KEY = "user_modules"
 
-#: The reserved entries of a benchmark row: ``domain_training``, the training mode
-#: measured; ``num_domains``, the number of declared domains (default the benchmark's);
-#: ``ensemble``: the row translates ensembles of every domain view (inference only).
-BENCHMARK_OPTIONS = ("domain_training", "num_domains", "ensemble")
-
 #: How a family treats domain labels at inference (:func:`capabilities`).
 LABEL_NEEDED = "needed"
 LABEL_IGNORED = "ignored"
@@ -84,8 +82,7 @@ class Family:
     """One multi-domain method, as registered.
 
     Attributes:
-      name: The registry key (also the stem of its model definition, e.g.
-        ``model_defs/ldr_transformer.py``).
+      name: The registry key.
       builder: A callable returning a new, unbuilt model; its keyword arguments are the
         model sizes (``num_layers``, ``num_units``, ... for a Transformer).
       title: The name in tables (``"Factorized PA"``).
@@ -100,14 +97,6 @@ class Family:
         or ``"base"``), or ``None``.
       parameter_count: ``f(**sizes) -> int`` in the Factorized paper's convention
         (:mod:`ldr_opennmt.analysis.parameters`), or ``None`` (no row in the table).
-      benchmark: The benchmark's rows of this family (``ldr_experiments/benchmarks.py``): ``{row
-        name: builder keyword arguments}``, the arguments being a dict or a callable of
-        the benchmark's model size returning one (``{}``: one row named after the family;
-        ``None``: not benchmarked). The entries of :data:`BENCHMARK_OPTIONS` in a row are
-        options of the measurement, not builder arguments.
-      model_def: The model definition file at the paper's size, relative to the
-        repository (or ``None``).
-      small_def: The one at the demo's size (``model_defs/small/``), or ``None``.
       module: Where it was registered (filled in by :func:`register_family`).
     """
 
@@ -121,9 +110,6 @@ class Family:
     stage1: Optional[str] = None
     finetune: Optional[str] = None
     parameter_count: Optional[Callable[..., int]] = None
-    benchmark: Optional[Mapping[str, Mapping[str, Any]]] = None
-    model_def: Optional[str] = None
-    small_def: Optional[str] = None
     module: str = ""
 
     @property
@@ -144,27 +130,6 @@ class Family:
     def build_tiny(self, **overrides):
         """A tiny model of this family (the tests' size: one layer of 16 units)."""
         return self.builder(**dict(TINY_SIZES[self.architecture], **self.tiny, **overrides))
-
-    def benchmark_rows(self, size=None):
-        """The benchmark's rows of this family at one model size.
-
-        Args:
-          size: The benchmark's model size (``num_layers``, ``num_units``, ...), passed to
-            row arguments given as a callable.
-
-        Returns:
-          ``[(row name, builder arguments, options)]``; the options are the reserved
-          entries of the row (:data:`BENCHMARK_OPTIONS`), the builder arguments the rest.
-        """
-        if self.benchmark is None:
-            return []
-        rows = self.benchmark or {self.name: {}}
-        result = []
-        for row, arguments in rows.items():
-            arguments = dict(arguments(dict(size or {})) if callable(arguments) else arguments)
-            options = {k: arguments.pop(k) for k in BENCHMARK_OPTIONS if k in arguments}
-            result.append((row, arguments, options))
-        return result
 
 
 _FAMILIES = collections.OrderedDict()
@@ -552,44 +517,3 @@ def _ct2_refusal(model):
     except ValueError:  # Unbuilt: every check that does not need the weights passed.
         pass
     return None
-
-
-def _ct2_cell(caps):
-    if caps.ctranslate2 is not None:
-        return "no"
-    return "one model per domain" if caps.domain_parameters else "one plain model"
-
-
-def _modes_cell(caps):
-    return ", ".join(
-        "%s (default)" % mode if mode == caps.default_domain_training else mode
-        for mode in caps.domain_training
-    )
-
-
-def describe(names_=None):
-    """Markdown lines: one row per family (``ldr-main --list-families``)."""
-    lines = [
-        "| family | title | labels at inference | training modes | stages | CTranslate2 "
-        "| ensembles | paper | registered by |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name in names_ or names():
-        family = get(name)
-        caps = capabilities(name)
-        start = "%s, then %s" % (family.stage1, family.finetune) if family.stage1 else "one"
-        lines.append(
-            "| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
-            % (
-                name,
-                family.title,
-                caps.labels,
-                _modes_cell(caps),
-                start,
-                _ct2_cell(caps),
-                "yes" if caps.ensembles is None else "no",
-                family.paper,
-                family.module,
-            )
-        )
-    return lines

@@ -6,7 +6,8 @@ git) from the code and from the files the commands write:
 - ``commands.md``: every command's and sub-command's help, from their argument parsers
   (:mod:`ldr_docs_commands`);
 - ``families.md`` and ``family/NAME.md``: the family registry
-  (:func:`ldr_opennmt.registry.describe`, :func:`~ldr_opennmt.registry.capabilities`);
+  (:func:`ldr_opennmt.cli.families.describe`, :func:`~ldr_opennmt.registry.capabilities`;
+  the model definition files: :func:`ldr_experiments.systems.model_def`);
 - ``api/*.md``: one ``automodule`` per module of the package, by sub-package (the
   modules are found by walking the package, so a new module is documented by itself);
 - ``demo-report.md``: the demo's latest report (``results/demo/report.md``, written by
@@ -65,21 +66,23 @@ def _write(path, text):
 
 
 def families_page():
-    from ldr_opennmt import registry  # pylint: disable=import-outside-toplevel
+    from ldr_opennmt.cli import families  # pylint: disable=import-outside-toplevel
 
     lines = [
         "Generated from the family registry (`ldr_opennmt/registry.py`) when the site is",
         "built; `ldr-main --list-families` prints the same table.",
         "",
     ]
-    return "\n".join(lines + registry.describe()) + "\n"
+    return "\n".join(lines + families.describe()) + "\n"
 
 
 def family_snippet(family):
+    from ldr_experiments import systems  # pylint: disable=import-outside-toplevel
     from ldr_opennmt import registry  # pylint: disable=import-outside-toplevel
 
     caps = registry.capabilities(family.name)
-    definitions = [d for d in (family.model_def, family.small_def) if d]
+    definitions = [systems.model_def(family.name, scale) for scale in systems.SCALES]
+    definitions = [d for d in definitions if d]
     rows = [
         ("registry name", "`%s`" % family.name),
         ("title in tables", family.title),

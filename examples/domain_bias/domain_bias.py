@@ -93,13 +93,17 @@ def _parameter_count(vocab_size=50000, d_model=512, num_domains=5, adapter_dim=N
     return vanilla + num_domains * vocab_size
 
 
+#: Its row of the experiments' benchmark (``ldr-experiments bench --user_module FILE``): read
+#: by ``ldr_experiments/systems.py``; without it the family gets one row named after it.
+BENCHMARK_ROWS = {"domain_bias_transformer": {"domain_bias": {}}}
+
+
 @registry.register_family(
     "domain_bias_transformer",
     title="Domain output bias",
     paper="examples/domain_bias (the worked example of docs/adding-a-method.md)",
     summary="A Transformer whose output layer adds one learned bias vector per domain.",
     parameter_count=_parameter_count,
-    benchmark={"domain_bias": {}},
 )
 def domain_bias_transformer(
     num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048, dropout=0.1

@@ -39,6 +39,7 @@ from ldr_opennmt import config_loader
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import errors, gpu, onmt_main, registry
 from ldr_opennmt.checks import family as family_check
+from ldr_opennmt.cli import families
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 from ldr_opennmt.training import corpora as corpora_lib
@@ -92,7 +93,7 @@ def list_families_main(argv):
     args = parser.parse_args(argv)
     for spec in args.user_module:
         registry.load_user_module(spec)
-    print("\n".join(registry.describe()))
+    print("\n".join(families.describe()))
     return 0
 
 

@@ -254,9 +254,6 @@ FAMILIES = (
         title="Mixed",
         paper=TRANSFORMER_PAPER,
         summary="A plain Transformer trained on all domains; the labels are ignored.",
-        benchmark={"mixed": {}},
-        model_def="model_defs/mixed_transformer.py",
-        small_def="model_defs/small/mixed_transformer_tied.py",
     ),
     registry.Family(
         name="dc_transformer",
@@ -264,9 +261,6 @@ FAMILIES = (
         title="DC",
         paper=DC_PAPER,
         summary="A domain embedding concatenated with every source word embedding.",
-        benchmark={"dc": {}},
-        model_def="model_defs/dc_transformer.py",
-        small_def="model_defs/small/dc_transformer.py",
     ),
     registry.Family(
         name="ldr_transformer",
@@ -276,13 +270,6 @@ FAMILIES = (
         summary="Source word embeddings with a generic region and one small region per "
         "domain, fused by a dense layer; trained by Procedure 1.",
         tiny={"domain_region_size": 2},
-        benchmark={
-            "ldr_joint": {"domain_training": "joint"},
-            "ldr_procedure1": {"domain_training": "procedure1"},
-            "ens_ldr": {"ensemble": True},
-        },
-        model_def="model_defs/ldr_transformer.py",
-        small_def="model_defs/small/ldr_transformer.py",
     ),
     registry.Family(
         name="factorized_pa",
@@ -294,9 +281,6 @@ FAMILIES = (
         stage1="mixed_transformer",
         finetune="unfold",
         parameter_count=_sizes(_factorized_count("pa")),
-        benchmark={"fact_pa": {}, "ens_fact_pa": {"ensemble": True}},
-        model_def="model_defs/factorized_pa.py",
-        small_def="model_defs/small/factorized_pa.py",
     ),
     registry.Family(
         name="factorized_sf",
@@ -306,9 +290,6 @@ FAMILIES = (
         summary="Multi-query attention with per-domain single-head K and V (F2) and a "
         "per-domain square map after the FFN (F6); trained general, then domains.",
         parameter_count=_sizes(_factorized_count("sf")),
-        benchmark={"fact_sf": {}},
-        model_def="model_defs/factorized_sf.py",
-        small_def="model_defs/small/factorized_sf.py",
     ),
     registry.Family(
         name="factorized_df",
@@ -319,12 +300,6 @@ FAMILIES = (
         "factors (F1, F3, F4) and per-domain K and V (F2); trained general, then domains.",
         tiny={"d_inner": 8},
         parameter_count=_sizes(_factorized_count("df")),
-        # d_inner in the paper's proportion to the model size (280 for 512 units).
-        benchmark={
-            "fact_df": lambda size: {"d_inner": max(1, round(size["num_units"] * 280 / 512))}
-        },
-        model_def="model_defs/factorized_df.py",
-        small_def="model_defs/small/factorized_df.py",
     ),
     registry.Family(
         name="mixing_transformer",
@@ -333,13 +308,6 @@ FAMILIES = (
         paper=MIXING_PAPER,
         summary="Per-domain attention and FFN weights mixed per word by learned domain "
         "proportions; labels for training only.",
-        benchmark={
-            "mix_k2": {"num_domains": 2},
-            "mix_k3": {"num_domains": 3},
-            "mix_k6": {"num_domains": 6},
-        },
-        model_def="model_defs/mixing_transformer.py",
-        small_def="model_defs/small/mixing_transformer.py",
     ),
     registry.Family(
         name="residual_adapters",
@@ -351,15 +319,6 @@ FAMILIES = (
         stage1="mixed_transformer",
         finetune="base",
         parameter_count=_adapters_count,
-        # Adapters 4x the model size (2048 for 512 units); trained alone, the base frozen.
-        benchmark={
-            "adapters": lambda size: {
-                "adapter_dim": 4 * size["num_units"],
-                "domain_training": "domains",
-            }
-        },
-        model_def="model_defs/residual_adapters.py",
-        small_def="model_defs/small/residual_adapters.py",
     ),
     registry.Family(
         name="ttm_transformer",
@@ -368,9 +327,6 @@ FAMILIES = (
         paper=BRITZ_PAPER,
         summary="Target token mixing: each target starts with its domain token.",
         parameter_count=_sizes(_ttm_count),
-        benchmark={"ttm": {}},
-        model_def="model_defs/ttm_transformer.py",
-        small_def="model_defs/small/ttm_transformer.py",
     ),
     registry.Family(
         name="ml_transformer",
@@ -379,9 +335,6 @@ FAMILIES = (
         paper=BRITZ_PAPER,
         summary="Multitask learning: a domain classifier on the encoder output.",
         parameter_count=_sizes(_classifier_count),
-        benchmark={"ml": {}},
-        model_def="model_defs/ml_transformer.py",
-        small_def="model_defs/small/ml_transformer.py",
     ),
     registry.Family(
         name="advl_transformer",
@@ -390,9 +343,6 @@ FAMILIES = (
         paper=BRITZ_PAPER,
         summary="Adversarial learning: the domain classifier behind a gradient reversal.",
         parameter_count=_sizes(_classifier_count),
-        benchmark={"advl": {}},
-        model_def="model_defs/advl_transformer.py",
-        small_def="model_defs/small/advl_transformer.py",
     ),
     registry.Family(
         name="ldr_rnn",
@@ -402,8 +352,6 @@ FAMILIES = (
         summary="LDR source embeddings in an attentional RNN (the paper's first system).",
         architecture="rnn",
         tiny={"domain_region_size": 2},
-        model_def="model_defs/ldr_rnn.py",
-        small_def="model_defs/small/ldr_rnn.py",
     ),
     registry.Family(
         name="dc_rnn",
@@ -412,8 +360,6 @@ FAMILIES = (
         paper=DC_PAPER,
         summary="Domain control in an attentional RNN.",
         architecture="rnn",
-        model_def="model_defs/dc_rnn.py",
-        small_def="model_defs/small/dc_rnn.py",
     ),
     registry.Family(
         name="mixed_rnn",
@@ -422,8 +368,6 @@ FAMILIES = (
         paper=RNN_PAPER,
         summary="A plain attentional RNN trained on all domains.",
         architecture="rnn",
-        model_def="model_defs/mixed_rnn.py",
-        small_def="model_defs/small/mixed_rnn.py",
     ),
 )
 
