@@ -9,7 +9,11 @@ setup(
     license="MIT",
     packages=find_packages(exclude=["tests", "tests.*"]),
     # The seed words of the contrastive lexical-choice test (ldr-eval contrastive).
-    package_data={"ldr_opennmt.evaluation": ["contrastive_words.txt"]},
+    package_data={
+        "ldr_opennmt.evaluation": ["contrastive_words.txt"],
+        # The experiments' one workflow (ldr_experiments/engine.py).
+        "ldr_experiments": ["workflow.smk"],
+    },
     python_requires=">=3.11,<3.12",
     # Pinned: opennmt-tf 2.32 is validated against TensorFlow 2.13; the
     # opennmt-tf[tensorflow] extra is avoided on purpose (it pulls tensorflow-text,

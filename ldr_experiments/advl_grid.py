@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 
+from ldr_experiments import engine
 from ldr_opennmt import config_loader, errors, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import scoring
@@ -360,6 +361,7 @@ def _arguments(argv):
     return args, budget
 
 
+@engine.driver("advl-grid")
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
@@ -395,7 +397,7 @@ def main(argv=None):
     common.log(
         "[advl_grid] %d weights: %s" % (len(runs), ", ".join("%g" % w for w in args.weights))
     )
-    steps.run_stages(trainings, common.cpu_lanes(2))
+    steps.run_stages(trainings, 2)
     steps.run_stages(scorings)
     steps.run_stages([_choice_stage(steps, paths, grid_recipe)])
     with open(os.path.join(steps.out, CHOICE_FILE), encoding="utf-8") as f:

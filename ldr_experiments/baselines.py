@@ -34,6 +34,7 @@ import os
 import sys
 import time
 
+from ldr_experiments import engine
 from ldr_opennmt import errors, registry
 from ldr_opennmt.analysis import parameters
 from ldr_opennmt.evaluation import evaluate
@@ -160,6 +161,7 @@ def system_configs(systems, budget, runs_dir, configs_dir, data_config, model_di
     return configs
 
 
+@engine.driver("baselines")
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Train and compare the papers' baselines.")
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))

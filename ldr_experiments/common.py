@@ -13,12 +13,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-import threading
 import time
 
-import tensorflow as tf
 import yaml
 
+from ldr_experiments import engine
 from ldr_opennmt import config_loader, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
@@ -102,122 +101,6 @@ def run_streaming(
             "command failed (%d): %s\n%s\nfull log: %s"
             % (process.returncode, command_line(args), "\n".join(last), log_path)
         )
-
-
-def cpu_lanes(count=2):
-    """This process's CPU cores split into :obj:`count` lanes (lists of core ids) of equal
-    size, so that independent commands can run side by side, one per lane; a single lane
-    ``[None]`` (no confinement) when there are fewer cores than lanes or no affinity call.
-
-    Measured on the 2-core machine of the README (small Transformer, 300 steps): two
-    trainings side by side, one core each, took 272 s; one after the other, each with
-    both cores, 328 s. TensorFlow's thread pools do not keep two cores busy with these
-    small models, so lanes gain about a sixth of the time.
-    """
-    if count < 2 or not hasattr(os, "sched_getaffinity"):
-        return [None]
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) < count:
-        return [None]
-    size = len(cores) // count
-    return [cores[i * size : (i + 1) * size] for i in range(count)]
-
-
-class Job:
-    """A step of an experiment that may run beside others.
-
-    Args:
-      name: A unique name (what other jobs name in :obj:`after`).
-      run: A callable taking the job's CPU cores (a list, or ``None`` for all).
-      after: Names of the jobs that must finish first.
-    """
-
-    def __init__(self, name, run, after=()):
-        self.name = name
-        self.run = run
-        self.after = tuple(after)
-
-
-def run_jobs(jobs, lanes=None):
-    """Runs :obj:`jobs`, one per lane at a time, each as soon as the jobs it comes after
-    have finished; a free lane takes the first ready job in list order (put the longest
-    first).
-
-    After a failure no new job starts; the jobs already running finish, then the first
-    error is raised. (Every step of the drivers resumes: running again redoes only what
-    is missing.)
-
-    Args:
-      jobs: A list of :class:`Job`.
-      lanes: The lanes (:func:`cpu_lanes`; default: all cores, one lane).
-
-    Raises:
-      ValueError: on a duplicate job name, or an unknown or circular dependency.
-    """
-    lanes = lanes or [None]
-    names = [job.name for job in jobs]
-    if len(set(names)) != len(names):
-        raise ValueError("duplicate job names: %s" % names)
-    for job in jobs:
-        unknown = [name for name in job.after if name not in names]
-        if unknown:
-            raise ValueError("job %s comes after unknown jobs %s" % (job.name, unknown))
-    pending = list(jobs)
-    done = set()
-    errors = []
-    condition = threading.Condition()
-
-    def _next():
-        # Called with the condition held: the first ready job, None when there is nothing
-        # left to start, or False to wait for a running job.
-        if errors or not pending:
-            return None
-        for job in pending:
-            if all(name in done for name in job.after):
-                pending.remove(job)
-                return job
-        return False
-
-    running = 0
-
-    def _lane(cores):
-        nonlocal running
-        while True:
-            with condition:
-                job = _next()
-                while job is False:
-                    if not running:
-                        errors.append(
-                            ValueError("circular dependencies: %s" % [j.name for j in pending])
-                        )
-                        condition.notify_all()
-                        return
-                    condition.wait()
-                    job = _next()
-                if job is None:
-                    return
-                running += 1
-            try:
-                job.run(cores)
-            except BaseException as e:  # Reported by run_jobs, in the caller's thread.
-                with condition:
-                    errors.append(e)
-            finally:
-                with condition:
-                    running -= 1
-                    done.add(job.name)
-                    condition.notify_all()
-
-    if len(lanes) == 1:
-        _lane(lanes[0])
-    else:
-        threads = [threading.Thread(target=_lane, args=(cores,)) for cores in lanes]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    if errors:
-        raise errors[0]
 
 
 _STEP_LOG = re.compile(
@@ -322,6 +205,10 @@ class Stage:
       log_path: A training log, whose steps/s the time table shows.
       timed: Whether it has a row in the time table.
       label: What its log line names after :obj:`progress` (default: :obj:`title`).
+      kind: :data:`ldr_experiments.engine.TRAIN` (a training: a cluster job with its GPUs),
+        :data:`~ldr_experiments.engine.EVALUATE` (translations: a cluster job) or
+        :data:`~ldr_experiments.engine.LOCAL` (runs where the engine runs); the code it depends
+        on (:func:`ldr_experiments.engine.stage_code`) follows from it.
     """
 
     def __init__(
@@ -338,6 +225,7 @@ class Stage:
         log_path=None,
         timed=True,
         label=None,
+        kind=engine.LOCAL,
     ):
         self.name = name
         self.title = title
@@ -351,6 +239,7 @@ class Stage:
         self.log_path = log_path
         self.timed = timed
         self.label = label or title
+        self.kind = kind
 
 
 def data_files(config):
@@ -379,6 +268,8 @@ def checkpoint_digest(path):
     Raises:
       UserError: when the directory has no checkpoint.
     """
+    import tensorflow as tf  # Here: a stage's process that reads no checkpoint loads none.
+
     prefix = tf.train.latest_checkpoint(path) if os.path.isdir(path) else path
     if prefix is None:
         raise UserError("%s: no checkpoint" % path)
@@ -488,6 +379,7 @@ class Steps:
             owns=[model_dir],
             log_path=log_path,
             label=label,
+            kind=engine.TRAIN,
         )
 
     def run_command(self, name, command, cores=None):
@@ -498,55 +390,88 @@ class Steps:
         run_streaming([path] + command[1:], log_path, cores=cores, tag=name)
 
     def run_stages(self, stages, lanes=None):
-        """Runs :obj:`stages` (see :func:`run_jobs`: one per lane at a time, each after the
-        stages it names among them), each skipped while its stamp matches."""
-        names = {stage.name for stage in stages}
-        jobs = []
-        for stage in stages:
-            job = self.stage_job(stage)
-            job.after = tuple(name for name in stage.after if name in names)
-            jobs.append(job)
-        run_jobs(jobs, lanes)
+        """Runs :obj:`stages` through the workflow engine (:func:`ldr_experiments.engine.run`:
+        up to :obj:`lanes` side by side on this machine, or one cluster job each), each after
+        the stages it names among them, each skipped while its stamp matches.
 
-    def stage_job(self, stage):
-        """The :class:`Job` that runs :obj:`stage` unless its stamp matches (see
-        :class:`Stage`)."""
+        Args:
+          stages: The :class:`Stage` list.
+          lanes: How many may run side by side (``None``: one at a time).
+        """
+        engine.run(self, stages, lanes)
+
+    def _stamp_path(self, stage):
+        return stage.stamp_path or os.path.join(self.stages_dir, stage.name + ".json")
+
+    def stage_stamp(self, stage):
+        """The stamp :obj:`stage` has now; its own stamp file also records the code it runs
+        (:func:`ldr_experiments.engine.stage_code`): a changed statement there reruns it."""
+        stamp = stage.stamp()
+        if stage.stamp_path is None:
+            stamp = dict(stamp, code=engine.stage_code(stage.kind))
+        return stamp
+
+    def due(self, stage):
+        """Why :obj:`stage` must run again although it ran before (its stamp differs, an
+        output is missing, its run did not finish), or ``None``: done from the same inputs,
+        never run, or not known yet (its inputs are made by a stage that runs first)."""
+        path = self._stamp_path(stage)
+        if not os.path.exists(path):
+            return None
+        try:
+            stamp = self.stage_stamp(stage)
+        except (OSError, UserError, ValueError):
+            return None
+        decision = stamps.reusable(stage.outputs, path, stamp)
+        return None if decision else decision.reason
+
+    def run_stage(self, stage, cores=None):
+        """Runs one stage here, now, unless its stamp matches (see :class:`Stage`): what the
+        engine's job of a stage does."""
         own_stamp = stage.stamp_path is None
-        stamp_path = stage.stamp_path or os.path.join(self.stages_dir, stage.name + ".json")
+        stamp_path = self._stamp_path(stage)
         prefix = "[%s] %s %s" % (self.name, stage.progress, stage.label)
+        t0 = time.time()
+        stamp = self.stage_stamp(stage)
+        decision = stamps.reusable(stage.outputs, stamp_path, stamp)
+        if decision:
+            log("%s: skipped, done from the same inputs (%s)" % (prefix, stamp_path))
+            return
+        log("%s: runs (%s)" % (prefix, decision.reason))
+        if decision.stale:
+            for path in stage.owns:
+                self._remove(path)
+        if own_stamp:
+            stamps.write(stamp_path, stamp, complete=False)
+        stage.run(cores)
+        if own_stamp:
+            seconds = time.time() - t0
+            stamps.write(
+                stamp_path, stamp, complete=True, seconds=seconds, cores=cores, finished=time.time()
+            )
 
-        def run(cores):
-            t0 = time.time()
-            stamp = stage.stamp()
-            decision = stamps.reusable(stage.outputs, stamp_path, stamp)
-            record = decision.record or {}
+    def record_timings(self, stages):
+        """Adds the times of :obj:`stages` (run or found done) to the report's time table, read
+        from their stamp files: ``(earlier run)`` after the title of one that finished before
+        this driver started, and the training speed of each training (its log)."""
+        started = engine.started()
+        for stage in stages:
+            if not stage.timed:
+                continue
+            record = stamps.read(self._stamp_path(stage)) or {}
             title = stage.title
-            if decision:
-                log("%s: skipped, done from the same inputs (%s)" % (prefix, stamp_path))
-                if record.get("seconds") is not None:
-                    title += " (earlier run)"
-                    seconds, cores = record["seconds"], record.get("cores")
-                else:
-                    seconds = time.time() - t0
+            if record.get("seconds") is None:
+                seconds, cores = 0.0, None
             else:
-                log("%s: runs (%s)" % (prefix, decision.reason))
-                if decision.stale:
-                    for path in stage.owns:
-                        self._remove(path)
-                if own_stamp:
-                    stamps.write(stamp_path, stamp, complete=False)
-                stage.run(cores)
-                seconds = time.time() - t0
-                if own_stamp:
-                    stamps.write(stamp_path, stamp, complete=True, seconds=seconds, cores=cores)
-            if stage.timed:
-                self.timings.append((title, seconds))
-                self.cores[title] = cores
-                speed = training_speed(stage.log_path) if stage.log_path else None
-                if speed is not None:
-                    self.speeds[title] = speed
-
-        return Job(stage.name, run, stage.after)
+                seconds, cores = record["seconds"], record.get("cores")
+                finished = record.get("finished")
+                if started is not None and (finished is None or finished < started):
+                    title += " (earlier run)"
+            self.timings.append((title, seconds))
+            self.cores[title] = cores
+            speed = training_speed(stage.log_path) if stage.log_path else None
+            if speed is not None:
+                self.speeds[title] = speed
 
     def _remove(self, path):
         """Removes a stage's file or directory made from other inputs (under the results
@@ -763,6 +688,8 @@ _OUTPUT_KERNEL = "model/decoder/output_layer/kernel/"
 def output_layer_tied(checkpoint):
     """Whether a trained model's decoder output layer is its target embedding table (no
     output kernel of its own in the checkpoint)."""
+    import tensorflow as tf
+
     return not any(
         name.startswith(_OUTPUT_KERNEL) for name, _ in tf.train.list_variables(checkpoint)
     )
@@ -771,6 +698,8 @@ def output_layer_tied(checkpoint):
 def output_layers(plan):
     """``{row: whether its output layer is tied}`` of the trained rows (:func:`output_layer_tied`
     on their latest checkpoints; rows without one are left out)."""
+    import tensorflow as tf
+
     tied = {}
     for trained in plan.trained:
         checkpoint = tf.train.latest_checkpoint(trained.model_dir)

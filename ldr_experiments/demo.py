@@ -53,6 +53,7 @@ import sys
 import time
 from typing import Any, Mapping, Optional, Tuple
 
+from ldr_experiments import engine
 from ldr_opennmt import config_loader, errors, registry, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.data import filters
@@ -728,7 +729,17 @@ class Plan:
         owns = outputs + [os.path.join(self.eval_dir, trained.file_name + ".stamp")]
         after = [trained.slug] + (["predict"] if pred else [])
         title = "translate %s" % trained.name
-        return common.Stage("eval_" + trained.slug, title, "4/6", stamp, outputs, run, after, owns)
+        return common.Stage(
+            "eval_" + trained.slug,
+            title,
+            "4/6",
+            stamp,
+            outputs,
+            run,
+            after,
+            owns,
+            kind=engine.EVALUATE,
+        )
 
     def _contrastive_stage(self, trained, in_lanes):
         command = ["ldr-eval", "contrastive", "--corpus", self.data]
@@ -767,6 +778,7 @@ class Plan:
             run,
             after,
             outputs + [stamp_file],
+            kind=engine.EVALUATE,
         )
 
     # Stage 6: the scores and the report.
@@ -974,6 +986,7 @@ def _arguments(argv):
     return args, budget
 
 
+@engine.driver("demo")
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
@@ -989,7 +1002,7 @@ def main(argv=None):
     # the longest first (_by_priority). With budget["evaluate_in_lanes"], each system is
     # translated and scored in its lane (an ldr-eval process) as soon as it is trained;
     # otherwise in this process after the trainings.
-    lanes = common.cpu_lanes(2)
+    lanes = 2
     in_lanes = budget["evaluate_in_lanes"]
     runs = [run for run in SYSTEMS if args.full or not run.full]
     parallel = [plan.items_stage()] + plan.training_stages(runs)
@@ -998,13 +1011,7 @@ def main(argv=None):
         parallel, evaluation = parallel + evaluation, []
     common.log(
         "[demo] 2-5/6 %d stages (trainings, translations of %d test sentences per domain,"
-        " contrastive scores) on %d lane(s): %s"
-        % (
-            len(parallel) + len(evaluation),
-            budget["eval_sentences"],
-            len(lanes),
-            "; ".join("cores %s" % c if c else "all cores" for c in lanes),
-        )
+        " contrastive scores)" % (len(parallel) + len(evaluation), budget["eval_sentences"])
     )
     steps.run_stages(_by_priority(parallel), lanes)
     steps.run_stages(evaluation + [plan.score_stage()])
@@ -1061,7 +1068,7 @@ def _system_args(name, config_paths, modes=None):
 
 
 def _by_priority(jobs):
-    """The stages (or jobs) in the order a free lane takes them: trainings from scratch
+    """The stages in the order a free lane takes them (the engine's priorities): trainings from scratch
     first (LDR, the slowest, leading), then the classifier, its predictions and the
     contrastive items, the trainings that continue Mixed, and every evaluation as soon as
     its system is trained."""

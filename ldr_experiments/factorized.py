@@ -28,6 +28,7 @@ import os
 import sys
 import time
 
+from ldr_experiments import engine
 from ldr_opennmt import errors
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.layers import factorized as factorized_layers
@@ -88,6 +89,7 @@ def parameter_lines(designs, num_domains, size):
     return markdown_table(["system", "parameters × vanilla"], rows).splitlines()
 
 
+@engine.driver("factorized")
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Train and compare the Factorized designs.")
     parser.add_argument("--designs", nargs="+", choices=DESIGNS, default=list(DESIGNS))

@@ -21,6 +21,7 @@ import os
 import sys
 import time
 
+from ldr_experiments import engine
 from ldr_opennmt import errors
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.training import corpora as corpora_lib
@@ -80,6 +81,7 @@ def split_data_config(data, new_domain):
     return base, extended
 
 
+@engine.driver("new-domain")
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Train on some domains, then add one more.")
     parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")

@@ -24,6 +24,7 @@ import os
 import sys
 import time
 
+from ldr_experiments import engine
 from ldr_opennmt import ensembles, errors
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import evaluate, open_domain
@@ -80,6 +81,7 @@ def known_data_config(config_path, unseen, out_path):
     return out_path, [name for name in domains if name != unseen]
 
 
+@engine.driver("open-domain")
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Open-domain translation with ensembles.")
     parser.add_argument("--design", choices=factorized.DESIGNS, default="pa")

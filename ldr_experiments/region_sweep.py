@@ -22,6 +22,7 @@ import os
 import sys
 import time
 
+from ldr_experiments import engine
 from ldr_opennmt import errors
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.reports import pyplot
@@ -110,6 +111,7 @@ def _row(cells):
     return "LDR %d cells" % cells
 
 
+@engine.driver("region-sweep")
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Train LDR with several region sizes.")
     parser.add_argument("--cells", type=int, nargs="+", default=[4, 8, 16])

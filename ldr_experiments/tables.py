@@ -56,6 +56,7 @@ import re
 import sys
 import time
 
+from ldr_experiments import engine
 from ldr_opennmt import config_loader, errors, registry, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import contrastive, evaluate
@@ -681,6 +682,7 @@ def _countable(value):
     return value is None or (isinstance(value, int) and not isinstance(value, bool))
 
 
+@engine.driver("tables")
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
@@ -704,13 +706,13 @@ def main(argv=None):
         steps.run_stages([plan.corpus_stage()])
     info = corpus_lib.load_info(args.data)  # Fails in one line on a corpus not built.
     plan.write_data_config(info)
-    lanes = common.cpu_lanes(2)
+    lanes = 2
     in_lanes = budget["evaluate_in_lanes"]
     parallel = [plan.items_stage()] + plan.training_stages(plan.runs)
     evaluation = plan.evaluation_stages(in_lanes)
     if in_lanes:
         parallel, evaluation = parallel + evaluation, []
-    common.log("[tables] %d rows, %d stages on %d lane(s)" % (len(runs), len(parallel), len(lanes)))
+    common.log("[tables] %d rows, %d stages" % (len(runs), len(parallel)))
     common.log("[tables] %s" % plan.stage2.rule())
     steps.run_stages(demo._by_priority(parallel), lanes)
     steps.run_stages(evaluation + [plan.score_stage(), plan.label_use_stage()])

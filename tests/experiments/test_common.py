@@ -1,7 +1,5 @@
 import os
 import sys
-import threading
-import time
 from unittest import mock
 
 import tensorflow as tf
@@ -39,74 +37,6 @@ class CommonTest(tf.test.TestCase):
         self.assertEqual(lines[2], "| corpus | all | 0.5 |  |  |")
         self.assertEqual(lines[3], "| train Mixed | 1 | 5.0 | 4.25 | 8123 |")
         self.assertEqual(lines[-1], "| total | all | 10.0 | | |")
-
-    def test_jobs_run_after_their_dependencies(self):
-        events = []
-        lock = threading.Lock()
-
-        def job(name, after=(), seconds=0.0):
-            def run(cores):
-                with lock:
-                    events.append(("start", name, cores))
-                time.sleep(seconds)
-                with lock:
-                    events.append(("end", name, cores))
-
-            return common.Job(name, run, after)
-
-        jobs = [
-            job("long", seconds=0.3),
-            job("base", seconds=0.1),
-            job("child", after=["base"]),
-            job("last", after=["long", "child"]),
-        ]
-        common.run_jobs(jobs, lanes=[[0], [1]])
-        order = [(kind, name) for kind, name, _ in events]
-        for before, after in (("base", "child"), ("long", "last"), ("child", "last")):
-            self.assertLess(order.index(("end", before)), order.index(("start", after)))
-        # Two lanes: "long" and "base" start before either ends.
-        self.assertEqual({name for kind, name in order[:2]}, {"long", "base"})
-        self.assertEqual({kind for kind, name in order[:2]}, {"start"})
-        lanes = {name: cores for kind, name, cores in events}
-        self.assertNotEqual(lanes["long"], lanes["base"])
-
-    def test_a_failed_job_stops_the_rest(self):
-        ran = []
-
-        def fail(cores):
-            raise RuntimeError("boom")
-
-        jobs = [
-            common.Job("fails", fail),
-            common.Job("after", lambda cores: ran.append("after"), after=["fails"]),
-        ]
-        with self.assertRaisesRegex(RuntimeError, "boom"):
-            common.run_jobs(jobs, lanes=[[0], [1]])
-        self.assertEqual(ran, [])
-
-    def test_bad_dependencies(self):
-        with self.assertRaisesRegex(ValueError, "unknown"):
-            common.run_jobs([common.Job("a", lambda cores: None, after=["b"])])
-        with self.assertRaisesRegex(ValueError, "circular"):
-            common.run_jobs(
-                [
-                    common.Job("a", lambda cores: None, after=["b"]),
-                    common.Job("b", lambda cores: None, after=["a"]),
-                ]
-            )
-        with self.assertRaisesRegex(ValueError, "duplicate"):
-            common.run_jobs([common.Job("a", lambda cores: None)] * 2)
-
-    def test_cpu_lanes(self):
-        lanes = common.cpu_lanes(2)
-        cores = sorted(os.sched_getaffinity(0))
-        if len(cores) < 2:
-            self.assertEqual(lanes, [None])
-        else:
-            self.assertLen(lanes, 2)
-            self.assertEmpty(set(lanes[0]) & set(lanes[1]))
-            self.assertTrue(set(lanes[0] + lanes[1]) <= set(cores))
-        self.assertEqual(common.cpu_lanes(1), [None])
 
     def test_a_command_on_one_core(self):
         if len(os.sched_getaffinity(0)) < 2:
@@ -157,7 +87,7 @@ class StageTest(tf.test.TestCase):
 
     def _run(self, stage):
         with mock.patch.object(common, "log") as log:
-            self.steps.run_stages([stage])
+            self.steps.run_stage(stage)
         return "\n".join(call.args[0] for call in log.call_args_list)
 
     def test_runs_then_is_skipped_then_reruns_saying_what_changed(self):
@@ -167,12 +97,21 @@ class StageTest(tf.test.TestCase):
         record = stamps.read(stamp_path)
         self.assertTrue(record["complete"])
         self.assertGreaterEqual(record["seconds"], 0)
+        self.assertIn("code", record["inputs"])  # The code it ran (engine.stage_code).
+        self.assertIsNone(self.steps.due(self._stage()))
         # The same inputs: skipped, its time that of the run that made it.
-        self.steps.timings = []
         text = self._run(self._stage())
         self.assertIn("make the result: skipped, done from the same inputs", text)
         self.assertLen(self.runs, 1)
-        self.assertEqual(self.steps.timings[0][0], "make the result (earlier run)")
+        with mock.patch.object(common.engine, "started", return_value=record["finished"] + 1):
+            self.steps.record_timings([self._stage()])
+        self.assertEqual(
+            self.steps.timings[0], ("make the result (earlier run)", record["seconds"])
+        )
+        # Another input: due again, saying why.
+        self._put(self.input, "v2")
+        self.assertEqual(self.steps.due(self._stage()), "input differs")
+        self._put(self.input, "v1")
         # Another input: what it owns is removed (made from the former input), then redone.
         self._put(self.input, "v2")
         text = self._run(self._stage())

@@ -135,7 +135,7 @@ class FindingsTest(tf.test.TestCase):
 class PriorityTest(tf.test.TestCase):
     def test_trainings_from_scratch_first_then_what_continues_them_then_evaluations(self):
         def job(name, after=()):
-            return common.Job(name, lambda cores: None, after)
+            return common.Stage(name, name, "", dict, [], lambda cores: None, after)
 
         jobs = [
             job("mixed"),
@@ -249,7 +249,7 @@ class ReportStageTest(tf.test.TestCase):
             ["bash", "run/demo.sh", "--quick"],
         )
         with mock.patch.object(demo, "provenance", record), mock.patch.object(common, "log") as log:
-            self.steps.run_stages([stage])
+            self.steps.run_stage(stage)
         with open(self.report) as f:
             lines = f.read().splitlines()
         return lines, "\n".join(call.args[0] for call in log.call_args_list)

@@ -1,0 +1,513 @@
+"""The experiments' workflow engine: a driver's declared stages run by Snakemake.
+
+A driver (the demo, the tables, the studies) declares its stages
+(:class:`ldr_experiments.common.Stage`: a name, what it comes after, what it writes, its stamp)
+and hands them to :meth:`ldr_experiments.common.Steps.run_stages`, which calls :func:`run`
+here. This module writes them as a plan (``OUT/workflow/phase-K.json``) and runs Snakemake on
+the package's one generic workflow (``workflow.smk``): one rule per stage, whose job is
+``python -m ldr_experiments.engine stage PLAN NAME``. That process runs the driver again with
+the same arguments, up to the stage named, runs that stage alone (:func:`selected`) and stops.
+
+What Snakemake brings (and the hand-written scheduler it replaces did not): two lanes on this
+machine (a training per core, as before: each job takes a free lane and is confined to its
+cores), or one job per stage on a SLURM cluster (``--executor slurm``, each training with its
+GPU request); a stage reruns when its declaration (inputs, configuration, options), the code it
+runs (:func:`code_digest`) or a stage it comes after changed, and is skipped otherwise; a run
+killed half-way resumes (a half-done stage reruns and continues from its last checkpoint); a dry
+run lists what would run and why; ``--dag`` draws the plan.
+
+Why Snakemake: the common engine of research computing, pure Python (installs from PyPI beside
+TensorFlow 2.13 at 9.15), with a SLURM executor maintained by its authors, provenance-based
+reruns (parameters, code, inputs) and dry runs with reasons. Nextflow needs a JVM and Groovy
+workflows; Luigi and Airflow have no SLURM executor of their own.
+
+Options (every sub-command of ``ldr-experiments`` that runs stages; see :func:`add_arguments`)
+are taken off the command line by :func:`driver` before the driver parses its own.
+"""
+
+import argparse
+import ast
+import contextlib
+import dataclasses
+import fcntl
+import functools
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from typing import List, Optional, Tuple
+
+from ldr_opennmt.errors import UserError
+
+#: Where a results directory keeps the engine's plans, markers, lane locks and Snakemake's
+#: own records (``OUT/workflow``).
+WORKFLOW_DIR = "workflow"
+
+#: The generic workflow: one rule per stage of a plan file.
+SNAKEFILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workflow.smk")
+
+#: Stage kinds: trainings and translations are cluster jobs (with a GPU request for a
+#: training); the rest (corpus, scores, report) run where the engine runs.
+TRAIN, EVALUATE, LOCAL = "train", "evaluate", "local"
+
+#: The packages whose code a stage's results depend on (:func:`code_digest`).
+LIBRARY, EXPERIMENTS = "ldr_opennmt", "ldr_experiments"
+
+
+@dataclasses.dataclass
+class Options:
+    """How the engine runs a plan.
+
+    Attributes:
+      lanes: Stages side by side on this machine (each confined to its share of the cores).
+      executor: ``"local"`` (this machine) or ``"slurm"`` (a job per stage).
+      slurm_partition: The partition of the cluster jobs.
+      slurm_account: The account charged.
+      gpus_per_training: GPUs requested by each training (and translation) job.
+      jobs: Cluster jobs submitted at once.
+      dry_run: List what would run and why; run nothing.
+      dag: Where to write the picture of the plan (``.dot``, or ``.png``/``.svg``/``.pdf``
+        with Graphviz's ``dot`` installed).
+    """
+
+    lanes: int = 2
+    executor: str = "local"
+    slurm_partition: Optional[str] = None
+    slurm_account: Optional[str] = None
+    gpus_per_training: int = 0
+    jobs: int = 20
+    dry_run: bool = False
+    dag: Optional[str] = None
+
+
+def add_arguments(parser):
+    """Adds the engine's options to :obj:`parser`."""
+    group = parser.add_argument_group("workflow engine (Snakemake)")
+    group.add_argument(
+        "--lanes",
+        type=int,
+        default=2,
+        help="stages side by side on this machine, each on its share of the cores (default 2)",
+    )
+    group.add_argument("--executor", choices=["local", "slurm"], default="local")
+    group.add_argument("--slurm-partition", help="the SLURM partition of the jobs")
+    group.add_argument("--slurm-account", help="the SLURM account charged")
+    group.add_argument(
+        "--gpus-per-training",
+        type=int,
+        default=0,
+        help="GPUs requested by each training and translation job on SLURM (default 0)",
+    )
+    group.add_argument("--jobs", type=int, default=20, help="cluster jobs at once (default 20)")
+    group.add_argument(
+        "--dry-run", action="store_true", help="list what would run and why; run nothing"
+    )
+    group.add_argument("--dag", metavar="FILE", help="write the plan's picture (.dot, .png, .svg)")
+    return parser
+
+
+def _engine_help():
+    parser = argparse.ArgumentParser(add_help=False, usage=argparse.SUPPRESS)
+    return add_arguments(parser).format_help().strip()
+
+
+def parse_options(argv):
+    """``(Options, the driver's own arguments)`` of a command line."""
+    parser = add_arguments(argparse.ArgumentParser(add_help=False, allow_abbrev=False))
+    known, rest = parser.parse_known_args(argv)
+    if known.lanes < 1 or known.jobs < 1 or known.gpus_per_training < 0:
+        raise UserError("--lanes and --jobs must be >= 1, --gpus-per-training >= 0")
+    if known.executor != "slurm" and (known.slurm_partition or known.slurm_account):
+        raise UserError("--slurm-partition and --slurm-account need --executor slurm")
+    return Options(**{f.name: getattr(known, f.name) for f in dataclasses.fields(Options)}), rest
+
+
+@dataclasses.dataclass
+class _Driver:
+    module: str  # The driver's module (``ldr_experiments.demo``): its main runs the stages.
+    command: str  # The sub-command of ldr-experiments (``demo``).
+    argv: List[str]  # Its arguments, without the engine's options.
+    options: Options
+    phase: int = 0
+    started: float = dataclasses.field(default_factory=time.time)
+
+
+#: The driver running in this process (set by :func:`driver`).
+_DRIVER: Optional[_Driver] = None
+
+#: In a stage's process: ``(stage name, plan file)``.
+_SELECTED: Optional[Tuple[str, str]] = None
+
+#: In a stage's process: when the engine's driver started (:func:`started`).
+_STARTED: Optional[float] = None
+
+
+class StageDone(Exception):
+    """Raised in a stage's process once its stage has run: the driver stops there."""
+
+
+def driver(command):
+    """Decorates a driver's ``main(argv)``: takes the engine's options off :obj:`argv` and
+    records the driver (its sub-command and arguments), which :func:`run` writes into each
+    plan so that a stage's process can run the same driver again."""
+
+    def decorate(main):
+        @functools.wraps(main)
+        def wrapped(argv=None):
+            global _DRIVER
+            argv = sys.argv[1:] if argv is None else list(argv)
+            options, rest = parse_options(argv)
+            previous, _DRIVER = _DRIVER, _Driver(main.__module__, command, rest, options)
+            try:
+                return main(rest)
+            except StageDone:
+                return 0
+            except SystemExit:
+                if "-h" in rest or "--help" in rest:  # The driver's help, then the engine's.
+                    print("\n" + _engine_help())
+                raise
+            finally:
+                _DRIVER = previous
+
+        return wrapped
+
+    return decorate
+
+
+def current_options():
+    """The options of the driver running (defaults outside one)."""
+    return _DRIVER.options if _DRIVER else Options()
+
+
+def started():
+    """When the driver started: in a stage's process, the engine's driver (the stages done
+    before are from an earlier run); ``None`` outside a driver."""
+    if _STARTED is not None:
+        return _STARTED
+    return _DRIVER.started if _DRIVER else None
+
+
+def selected():
+    """The stage this process runs for the engine (``None`` in the engine's own process)."""
+    return _SELECTED[0] if _SELECTED else None
+
+
+# The code a stage depends on.
+
+
+def _strip_docstrings(tree):
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+@functools.lru_cache(maxsize=None)
+def code_digest(*packages):
+    """The SHA-256 of the code of :obj:`packages` (importable package names), read as syntax
+    trees without docstrings: a changed comment, docstring or layout leaves it unchanged, a
+    changed statement changes it."""
+    digest = hashlib.sha256()
+    for package in sorted(packages):
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ValueError("not a package: %s" % package)
+        root = list(spec.submodule_search_locations)[0]
+        for directory, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__pycache__")))
+            for name in sorted(f for f in files if f.endswith(".py")):
+                path = os.path.join(directory, name)
+                with open(path, encoding="utf-8") as f:
+                    tree = _strip_docstrings(ast.parse(f.read(), path))
+                digest.update(os.path.relpath(path, root).encode("utf-8") + b"\0")
+                digest.update(ast.dump(tree).encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def stage_code(kind):
+    """The code digest of a stage of this kind: a training depends on the library's code, the
+    other stages also on the experiments' (their reports, findings and scores)."""
+    return code_digest(LIBRARY) if kind == TRAIN else code_digest(LIBRARY, EXPERIMENTS)
+
+
+# The plan file.
+
+
+def _rule_name(name):
+    return "stage_" + "".join(c if c.isalnum() else "_" for c in name)
+
+
+def _declaration(stage):
+    """What Snakemake compares between runs (its ``params``): what the stage declares before
+    it runs (title, outputs) and the code it runs. Its inputs are compared by the stage's
+    stamp (:meth:`ldr_experiments.common.Steps.due`), which may read what earlier stages made."""
+    text = json.dumps(
+        {"title": stage.title, "outputs": stage.outputs, "code": stage_code(stage.kind)},
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_plan(steps, stages, options, phase, driver_record):
+    """Writes the plan of one call of :meth:`Steps.run_stages`; returns its path."""
+    directory = os.path.join(os.path.abspath(steps.out), WORKFLOW_DIR)
+    os.makedirs(os.path.join(directory, "done"), exist_ok=True)
+    names = {stage.name for stage in stages}
+    done = os.path.join(directory, "done")
+    plan = {
+        "format": 1,
+        "driver": {
+            "module": driver_record.module,
+            "command": driver_record.command,
+            "argv": driver_record.argv,
+        },
+        "root": os.getcwd(),  # The drivers' paths are relative to it.
+        "python": sys.executable,
+        "lanes": options.lanes,
+        "started": driver_record.started,
+        "stages": [
+            {
+                "name": stage.name,
+                "rule": _rule_name(stage.name),
+                "title": stage.title,
+                # Stages of an earlier phase have finished: their markers are plain inputs
+                # (a name of no stage, ignored as the drivers always did, has none).
+                "after": [
+                    a for a in stage.after if a in names or os.path.exists(os.path.join(done, a))
+                ],
+                "kind": stage.kind,
+                "params": _declaration(stage),
+                # A free lane takes the first ready stage in the driver's order.
+                "priority": len(stages) - index,
+            }
+            for index, stage in enumerate(stages)
+        ],
+    }
+    path = os.path.join(directory, "phase-%d.json" % phase)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(plan, f, indent=2)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def snakemake_command(plan_path, options, forced=()):
+    """The Snakemake command line that runs a plan (:obj:`forced`: the rules of stages that
+    must run again although Snakemake's records say they are done)."""
+    directory = os.path.dirname(plan_path)
+    command = [sys.executable, "-m", "snakemake", "--snakefile", SNAKEFILE]
+    command += ["--directory", directory, "--config", "plan=%s" % plan_path]
+    command += ["--rerun-incomplete", "--printshellcmds", "--show-failed-logs"]
+    command += ["--rerun-triggers", "mtime", "params", "input", "code"]
+    if options.executor == "slurm":
+        command += ["--executor", "slurm", "--jobs", str(options.jobs)]
+        resources = []
+        if options.slurm_partition:
+            resources.append("slurm_partition=%s" % options.slurm_partition)
+        if options.slurm_account:
+            resources.append("slurm_account=%s" % options.slurm_account)
+        if resources:
+            command += ["--default-resources"] + resources
+        command += ["--config", "gpus_per_training=%d" % options.gpus_per_training]
+    else:
+        command += ["--cores", str(options.lanes), "--resources", "lanes=%d" % options.lanes]
+    if forced:
+        command += ["--forcerun"] + list(forced)
+    if options.dry_run:
+        command += ["--dry-run"]
+    return command
+
+
+def run(steps, stages, lanes):
+    """Runs :obj:`stages` (one call of :meth:`Steps.run_stages`) through Snakemake, or, in a
+    stage's process, the stage selected (then raises :class:`StageDone`).
+
+    Args:
+      steps: The driver's :class:`ldr_experiments.common.Steps`.
+      stages: The stages, each after those it names among them (those of an earlier call
+        have finished).
+      lanes: How many may run side by side here (``None``: one at a time, with every core).
+
+    Raises:
+      RuntimeError: when a stage fails (its log is named).
+    """
+    if _SELECTED is not None:
+        for stage in stages:
+            if stage.name == _SELECTED[0]:
+                with _lane(steps, _SELECTED[1]) as cores:
+                    steps.run_stage(stage, cores)
+                _mark_done(stage.name)
+                raise StageDone()
+        steps.record_timings(stages)  # An earlier phase: done, its times for the report.
+        return
+    if _DRIVER is None:
+        raise RuntimeError("Steps.run_stages outside a driver (decorate its main with driver())")
+    record = _DRIVER
+    options = dataclasses.replace(record.options, lanes=min(record.options.lanes, lanes or 1))
+    record.phase += 1
+    plan = write_plan(steps, stages, options, record.phase, record)
+    if options.dag:
+        write_dag(plan, options, options.dag, record.phase)
+    forced = []
+    done = os.path.join(os.path.dirname(plan), "done")
+    for stage in stages:
+        reason = steps.due(stage) if os.path.exists(os.path.join(done, stage.name)) else None
+        if reason:
+            sys.stderr.write("[%s] %s: due again (%s)\n" % (steps.name, stage.title, reason))
+            forced.append(_rule_name(stage.name))
+    _call_snakemake(snakemake_command(plan, options, forced), steps)
+    if not options.dry_run:
+        steps.record_timings(stages)
+
+
+#: The lines of a stage's process (the drivers' ``[demo] ...`` log lines and the progress
+#: lines they echo), not Snakemake's own (``[Fri Nov 27 08:01:52 2026]``, ``rule ...``).
+_STAGE_LINE = re.compile(r"^\s*\[(?![A-Z][a-z]{2} [A-Z][a-z]{2} )")
+
+
+def _call_snakemake(command, steps):
+    """Runs Snakemake with its output in ``OUT/workflow/snakemake.log`` and its summary lines
+    (jobs, reasons, errors) on stderr."""
+    log_path = os.path.join(os.path.abspath(steps.out), WORKFLOW_DIR, "snakemake.log")
+    keep = ("rule ", "reason:", "Error", "error", "Would run", "Nothing to be done", "jobs")
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write("$ %s\n" % " ".join(shlex.quote(a) for a in command))
+        log.flush()
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for line in process.stdout:
+            log.write(line)
+            if _STAGE_LINE.match(line):
+                sys.stderr.write(line)
+            elif any(k in line for k in keep):
+                sys.stderr.write("    [snakemake] %s\n" % line.rstrip())
+        process.wait()
+    if process.returncode != 0:
+        raise RuntimeError(
+            "a stage failed (Snakemake exit %d): its log is named above; the engine's log: %s"
+            % (process.returncode, log_path)
+        )
+
+
+def write_dag(plan_path, options, path, phase):
+    """Writes the plan's picture: Snakemake's DOT graph, rendered by Graphviz's ``dot`` when
+    :obj:`path` ends in ``.png``, ``.svg`` or ``.pdf``. A driver with several phases writes
+    one file per phase after the first (``dag-2.png``)."""
+    if phase > 1:
+        stem, ext = os.path.splitext(path)
+        path = "%s-%d%s" % (stem, phase, ext)
+    command = snakemake_command(plan_path, dataclasses.replace(options, dry_run=False))
+    dot = subprocess.run(command + ["--dag"], capture_output=True, text=True)
+    if dot.returncode != 0:
+        raise RuntimeError("snakemake --dag failed: %s" % dot.stderr[-2000:])
+    text = dot.stdout[dot.stdout.find("digraph") :]
+    ext = os.path.splitext(path)[1].lstrip(".")
+    if ext in ("png", "svg", "pdf"):
+        try:
+            subprocess.run(["dot", "-T" + ext, "-o", path], input=text, text=True, check=True)
+        except FileNotFoundError:
+            path = os.path.splitext(path)[0] + ".dot"
+            sys.stderr.write("[engine] no Graphviz 'dot' here: the plan's graph is %s\n" % path)
+            ext = "dot"
+    if ext not in ("png", "svg", "pdf"):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    sys.stderr.write("[engine] the plan's picture: %s\n" % path)
+
+
+# A stage's process.
+
+
+@contextlib.contextmanager
+def _lane(steps, plan_path):
+    """The cores of a free lane (a lock file per lane, held while the stage runs), or
+    ``None`` (every core) with one lane or on a cluster node."""
+    with open(plan_path, encoding="utf-8") as f:
+        lanes = json.load(f).get("lanes", 1)
+    if lanes < 2 or os.environ.get("SLURM_JOB_ID") or not hasattr(os, "sched_getaffinity"):
+        yield None
+        return
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < lanes:
+        yield None
+        return
+    size = len(cores) // lanes
+    directory = os.path.join(os.path.dirname(plan_path), "lanes")
+    os.makedirs(directory, exist_ok=True)
+    for lane in range(lanes):
+        handle = open(os.path.join(directory, "lane-%d.lock" % lane), "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        mine = cores[lane * size : (lane + 1) * size]
+        os.sched_setaffinity(0, mine)  # This process too (a stage that works in-process).
+        try:
+            yield mine
+        finally:
+            handle.close()
+        return
+    yield None  # More jobs than lanes (another engine on this directory): share the cores.
+
+
+def run_stage(plan_path, name):
+    """Runs the stage :obj:`name` of a plan: the plan's driver runs again with the same
+    arguments, up to that stage, which runs here (what a Snakemake job of the plan does)."""
+    global _SELECTED, _STARTED
+    with open(plan_path, encoding="utf-8") as f:
+        plan = json.load(f)
+    os.chdir(plan["root"])
+    command = plan["driver"]["command"]
+    module = importlib.import_module(plan["driver"]["module"])
+    _SELECTED, _STARTED = (name, plan_path), plan.get("started")
+    try:
+        module.main(plan["driver"]["argv"])
+    finally:
+        _SELECTED = _STARTED = None
+    marker = os.path.join(os.path.dirname(plan_path), "done", name)
+    if not os.path.exists(marker):
+        raise UserError(
+            "%s: the driver %s %s declares no stage %r any more: rerun the command"
+            % (plan_path, command, " ".join(plan["driver"]["argv"]), name)
+        )
+    return 0
+
+
+def _mark_done(name):
+    """Writes the marker Snakemake waits for (in a stage's process, once it has run)."""
+    path = os.path.join(os.path.dirname(_SELECTED[1]), "done", name)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write("%s\n" % time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+    os.replace(path + ".tmp", path)
+
+
+def main(argv=None):
+    """``python -m ldr_experiments.engine stage PLAN NAME``: one stage of a plan."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if len(argv) != 3 or argv[0] != "stage":
+        sys.stderr.write("usage: python -m ldr_experiments.engine stage PLAN NAME\n")
+        return 2
+    from ldr_opennmt import errors
+
+    return errors.run_main("ldr-experiments stage", run_stage, argv[1], argv[2])
+
+
+if __name__ == "__main__":
+    # The module the drivers import, not this __main__ copy: its _SELECTED is what they read.
+    from ldr_experiments import engine as _engine
+
+    sys.exit(_engine.main())

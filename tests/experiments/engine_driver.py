@@ -1,0 +1,76 @@
+"""A tiny driver for the engine's tests (tests/experiments/test_engine.py): three stages that
+write small files, run by Snakemake like the demo's.
+
+    a: writes a.txt (``--value``), after nothing
+    b: writes b.txt from a.txt, after a
+    c: writes c.txt, after nothing (beside a, on the other lane)
+
+Each stage appends its name and its process's cores to ``runs.log``; ``--fail-once STAGE``
+makes that stage fail the first time it runs (a flag file), as a run killed half-way.
+"""
+
+import argparse
+import os
+
+from ldr_experiments import common, engine
+from ldr_opennmt import stamps
+
+
+def _write(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def stages(steps, args):
+    out = steps.out
+    runs = os.path.join(out, "runs.log")
+
+    def stage(name, after, make, stamp):
+        def run(cores):
+            with open(runs, "a", encoding="utf-8") as f:
+                f.write("%s %s %s\n" % (name, cores, sorted(os.sched_getaffinity(0))))
+            flag = os.path.join(out, "failed-" + name)
+            if args.fail_once == name and not os.path.exists(flag):
+                _write(flag, "")
+                raise RuntimeError("stage %s killed" % name)
+            _write(os.path.join(out, name + ".txt"), make())
+
+        return common.Stage(
+            name,
+            "make " + name,
+            "1/1",
+            stamp,
+            [os.path.join(out, name + ".txt")],
+            run,
+            after=after,
+            kind=engine.TRAIN if name == "a" else engine.LOCAL,
+        )
+
+    def read(name):
+        with open(os.path.join(out, name + ".txt"), encoding="utf-8") as f:
+            return f.read()
+
+    return [
+        stage("a", [], lambda: "a=%s\n" % args.value, lambda: stamps.make_stamp(v=args.value)),
+        stage(
+            "b",
+            ["a"],
+            lambda: read("a").upper(),
+            lambda: stamps.make_stamp(a=stamps.file_digest(os.path.join(out, "a.txt"))),
+        ),
+        stage("c", [], lambda: "c\n", lambda: stamps.make_stamp(c=1)),
+    ]
+
+
+@engine.driver("engine-test")
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--value", default="1")
+    parser.add_argument("--fail-once")
+    args = parser.parse_args(argv)
+    steps = common.Steps(args.out, name="engine-test")
+    steps.run_stages(stages(steps, args), lanes=2)
+    with open(os.path.join(steps.out, "timings.txt"), "w", encoding="utf-8") as f:
+        f.write("".join("%s\n" % title for title, _ in steps.timings))
+    return 0

@@ -1,0 +1,173 @@
+"""The workflow engine (ldr_experiments/engine.py) runs a driver's stages through Snakemake:
+lanes, skip when done, rerun on a changed input or code, resume after a crash, dry run, picture.
+
+One toy driver (tests/experiments/engine_driver.py) with three stages; every run is a real
+Snakemake run whose jobs are real processes (about 10-25 s each here).
+"""
+
+import io
+import json
+import os
+import shutil
+import tempfile
+import unittest
+from contextlib import redirect_stderr
+from unittest import mock
+
+from ldr_experiments import engine
+from ldr_opennmt.errors import UserError
+from tests.experiments import engine_driver
+
+
+def _lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+class EngineRunTest(unittest.TestCase):
+    """One results directory taken through the engine's cases in order (each a Snakemake run)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="engine-")
+        cls.out = os.path.join(cls.dir, "out")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def _main(self, *args):
+        stderr = io.StringIO()
+        with redirect_stderr(stderr):
+            status = engine_driver.main(["--out", self.out] + list(args))
+        return status, stderr.getvalue()
+
+    def _runs(self):
+        return [line.split()[0] for line in _lines(os.path.join(self.out, "runs.log"))]
+
+    def test_1_runs_then_skips_then_reruns_what_changed(self):
+        status, log = self._main()
+        self.assertEqual(status, 0)
+        self.assertCountEqual(self._runs(), ["a", "b", "c"])
+        self.assertEqual(self._runs()[-1], "b")  # After a.
+        self.assertEqual(_lines(os.path.join(self.out, "b.txt")), ["A=1"])
+        self.assertIn("reason: Missing output files: done/a", log)
+        self.assertIn("[engine-test] 1/1 make a: runs (no stamp", log)
+        for name in "abc":
+            record = json.load(open(os.path.join(self.out, "stages", name + ".json")))
+            self.assertTrue(record["complete"])
+            self.assertIn("code", record["inputs"])  # The code it ran is part of its stamp.
+        # The two lanes: a and c side by side, each on its own core(s).
+        lanes = {line.split()[0]: line for line in _lines(os.path.join(self.out, "runs.log"))}
+        if len(os.sched_getaffinity(0)) >= 2:
+            self.assertNotEqual(lanes["a"].split(" ", 1)[1], lanes["c"].split(" ", 1)[1])
+        # The time table of the report: every stage, none from an earlier run.
+        self.assertEqual(
+            _lines(os.path.join(self.out, "timings.txt")), ["make a", "make b", "make c"]
+        )
+
+        # Nothing changed: nothing runs, the times are those of the earlier run.
+        status, log = self._main()
+        self.assertEqual(status, 0)
+        self.assertEqual(len(self._runs()), 3)
+        self.assertIn("Nothing to be done", log)
+        self.assertEqual(
+            _lines(os.path.join(self.out, "timings.txt")),
+            ["make a (earlier run)", "make b (earlier run)", "make c (earlier run)"],
+        )
+
+        # A dry run after a changed input lists what would run and why, and runs nothing.
+        status, log = self._main("--value", "2", "--dry-run")
+        self.assertEqual(status, 0)
+        self.assertEqual(len(self._runs()), 3)
+        self.assertIn("[engine-test] make a: due again (v: ", log)
+        self.assertIn("reason: Forced execution", log)
+        self.assertIn("rule stage_b:", log)  # After a.
+        self.assertNotIn("rule stage_c:", log)
+
+        # The changed input: a reruns, then b (it comes after a); c is skipped.
+        status, log = self._main("--value", "2")
+        self.assertEqual(status, 0)
+        self.assertEqual(self._runs()[3:], ["a", "b"])
+        self.assertIn("make a: runs (v: ", log)
+        self.assertEqual(_lines(os.path.join(self.out, "b.txt")), ["A=2"])
+
+    def test_2_a_crash_resumes_where_it_stopped(self):
+        before = len(self._runs())
+        with self.assertRaisesRegex(RuntimeError, "a stage failed"):
+            self._main("--value", "3", "--fail-once", "a")
+        self.assertFalse(json.load(open(os.path.join(self.out, "stages", "a.json")))["complete"])
+        status, log = self._main("--value", "3", "--fail-once", "a")
+        self.assertEqual(status, 0)
+        self.assertIn("make a: runs (the run that wrote them did not finish)", log)
+        self.assertEqual(self._runs()[before:], ["a", "a", "b"])
+
+    def test_3_changed_code_makes_every_stage_due(self):
+        before = len(self._runs())
+        with mock.patch.object(engine, "stage_code", return_value="other code"):
+            status, log = self._main("--value", "3", "--dry-run")
+        self.assertEqual(status, 0)
+        for name in "abc":
+            self.assertIn("[engine-test] make %s: due again (code differs)" % name, log)
+        self.assertEqual(len(self._runs()), before)
+
+    def test_4_the_picture_of_the_plan(self):
+        path = os.path.join(self.dir, "plan.dot")
+        status, _ = self._main("--value", "3", "--dry-run", "--dag", path)
+        self.assertEqual(status, 0)
+        with open(path) as f:
+            text = f.read()
+        self.assertIn("digraph", text)
+        for name in ("stage_a", "stage_b", "stage_c"):
+            self.assertIn(name, text)
+
+
+class CodeDigestTest(unittest.TestCase):
+    def _digest(self, source):
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        package = os.path.join(directory, "toy_pkg_%d" % abs(hash(source)))
+        os.makedirs(package)
+        with open(os.path.join(package, "__init__.py"), "w") as f:
+            f.write(source)
+        with mock.patch("sys.path", [directory] + __import__("sys").path):
+            return engine.code_digest(os.path.basename(package))
+
+    def test_docstrings_and_comments_do_not_count_statements_do(self):
+        plain = self._digest("def f():\n    return 1\n")
+        documented = self._digest(
+            '"""Module."""\n\n\ndef f():  # note\n    """Doc."""\n    return 1\n'
+        )
+        changed = self._digest("def f():\n    return 2\n")
+        self.assertEqual(plain, documented)
+        self.assertNotEqual(plain, changed)
+
+
+class OptionsTest(unittest.TestCase):
+    def test_engine_options_are_taken_off_the_drivers_arguments(self):
+        options, rest = engine.parse_options(
+            ["--quick", "--lanes", "1", "--executor", "slurm", "--slurm-partition", "gpu"]
+        )
+        self.assertEqual(rest, ["--quick"])
+        self.assertEqual(
+            (options.lanes, options.executor, options.slurm_partition), (1, "slurm", "gpu")
+        )
+        command = engine.snakemake_command("/o/workflow/phase-1.json", options)
+        self.assertIn("--executor", command)
+        self.assertIn("slurm_partition=gpu", command)
+
+    def test_slurm_options_need_the_slurm_executor(self):
+        with self.assertRaisesRegex(UserError, "need --executor slurm"):
+            engine.parse_options(["--slurm-partition", "gpu"])
+
+    def test_local_lanes(self):
+        options, _ = engine.parse_options(["--lanes", "2"])
+        command = engine.snakemake_command("/o/workflow/phase-1.json", options)
+        self.assertEqual(command[command.index("--cores") + 1], "2")
+        self.assertIn("lanes=2", command)
+
+
+if __name__ == "__main__":
+    unittest.main()
