@@ -183,6 +183,8 @@ AccountingStorageHost=$host
 AccountingStoragePort=$DBD_PORT
 # For slurmdbd connections with munge, this names the munge socket.
 AccountingStoragePass=$dir/munge/munge.socket.2
+# Keep the --comment Snakemake gives each job (rule_NAME): sacct -o Comment shows it.
+AccountingStoreFlags=job_comment
 JobAcctGatherType=jobacct_gather/linux
 JobCompType=jobcomp/none
 ReturnToService=2
