@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training and CPU inference speed and peak memory of vanilla OpenNMT-tf and the registered
 # model families side by side (SavedModels and folded CTranslate2 models), with the issues'
-# targets. The systems are the `benchmark` rows of the family registry (ldr_experiments/benchmarks.py):
+# targets. The systems are the benchmark rows of the registered families (ldr_experiments/benchmarks/):
 #   bash run/bench.sh                    # every family; about 10 minutes on 2 CPU cores
 #   bash run/bench.sh --quick            # 1-2 minutes, tiny sizes: checks that it runs
 #   bash run/bench.sh --out BENCH.md     # also writes the markdown report
@@ -19,7 +19,6 @@ ARGS=()
 for arg in "$@"; do
   if [ "$arg" = "--serving" ]; then SERVING=1; else ARGS+=("$arg"); fi
 done
-# ldr_experiments/benchmarks.py is a script of the repository, not of the installed package.
 python -m ldr_experiments.cli bench ${ARGS[@]+"${ARGS[@]}"}
 if [ "$SERVING" = 1 ]; then
   bash "$ROOT/run/serve_bench.sh"

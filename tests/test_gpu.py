@@ -7,7 +7,9 @@ test, run only with ``LDR_TEST_GPU_INSTALL=1`` (it downloads about 1.7 GB), inst
 real wheels into a fresh venv.
 """
 
+import ast
 import ctypes
+import glob
 import json
 import os
 import re
@@ -20,9 +22,15 @@ import time
 import unittest
 from unittest import mock
 
-from ldr_experiments import gpu_check
 import pytest
 
+from ldr_experiments import machine
+from ldr_experiments.benchmarks import rows as bench_rows
+from ldr_experiments.gpu_check import cli as gpu_cli
+from ldr_experiments.gpu_check import plan
+from ldr_experiments.gpu_check import probe as gpu_probe
+from ldr_experiments.gpu_check import report as gpu_report
+from ldr_experiments.gpu_check import rows as gpu_rows
 from ldr_opennmt import gpu, registry
 from ldr_opennmt.cli import main as ldr_main
 from ldr_opennmt.errors import UserError
@@ -439,50 +447,50 @@ class GpuCheckTest(unittest.TestCase):
 
     def test_plan(self):
         # The group ldr: the families whose name begins with ldr_ (LDR and the LDR RNN).
-        args = gpu_check.parse_args(["--quick", "--families", "ldr"])
-        config = gpu_check.make_config(args, self.directory)
+        args = gpu_cli.parse_args(["--quick", "--families", "ldr"])
+        config = gpu_rows.make_config(args, self.directory)
         self.assertEqual(
             config["systems"], ["vanilla", "ldr_joint", "ldr_procedure1", "ldr_target", "ldr_rnn"]
         )
         self.assertEqual(config["no_xla"], ["ldr_rnn"])
         self.assertEqual(config["frozen_systems"], ["ldr_joint", "ldr_procedure1", "ldr_target"])
         self.assertEqual(config["translate"]["name"], "ldr")
-        tasks = gpu_check.tasks_of(config)
+        tasks = plan.tasks_of(config)
         self.assertIn("train:mixed_xla:ldr_procedure1", tasks)
         self.assertIn("train:mixed:ldr_rnn", tasks)
         self.assertNotIn("train:mixed_xla:ldr_rnn", tasks)  # ldr-opennmt refuses XLA for RNNs.
-        self.assertEqual(gpu_check.long_mode(config, "ldr_rnn"), gpu_check.MIXED)
-        self.assertEqual(gpu_check.steps_of(config, "mixed_xla", "vanilla"), args.steps)
-        self.assertEqual(gpu_check.steps_of(config, "fp32", "vanilla"), args.timing_steps)
+        self.assertEqual(plan.long_mode(config, "ldr_rnn"), plan.MIXED)
+        self.assertEqual(plan.steps_of(config, "mixed_xla", "vanilla"), args.steps)
+        self.assertEqual(plan.steps_of(config, "fp32", "vanilla"), args.timing_steps)
         # Only XLA asked for: the family that refuses it has no run at all.
-        xla_only = dict(config, modes=[gpu_check.MIXED_XLA])
-        self.assertIsNone(gpu_check.long_mode(xla_only, "ldr_rnn"))
-        self.assertEqual(len(gpu_check.tasks_of(xla_only)), 4)
-        table = gpu_check.training_table(xla_only, {})
+        xla_only = dict(config, modes=[plan.MIXED_XLA])
+        self.assertIsNone(plan.long_mode(xla_only, "ldr_rnn"))
+        self.assertEqual(len(plan.tasks_of(xla_only)), 4)
+        table = gpu_report.training_table(xla_only, {})
         self.assertIn("| LDR (RNN) | n/a | n/a (no XLA for this family) |", table)
         self.assertEqual(config["size"]["num_units"], 64)
-        paper = gpu_check.make_config(gpu_check.parse_args([]), self.directory)
+        paper = gpu_rows.make_config(gpu_cli.parse_args([]), self.directory)
         self.assertEqual(
             paper["size"], dict(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048)
         )
-        rows = {row.name: row for row in gpu_check.benchmarks.config_rows(paper)}
-        self.assertEqual(rows["ldr_rnn"].kwargs, gpu_check.RNN_SIZE)
+        rows = {row.name: row for row in bench_rows.config_rows(paper)}
+        self.assertEqual(rows["ldr_rnn"].kwargs, plan.RNN_SIZE)
         # The groups and names of run/bench.sh; a name that selects nothing is refused.
-        args = gpu_check.parse_args(["--quick", "--families", "factorized", "dc_rnn", "ttm"])
-        config = gpu_check.make_config(args, self.directory)
+        args = gpu_cli.parse_args(["--quick", "--families", "factorized", "dc_rnn", "ttm"])
+        config = gpu_rows.make_config(args, self.directory)
         self.assertEqual(
             config["systems"], ["vanilla", "fact_pa", "fact_sf", "fact_df", "ttm", "dc_rnn"]
         )
-        args = gpu_check.parse_args(["--quick", "--families", "rnn"])
+        args = gpu_cli.parse_args(["--quick", "--families", "rnn"])
         with self.assertRaisesRegex(ValueError, "'rnn' names no row of this check"):
-            gpu_check.make_config(args, self.directory)
+            gpu_rows.make_config(args, self.directory)
 
     def test_report(self):
-        args = gpu_check.parse_args(["--quick", "--families", "ldr"])
-        config = gpu_check.make_config(args, self.directory)
+        args = gpu_cli.parse_args(["--quick", "--families", "ldr"])
+        config = gpu_rows.make_config(args, self.directory)
         entry = dict(params=10, ms_per_step=10.0, tokens_per_s=1000.0, last_loss=3.0)
         entry.update(finite_loss=True, gpu_peak_mib=512.0)
-        results = {mode: {s: dict(entry) for s in config["systems"]} for mode in gpu_check.MODES}
+        results = {mode: {s: dict(entry) for s in config["systems"]} for mode in plan.MODES}
         results["mixed_xla"]["ldr_joint"] = dict(entry, last_loss=float("nan"), finite_loss=False)
         results["frozen"] = {
             "ldr_procedure1": dict(
@@ -511,16 +519,14 @@ class GpuCheckTest(unittest.TestCase):
             tensorflow="2.13.1",
             driver_problems=[],
         )
-        checks = gpu_check.evaluate_checks(info, config, results)
+        checks = gpu_report.evaluate_checks(info, config, results)
         status = {check: result for check, result, _ in checks}
         self.assertEqual(status["TensorFlow sees the GPU"], "PASS")
         self.assertEqual(status["float16 + XLA: absent domains' parameters bit-identical"], "PASS")
         failed = [check for check, result, _ in checks if result == "FAIL"]
         self.assertEqual(len(failed), 1)
         self.assertIn("mixed precision + XLA", failed[0])
-        report = gpu_check.format_report(
-            info, config, results, checks, gpu_check.benchmarks.machine_description()
-        )
+        report = gpu_report.format_report(info, config, results, checks, machine.describe())
         self.assertTrue(report.startswith("# GPU check: NVIDIA H100 80GB HBM3\n"))
         self.assertIn("| LDR Procedure 1 | 10 | 10.0 | 1000 | 1.00x |", report)
 
@@ -541,39 +547,43 @@ class GpuCheckTest(unittest.TestCase):
     def test_no_gpu_status(self):
         info = dict(libraries=dict.fromkeys(gpu.CUDA_LIBRARIES), mismatches=[])
         info["failing"] = list(gpu.CUDA_LIBRARIES)
-        self.assertEqual(gpu_check.no_gpu_status(info), 0)  # Nothing installed: fine.
+        self.assertEqual(gpu_probe.no_gpu_status(info), 0)  # Nothing installed: fine.
         info["failing"] = ["libcudnn.so.8"]
-        self.assertEqual(gpu_check.no_gpu_status(info), 1)  # A partial set: broken.
+        self.assertEqual(gpu_probe.no_gpu_status(info), 1)  # A partial set: broken.
 
 
 class GpuCheckRowsTest(unittest.TestCase):
     """gpu_check's systems are rows of the registry (issue 33): no family list of its own."""
 
     def test_no_other_list_of_families(self):
-        with open(os.path.join(ROOT, "ldr_experiments", "gpu_check.py"), encoding="utf-8") as f:
-            source = f.read()
+        source = ""
+        for path in sorted(glob.glob(os.path.join(ROOT, "ldr_experiments", "gpu_check", "*.py"))):
+            with open(path, encoding="utf-8") as f:
+                source += f.read()
+        self.assertIn("def check_rows", source)
         self.assertNotIn('"fact_pa"', source)
         # No family or row name is written out in the script, but for the family of the
         # translation check (one family, not a list); "mixed" is also a precision mode.
-        table = gpu_check.benchmarks.build_rows(gpu_check.benchmarks.make_size(1, 16, 2))
-        rows = gpu_check.check_rows(table, gpu_check.QUICK_RNN_SIZE)
+        table = bench_rows.build_rows(bench_rows.make_size(1, 16, 2))
+        rows = gpu_rows.check_rows(table, plan.QUICK_RNN_SIZE)
         names = set(registry.names()) | {row.name for row in table + rows}
-        names -= {gpu_check.VANILLA, gpu_check.TRANSLATE_FAMILY, *gpu_check.MODES}
+        names -= {plan.VANILLA, plan.TRANSLATE_FAMILY, *plan.MODES}
         quoted = [n for n in sorted(names) if '"%s"' % n in source or "'%s'" % n in source]
         self.assertEqual(quoted, [])
         for table_name in ("NAMES", "TRAIN_SYSTEMS", "FAMILIES", "DOMAIN_TRAINING"):
-            self.assertFalse(hasattr(gpu_check.benchmarks, table_name), table_name)
-            self.assertFalse(hasattr(gpu_check, table_name), table_name)
+            self.assertFalse(hasattr(bench_rows, table_name), table_name)
+            for module in (plan, gpu_rows):
+                self.assertFalse(hasattr(module, table_name), table_name)
 
     def test_rows_come_from_the_registry(self):
-        table = gpu_check.benchmarks.build_rows(gpu_check.benchmarks.make_size(1, 16, 2))
-        rows = gpu_check.check_rows(table, gpu_check.QUICK_RNN_SIZE)
+        table = bench_rows.build_rows(bench_rows.make_size(1, 16, 2))
+        rows = gpu_rows.check_rows(table, plan.QUICK_RNN_SIZE)
         by_name = {row.name: row for row in rows}
         self.assertEqual(len(by_name), len(rows))
         # The benchmark's training rows, in its order, vanilla first.
         trained = [row for row in table if row.train]
         self.assertEqual([row for row in rows if row in trained], trained)
-        self.assertEqual(rows[0].name, gpu_check.VANILLA)
+        self.assertEqual(rows[0].name, plan.VANILLA)
         # Every registered family is trained; those the benchmark does not measure get a
         # row named after them, in their default mode, at their architecture's size.
         for family in registry.families():
@@ -585,7 +595,7 @@ class GpuCheckRowsTest(unittest.TestCase):
                 self.assertEqual(own[0].title, family.title)
                 self.assertEqual(own[0].domain_training, caps.default_domain_training)
                 if family.architecture != "transformer":
-                    self.assertEqual(own[0].kwargs, gpu_check.QUICK_RNN_SIZE)
+                    self.assertEqual(own[0].kwargs, plan.QUICK_RNN_SIZE)
         # LDR on both sides: the family's builder argument, after the family's rows.
         target = by_name["ldr_target"]
         self.assertEqual((target.family, target.kwargs), ("ldr_transformer", {"target_ldr": True}))
@@ -594,7 +604,7 @@ class GpuCheckRowsTest(unittest.TestCase):
         names = [row.name for row in rows]
         self.assertEqual(names.index("ldr_target"), names.index("ldr_procedure1") + 1)
         # What the rows get, from the families' capabilities.
-        no_xla, frozen = gpu_check.row_checks(rows)
+        no_xla, frozen = gpu_rows.row_checks(rows)
         rnn = [f.name for f in registry.families() if f.architecture == "rnn"]
         self.assertEqual(no_xla, rnn)
         self.assertEqual(
@@ -608,27 +618,33 @@ class GpuCheckRowsTest(unittest.TestCase):
         base = [row.name for row in rows if row.family and registry.get(row.family).finetune]
         self.assertIn("adapters", base)
         self.assertNotIn("adapters", frozen)  # Trained on a frozen base model.
-        self.assertEqual(gpu_check.translate_row(table).name, "ldr")
+        self.assertEqual(gpu_rows.translate_row(table).name, "ldr")
 
     def test_imports_no_tensorflow(self):
         # The CUDA libraries are checked before TensorFlow loads them: neither the import
-        # nor the command line imports it.
+        # (python -m ldr_experiments.gpu_check: every module of the package) nor the command
+        # line imports it.
         code = (
-            "import sys; from ldr_experiments import gpu_check; gpu_check.parse_args(['--families', 'ldr', 'dc_rnn']); "
+            "import sys; from ldr_experiments.gpu_check import __main__, cli; "
+            "cli.parse_args(['--families', 'ldr', 'dc_rnn']); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('tensorflow', 'ldr_opennmt', 'opennmt')))"
         )
         output = subprocess.run(
             [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True
         )
-        self.assertEqual(output.stdout.splitlines(), ["[]"], output.stderr)
+        # No TensorFlow, no OpenNMT-tf, no registry: at most the package's modules of the
+        # standard library (importing the package imports nothing else, issue 46).
+        (loaded,) = output.stdout.splitlines()
+        plain = {"ldr_opennmt", "ldr_opennmt.gpu", "ldr_opennmt.reports"}
+        self.assertLessEqual(set(ast.literal_eval(loaded)), plain, output.stderr)
 
 
 @pytest.mark.slow
 class GpuCheckOnCpuTest(unittest.TestCase):
-    """The GPU path of gpu_check.py, run on the CPU (--allow_cpu) at tiny sizes with the
-    half-precision policy this CPU has: every measurement, check and the report work, so a
-    GPU session only has to run it."""
+    """The GPU path of ldr_experiments/gpu_check, run on the CPU (--allow_cpu) at tiny sizes
+    with the half-precision policy this CPU has: every measurement, check and the report
+    work, so a GPU session only has to run it."""
 
     def test_gpu_path_on_cpu(self):
         policy = helpers.mixed_precision_policy()
