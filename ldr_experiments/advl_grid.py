@@ -1,7 +1,7 @@
 """AdvL's reversal weight chosen on the dev sets (issue 42, item 5), for the papers' tables.
 
     bash run/advl_grid.sh [--quick] [--weights 0.01 0.03 0.1 0.3] [--steps N] [--set KEY=N]
-    PYTHONPATH=run python -m experiments.advl_grid      # the same, from the root
+    ldr-experiments advl-grid      # the same, from the root
 
 The papers give no reversal weight ``lambda`` for AdvL, and at the table's size the model's
 default (1) collapses it (docs/tables.md, finding 4). Each weight of the grid is a training

@@ -1,7 +1,7 @@
 """The baselines of the papers' tables side by side: Mixed, residual adapters, TTM, ML, AdvL.
 
     bash run/baselines.sh [--quick] [--systems adapters ttm ml advl]
-    PYTHONPATH=run python -m experiments.baselines --size paper \\
+    ldr-experiments baselines --size paper \\
         --config data_configs/opus_en_fr.yml --data data/opus_en_fr --steps 200000 \\
         --adapter-steps 20000 --onmt-options=--mixed_precision,--jit_compile
 

@@ -1,10 +1,11 @@
 """Shared steps of the experiment drivers: run a command with progress, write
-configurations, and run declared stages (:class:`Stage`) that are skipped while their
-stamp (:mod:`ldr_opennmt.stamps`) matches: a training, a translation, a score.
+configurations, and declare stages (:class:`Stage`) that the workflow engine runs
+(:mod:`ldr_experiments.engine`) and that are skipped while their stamp
+(:mod:`ldr_opennmt.stamps`) matches: a training, a translation, a score.
 
-The drivers are scripts of the repository, not part of the installed package: they
-read ``model_defs/`` and ``data_configs/`` from the repository root. ``run/*.sh``
-runs them with ``run/`` on ``sys.path`` (``python -m experiments.demo``)."""
+The drivers read ``model_defs/`` and ``data_configs/`` from the repository root
+(:data:`ROOT`), the directory above this package: they run from a clone of the repository
+(``run/*.sh``, ``ldr-experiments``), where the package is installed in editable mode."""
 
 import functools
 import os

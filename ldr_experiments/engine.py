@@ -308,7 +308,10 @@ def snakemake_command(plan_path, options, forced=()):
     must run again although Snakemake's records say they are done)."""
     directory = os.path.dirname(plan_path)
     command = [sys.executable, "-m", "snakemake", "--snakefile", SNAKEFILE]
-    command += ["--directory", directory, "--config", "plan=%s" % plan_path]
+    config = ["plan=%s" % plan_path]
+    if options.executor == "slurm":  # One --config: a second one replaces the first.
+        config.append("gpus_per_training=%d" % options.gpus_per_training)
+    command += ["--directory", directory, "--config"] + config
     command += ["--rerun-incomplete", "--printshellcmds", "--show-failed-logs"]
     command += ["--rerun-triggers", "mtime", "params", "input", "code"]
     if options.executor == "slurm":
@@ -320,7 +323,6 @@ def snakemake_command(plan_path, options, forced=()):
             resources.append("slurm_account=%s" % options.slurm_account)
         if resources:
             command += ["--default-resources"] + resources
-        command += ["--config", "gpus_per_training=%d" % options.gpus_per_training]
     else:
         command += ["--cores", str(options.lanes), "--resources", "lanes=%d" % options.lanes]
     if forced:
@@ -332,7 +334,8 @@ def snakemake_command(plan_path, options, forced=()):
 
 def run(steps, stages, lanes):
     """Runs :obj:`stages` (one call of :meth:`Steps.run_stages`) through Snakemake, or, in a
-    stage's process, the stage selected (then raises :class:`StageDone`).
+    stage's process, the stage selected (then raises :class:`StageDone`); outside a driver
+    (no command: a test, a notebook), in this process, one at a time.
 
     Args:
       steps: The driver's :class:`ldr_experiments.common.Steps`.
@@ -353,7 +356,9 @@ def run(steps, stages, lanes):
         steps.record_timings(stages)  # An earlier phase: done, its times for the report.
         return
     if _DRIVER is None:
-        raise RuntimeError("Steps.run_stages outside a driver (decorate its main with driver())")
+        # Called as a library (a test, a notebook), not by a command: here, one at a time.
+        _run_here(steps, stages)
+        return
     record = _DRIVER
     options = dataclasses.replace(record.options, lanes=min(record.options.lanes, lanes or 1))
     record.phase += 1
@@ -375,6 +380,20 @@ def run(steps, stages, lanes):
 #: The lines of a stage's process (the drivers' ``[demo] ...`` log lines and the progress
 #: lines they echo), not Snakemake's own (``[Fri Nov 27 08:01:52 2026]``, ``rule ...``).
 _STAGE_LINE = re.compile(r"^\s*\[(?![A-Z][a-z]{2} [A-Z][a-z]{2} )")
+
+
+def _run_here(steps, stages):
+    """Runs :obj:`stages` in this process, one at a time, each after those it names."""
+    names = {stage.name for stage in stages}
+    pending, done = list(stages), set()
+    while pending:
+        ready = [s for s in pending if all(a in done or a not in names for a in s.after)]
+        if not ready:
+            raise ValueError("circular dependencies: %s" % [s.name for s in pending])
+        steps.run_stage(ready[0])
+        done.add(ready[0].name)
+        pending.remove(ready[0])
+    steps.record_timings(stages)
 
 
 def _call_snakemake(command, steps):

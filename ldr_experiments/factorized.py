@@ -1,7 +1,7 @@
 """The Factorized Transformer's designs side by side (Deng et al., 2020, Table 2's shape).
 
     bash run/factorized.sh [--quick] [--designs pa sf df]
-    PYTHONPATH=run python -m experiments.factorized --size paper \\
+    ldr-experiments factorized --size paper \\
         --config data_configs/opus_en_fr.yml --data data/opus_en_fr --steps 200000 \\
         --stage2-steps 50000
 

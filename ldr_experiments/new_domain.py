@@ -1,7 +1,7 @@
 """Adding a domain to a trained model (the LDR paper's Table 6, section 4.1).
 
     bash run/new_domain.sh [--quick] [--new-domain software]
-    PYTHONPATH=run python -m experiments.new_domain [--quick]    # from the repository root
+    ldr-experiments new-domain [--quick]    # from the repository root
 
 1. trains LDR (with reserved regions, ``model_defs/small/ldr_transformer_reserved.py``)
    and Mixed on every domain of the data configuration except the new one;

@@ -1,7 +1,7 @@
 """Open-domain translation with ensembles of domain views (Deng et al., 2020, Table 4's shape).
 
     bash run/open_domain.sh [--quick] [--unseen software] [--design pa]
-    PYTHONPATH=run python -m experiments.open_domain --size paper \\
+    ldr-experiments open-domain --size paper \\
         --config data_configs/opus_en_fr.yml --data data/opus_en_fr --steps 200000 \\
         --stage2-steps 50000 --unseen it
 

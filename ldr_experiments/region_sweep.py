@@ -2,7 +2,7 @@
 paper's Table 5, section 4.2).
 
     bash run/region_sweep.sh [--cells 4 8 16] [--quick]
-    PYTHONPATH=run python -m experiments.region_sweep --size paper --cells 4 8 16 32 64 \\
+    ldr-experiments region-sweep --size paper --cells 4 8 16 32 64 \\
         --config data_configs/opus_en_fr.yml --data data/opus_en_fr --steps 200000
 
 Each size is an LDR Transformer whose domain regions have that many cells; the

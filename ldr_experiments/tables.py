@@ -2,7 +2,7 @@
 report (``docs/tables.md``).
 
     bash run/tables.sh [--quick] [--families NAME ...] [--scale paper ...]
-    PYTHONPATH=run python -m experiments.tables [--quick]     # the same, from the root
+    ldr-experiments tables [--quick]     # the same, from the root
 
 The demo's pipeline (:mod:`ldr_experiments.demo`: declared, stamped stages on two lanes,
 resumable after a crash, each stage reused while its stamp is unchanged) with every family of
@@ -170,7 +170,7 @@ VARIANTS = {
 LABEL_MODES = ("oracle", "generic", "wrong")
 
 BUDGETS = {
-    # The demo's recipe and budget per system (ldr_experiments/demo.py, BUDGETS["default"]),
+    # The demo's recipe and budget per system (ldr_experiments/demo/runs.py, BUDGETS["default"]),
     # for every row: the whole table's time is estimated in docs/tables.md.
     "default": dict(demo.BUDGETS["default"], contrastive_items=500),
     # Two points per curve: evaluating the dev sets costs more than a quick training step.

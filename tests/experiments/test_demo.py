@@ -7,6 +7,7 @@ from unittest import mock
 import tensorflow as tf
 
 from ldr_experiments import common, demo
+from ldr_experiments import machine as machine_lib
 from ldr_opennmt import stamps
 
 DOMAINS = ["medical", "religious", "software"]
@@ -194,7 +195,7 @@ class ProvenanceTest(tf.test.TestCase):
 
     def test_the_line_is_utc_and_names_the_command(self):
         paris = datetime.timezone(datetime.timedelta(hours=1))
-        with mock.patch.object(demo, "machine", return_value="AMD EPYC 7B13 (2 cores)"):
+        with mock.patch.object(machine_lib, "machine", return_value="AMD EPYC 7B13 (2 cores)"):
             record = demo.provenance(
                 ["bash", "run/demo.sh", "--quick", "--out", "my results"],
                 now=datetime.datetime(2026, 11, 24, 14, 5, tzinfo=paris),
@@ -248,7 +249,9 @@ class ReportStageTest(tf.test.TestCase):
             0.0,
             ["bash", "run/demo.sh", "--quick"],
         )
-        with mock.patch.object(demo, "provenance", record), mock.patch.object(common, "log") as log:
+        with mock.patch.object(demo.plan, "provenance", record), mock.patch.object(
+            common, "log"
+        ) as log:
             self.steps.run_stage(stage)
         with open(self.report) as f:
             lines = f.read().splitlines()

@@ -124,6 +124,29 @@ class EngineRunTest(unittest.TestCase):
             self.assertIn(name, text)
 
 
+class OutsideADriverTest(unittest.TestCase):
+    """Steps.run_stages called as a library (no command): here, in order, one at a time."""
+
+    def test_in_order_and_circles_refused(self):
+        from ldr_experiments import common
+
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        steps = common.Steps(os.path.join(directory, "out"), name="lib")
+        order = []
+
+        def stage(name, after=()):
+            return common.Stage(
+                name, name, "", dict, [], lambda cores: order.append(name), after=after
+            )
+
+        with redirect_stderr(io.StringIO()):
+            steps.run_stages([stage("b", ["a"]), stage("a"), stage("c", ["b", "elsewhere"])])
+        self.assertEqual(order, ["a", "b", "c"])
+        with self.assertRaisesRegex(ValueError, "circular"), redirect_stderr(io.StringIO()):
+            steps.run_stages([stage("x", ["y"]), stage("y", ["x"])])
+
+
 class CodeDigestTest(unittest.TestCase):
     def _digest(self, source):
         directory = tempfile.mkdtemp()
@@ -157,6 +180,12 @@ class OptionsTest(unittest.TestCase):
         command = engine.snakemake_command("/o/workflow/phase-1.json", options)
         self.assertIn("--executor", command)
         self.assertIn("slurm_partition=gpu", command)
+        # One --config with both values (Snakemake keeps the last --config only).
+        self.assertEqual(command.count("--config"), 1)
+        at = command.index("--config")
+        self.assertEqual(
+            command[at + 1 : at + 3], ["plan=/o/workflow/phase-1.json", "gpus_per_training=0"]
+        )
 
     def test_slurm_options_need_the_slurm_executor(self):
         with self.assertRaisesRegex(UserError, "need --executor slurm"):
