@@ -1,9 +1,12 @@
 """ldr-opennmt: multi-domain neural machine translation on top of OpenNMT-tf.
 
-Where TensorFlow is installed (the training environment), importing the package checks the
-upstream versions and installs its hooks into stock ``onmt-main``. Where it is not (the
-serving runtime, ``.venv-serve``: ``ldr-serve`` and ``ldr-translate`` on CTranslate2
-exports), nothing of that is imported: only the serving modules are usable there.
+Importing the package, or any of its modules, only defines things: it checks nothing,
+patches nothing in OpenNMT-tf and imports TensorFlow only in the modules that need it. The
+hooks into stock ``onmt-main`` and OpenNMT-tf (one-line errors, the training lock, the
+checkpoint check, ``domains.json``, the GPU check) are installed by
+:func:`ldr_opennmt.hooks.install`, which the commands and every multi-domain model call.
+Where TensorFlow is not installed (the serving runtime, ``.venv-serve``: ``ldr-serve`` and
+``ldr-translate`` on CTranslate2 exports), only the serving modules are usable.
 """
 
 import importlib.util
@@ -21,19 +24,3 @@ def _training_stack_installed():
 
 #: Whether the training stack (TensorFlow, OpenNMT-tf) is installed.
 TRAINING_STACK = _training_stack_installed()
-
-if TRAINING_STACK:
-    from ldr_opennmt import compat as _compat
-    from ldr_opennmt import gpu as _gpu
-    from ldr_opennmt import guards as _guards
-    from ldr_opennmt import onmt_main as _onmt_main
-    from ldr_opennmt.training import stock_record as _stock_record
-
-    _compat.check_upstream()
-    _onmt_main.install_error_hook()
-    _onmt_main.install_tokenizer_paths()
-    _gpu.check_stock_onmt_main()
-    _stock_record.install()  # Before the lock: the lock is taken first, then the record.
-    _guards.install_training_lock()
-    _guards.install_checkpoint_check()
-    _guards.lock_stock_onmt_main_training()

@@ -1,6 +1,6 @@
-"""Guards installed on OpenNMT-tf when the package is imported (``ldr_opennmt/__init__``).
+"""Guards installed on OpenNMT-tf by :func:`ldr_opennmt.hooks.install`.
 
-Stock ``onmt-main`` imports the package through the model definition and offers no hook
+Stock ``onmt-main`` reaches the package through the model definition and offers no hook
 around training or checkpoint restoration, so two of its methods are wrapped in place,
 once (the upstream names are in :data:`ldr_opennmt.compat.UPSTREAM_NAMES`):
 
@@ -31,8 +31,8 @@ def install_training_lock():
     """Makes every ``opennmt.Runner.train`` hold the training lock of its ``model_dir``
     (:mod:`ldr_opennmt.locks`; Horovod: worker 0 only).
 
-    Installed when the package is imported, which stock ``onmt-main --model`` does
-    through the model definition: ``onmt-main`` has no hook around training, so
+    Installed by :func:`ldr_opennmt.hooks.install`, which stock ``onmt-main --model``
+    reaches through the model definition: ``onmt-main`` has no hook around training, so
     the method is wrapped in place, once.
     """
     original = opennmt.Runner.train
@@ -54,11 +54,11 @@ def install_training_lock():
 
 def lock_stock_onmt_main_training(argv=None, prog=None):
     """Under stock ``onmt-main ... train`` (not ``ldr-main``), takes the training lock
-    of its ``model_dir`` when the package is imported, and holds it until the process
-    ends.
+    of its ``model_dir`` when :func:`ldr_opennmt.hooks.install` runs, and holds it until
+    the process ends.
 
-    ``onmt-main`` imports the model definition (hence this package) before it copies
-    that definition to ``model_dir``: locking here keeps a second training from
+    ``onmt-main`` calls the model definition's ``model()`` (whose model installs the hooks)
+    before it copies that definition to ``model_dir``: locking here keeps a second training from
     replacing the first one's ``model_description.py``. With ``--horovod`` the lock is
     taken by worker 0 in ``Runner.train`` instead.
 

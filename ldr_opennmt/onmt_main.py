@@ -1,7 +1,8 @@
 """Taking over ``onmt-main``: what ``ldr-main`` and stock ``onmt-main`` runs get from the package.
 
 ``ldr-main`` is ``onmt-main`` with the package's Runner; users of stock ``onmt-main
---model FILE.py`` get the same checks and one-line errors through the package import.
+--model FILE.py`` get the same checks and one-line errors through the package's hooks
+(:func:`ldr_opennmt.hooks.install`, which the model definition's model reaches).
 This module holds that plumbing; the adapters on OpenNMT-tf's classes (Runner,
 evaluator, trainer, decoding, optimizer) are :mod:`ldr_opennmt.compat`, whose ledger
 (:data:`ldr_opennmt.compat.UPSTREAM_NAMES`) also lists the upstream names used here
@@ -255,8 +256,9 @@ def initialize_logging(level_name):
 def install_error_hook():
     """Prints an uncaught :class:`~ldr_opennmt.errors.UserError` as one line, exit 2.
 
-    Other exceptions keep the default traceback. Installed when the package is
-    imported, which ``onmt-main --model`` does through the model definition: stock
+    Other exceptions keep the default traceback. Installed by
+    :func:`ldr_opennmt.hooks.install`, which ``onmt-main --model`` reaches through the model
+    definition (the model's constructor calls it): stock
     ``onmt-main`` catches nothing, so this is the only way its users get the same
     one-line errors as ``ldr-main``.
     """
@@ -330,8 +332,9 @@ def resolve_tokenizer_files(tokenization):
 def install_tokenizer_paths():
     """Makes ``opennmt.tokenizers.make_tokenizer`` (what the inputters call with
     ``*_tokenization``) resolve the file options of a configuration file beside it
-    (:func:`resolve_tokenizer_files`). Installed when the package is imported, which stock
-    ``onmt-main --model`` does before it builds the model."""
+    (:func:`resolve_tokenizer_files`). Installed by :func:`ldr_opennmt.hooks.install`, which
+    stock ``onmt-main --model`` reaches when the model definition constructs the model,
+    before its inputters make any tokenizer."""
     original = onmt_tokenizers.make_tokenizer
     if getattr(original, "_ldr_opennmt", False):
         return

@@ -9,9 +9,11 @@ file of their own, without editing the package:
 
     import opennmt
 
-    from ldr_opennmt import registry
+    from ldr_opennmt import hooks, registry
     from ldr_opennmt.models import MultiDomainTransformer
     from ldr_opennmt.models.sequence_to_sequence import transformer_arguments
+
+    hooks.install()  # onmt-main's hooks: this file is also a model definition.
 
     @registry.register_family(
         "bias_transformer",

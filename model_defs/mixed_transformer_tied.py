@@ -2,7 +2,11 @@
 output embeddings, as the Factorized Transformer: the stage 1 of Factorized PA and the base of
 the tied residual adapters at paper size (``bash run/tables.sh --scale paper``)."""
 
-from ldr_opennmt import models
+from ldr_opennmt import hooks, models
+
+# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# installed here, on import, because onmt-main copies this file before it builds the model.
+hooks.install()
 
 
 def model():

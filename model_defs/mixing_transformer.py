@@ -2,7 +2,11 @@
 512 units, 8 heads, FFN 2048, target input and output embeddings shared, eps 0.05,
 gradient cut. Domain labels are needed for training only."""
 
-from ldr_opennmt import models
+from ldr_opennmt import hooks, models
+
+# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# installed here, on import, because onmt-main copies this file before it builds the model.
+hooks.install()
 
 
 def model():

@@ -2,7 +2,11 @@
 (E): mixing in the 6 encoder layers, a plain decoder; otherwise as
 ``mixing_transformer.py``."""
 
-from ldr_opennmt import models
+from ldr_opennmt import hooks, models
+
+# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# installed here, on import, because onmt-main copies this file before it builds the model.
+hooks.install()
 
 
 def model():

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from ldr_opennmt import onmt_main
+from ldr_opennmt import hooks, onmt_main
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -266,7 +266,8 @@ class TokenizerPathsTest(tf.test.TestCase):
             path = self._config({"type": "OpenNMTTokenizer", "params": {"bpe_model_path": value}})
             resolved = onmt_main.resolve_tokenizer_files(path)
             self.assertEqual(resolved["params"]["bpe_model_path"], bpe, value)
-            # What the inputters call (installed on the package's import).
+            # What the inputters call (installed by the package's hooks).
+            hooks.install()
             tokenizer = opennmt.tokenizers.make_tokenizer(path)
             self.assertEqual(tokenizer.config["bpe_model_path"], bpe)
         # Without a type: the options at the top level.

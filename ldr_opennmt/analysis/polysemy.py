@@ -12,6 +12,7 @@ import collections
 import csv
 
 import numpy as np
+
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.reports import markdown_table, pyplot
 from ldr_opennmt.utils import atomic_output, save_figure

@@ -28,6 +28,8 @@ import re
 
 import numpy as np
 import tensorflow as tf
+from opennmt import constants
+
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import constant_label, constant_label_name
@@ -36,7 +38,6 @@ from ldr_opennmt.models.mixing import MixingTransformer
 from ldr_opennmt.reports import markdown_table, pyplot
 from ldr_opennmt.training.runner import Runner
 from ldr_opennmt.utils import save_figure, write_lines_atomic
-from opennmt import constants
 
 #: The proportions of one mixed layer: its record ``label`` and ``side``, and
 #: ``sentences``, one float32 array ``[positions, k]`` per sentence (no padding).

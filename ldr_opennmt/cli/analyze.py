@@ -28,7 +28,7 @@ import os
 import sys
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import errors, registry
+from ldr_opennmt import errors, hooks, registry
 from ldr_opennmt.analysis import parameters, polysemy, proportions
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import factorized
@@ -172,6 +172,7 @@ def proportions_main(args):
 
 def main(argv=None):
     """The ``ldr-analyze`` entry point."""
+    hooks.install()
     return errors.run_main("ldr-analyze", _main, argv)
 
 

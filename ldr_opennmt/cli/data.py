@@ -21,7 +21,7 @@ import argparse
 import collections
 import sys
 
-from ldr_opennmt import errors
+from ldr_opennmt import errors, hooks
 from ldr_opennmt.cli import positive_int
 from ldr_opennmt.data import corpus, parallel_files, sources
 from ldr_opennmt.errors import UserError
@@ -37,6 +37,7 @@ def _log(message):
 
 def main(argv=None):
     """The ``ldr-data`` entry point."""
+    hooks.install()
     return errors.run_main("ldr-data", _main, argv)
 
 

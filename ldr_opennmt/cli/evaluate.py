@@ -22,7 +22,7 @@ import argparse
 import os
 import sys
 
-from ldr_opennmt import errors
+from ldr_opennmt import errors, hooks
 from ldr_opennmt.cli import positive_int
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import contrastive, evaluate
@@ -34,6 +34,7 @@ FIT_ENSEMBLE = "fit-ensemble"
 
 def main(argv=None):
     """The ``ldr-eval`` entry point."""
+    hooks.install()
     return errors.run_main("ldr-eval", _main, argv)
 
 

@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 
-from ldr_opennmt import errors, onmt_main
+from ldr_opennmt import errors, hooks, onmt_main
 from ldr_opennmt.serving import ct2_export
 from ldr_opennmt.training.runner import Runner
 
@@ -93,6 +93,7 @@ def main(argv=None):
     """The ``ldr-export`` entry point."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     onmt_main.initialize_logging(args.log_level)
+    hooks.install()
     return errors.run_main("ldr-export", ctranslate2_main, args)
 
 

@@ -37,7 +37,7 @@ import tensorflow as tf
 
 from ldr_opennmt import config_loader
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import errors, gpu, onmt_main, registry
+from ldr_opennmt import errors, gpu, hooks, onmt_main, registry
 from ldr_opennmt.checks import family as family_check
 from ldr_opennmt.cli import families
 from ldr_opennmt.errors import UserError
@@ -61,6 +61,7 @@ def _run_type(argv):
 def main(argv=None):
     """The ``ldr-main`` entry point (errors printed as ``onmt-main`` users see them)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    hooks.install()
     return errors.run_main(errors.PACKAGE_PROG, _main, argv)
 
 

@@ -22,7 +22,7 @@ from opennmt import config as config_util
 from opennmt.utils import exporters
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import compat, config_keys, ensembles
+from ldr_opennmt import compat, config_keys, ensembles, hooks
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import (
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
@@ -216,6 +216,10 @@ class MultiDomainModel(compat.DecodingScopeMixin):
             cls.initialize = _completes_initialization(own)
 
     def __init__(self, *args, **kwargs):
+        # The package's hooks (one-line errors, training lock, checkpoint check, domains.json,
+        # GPU check), once per process: for the model definitions that do not install them
+        # (an older model directory's model_description.py), see ldr_opennmt.hooks.
+        hooks.install()
         super().__init__(*args, **kwargs)
         # SequenceToSequence hard-codes its examples inputter: replaced by one that adds
         # domain batches, over the same two inputters (same checkpoint layout).

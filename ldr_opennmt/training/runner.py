@@ -14,7 +14,7 @@ by the other) that adds:
 * fine-tuning baselines (``finetune: {base, domain, steps}``): continue a trained
   model on one domain's corpus (or, without ``domain``, on all corpora) in a new
   model directory, the base model untouched;
-* new domains on a trained model (:mod:`ldr_opennmt.training.domain_record`): the
+* new domains on a trained model (:mod:`ldr_opennmt.domain_record`): the
   declared domains are checked against those the checkpoint was trained with, and
   domains appended to the list take the checkpoint's reserved regions;
 * configuration checks before anything is written (:meth:`Runner.validate`): the
@@ -38,13 +38,13 @@ from opennmt import inference
 from opennmt.utils import checkpoint as checkpoint_util
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import checkpoints, compat, config_keys
+from ldr_opennmt import checkpoints, compat, config_keys, domain_record
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles, locks, onmt_main
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 from ldr_opennmt.training import corpora as corpora_lib
-from ldr_opennmt.training import data_files, domain_record, horovod, inference_checks
+from ldr_opennmt.training import data_files, horovod, inference_checks
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator, evaluation_sets
 from ldr_opennmt.utils import atomic_output, same_file, write_lines_atomic
 

@@ -2,7 +2,11 @@
 (model_defs/small/mixed_transformer.py): adapter inner size 256 (4x the model size, as 2048
 is at paper size)."""
 
-from ldr_opennmt import models
+from ldr_opennmt import hooks, models
+
+# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# installed here, on import, because onmt-main copies this file before it builds the model.
+hooks.install()
 
 
 def model():

@@ -8,9 +8,8 @@ from unittest import mock
 import opennmt
 import tensorflow as tf
 
-from ldr_opennmt import models
+from ldr_opennmt import domain_record, hooks, models, stock_record
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.training import domain_record, stock_record
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 
@@ -57,7 +56,9 @@ class StockRecordTest(tf.test.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.model_dir, domain_record.RECORD)))
 
     def test_installed_on_stock_training_only(self):
-        # The package's import installed it on OpenNMT-tf's Runner.train.
+        # The package's hooks (ldr_opennmt.hooks.install) install it on OpenNMT-tf's
+        # Runner.train.
+        hooks.install()
         self.assertTrue(getattr(opennmt.Runner.train, "_ldr_opennmt_record", False))
 
         def train(self, num_devices=1, with_eval=False, hvd=None):

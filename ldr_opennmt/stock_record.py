@@ -1,14 +1,15 @@
 """``domains.json`` for a model trained by stock ``onmt-main``.
 
 ``ldr-main`` records in the model directory the domain list its checkpoints are trained with
-(:mod:`ldr_opennmt.training.domain_record`); the later commands (``ldr-export``,
-``ldr-eval``, ``ldr-main`` on the same directory) check a configuration's domains against it,
-and warned at every step that a directory trained by stock ``onmt-main ... train`` "has no
-domains.json". Stock ``onmt-main`` imports the package through the model definition before
-it trains: :func:`install` wraps ``opennmt.Runner.train`` (once, like the training lock of
-:mod:`ldr_opennmt.guards`) so that a training run by OpenNMT-tf's own Runner writes the same
-record, after checking it against an earlier one (a reordered domain list is refused, as
-under ``ldr-main``). ``ldr-main``'s Runner, a subclass, writes its own and is left alone.
+(:mod:`ldr_opennmt.domain_record`); the later commands (``ldr-export``, ``ldr-eval``,
+``ldr-main`` on the same directory) check a configuration's domains against it, and warned at
+every step that a directory trained by stock ``onmt-main ... train`` "has no domains.json".
+Stock ``onmt-main`` reaches the package through the model definition before it trains, and
+:func:`ldr_opennmt.hooks.install` calls :func:`install`, which wraps ``opennmt.Runner.train``
+(once, like the training lock of :mod:`ldr_opennmt.guards`) so that a training run by
+OpenNMT-tf's own Runner writes the same record, after checking it against an earlier one (a
+reordered domain list is refused, as under ``ldr-main``). ``ldr-main``'s Runner, a subclass,
+writes its own and is left alone.
 """
 
 import functools
@@ -16,7 +17,7 @@ import inspect
 
 import opennmt
 
-from ldr_opennmt.training import domain_record
+from ldr_opennmt import domain_record
 
 
 def record_domains(runner):

@@ -9,9 +9,8 @@ import pytest
 import tensorflow as tf
 from parameterized import parameterized
 
-from ldr_opennmt import domains, models
+from ldr_opennmt import domain_record, domains, models
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.training import domain_record
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 
