@@ -466,6 +466,20 @@ class GpuCheckTest(unittest.TestCase):
         xla_only = dict(config, modes=[plan.MIXED_XLA])
         self.assertIsNone(plan.long_mode(xla_only, "ldr_rnn"))
         self.assertEqual(len(plan.tasks_of(xla_only)), 4)
+        # The bit-identity checks continue the mixed precision + XLA long runs (one training,
+        # one process each); without such a run, a process of their own.
+        self.assertEqual(
+            plan.check_tasks(xla_only),
+            ["train:mixed_xla:vanilla"]
+            + ["train:mixed_xla:%s:frozen" % s for s in config["frozen_systems"]]
+            + ["translate"],
+        )
+        mixed_only = dict(config, modes=[plan.MIXED])
+        self.assertEqual(
+            plan.check_tasks(mixed_only, translate=False)[-3:],
+            ["frozen:%s" % s for s in config["frozen_systems"]],
+        )
+        self.assertEqual(plan.check_tasks(config, frozen=False, translate=False), tasks)
         table = gpu_report.training_table(xla_only, {})
         self.assertIn("| LDR (RNN) | n/a | n/a (no XLA for this family) |", table)
         self.assertEqual(config["size"]["num_units"], 64)
@@ -654,19 +668,23 @@ class GpuCheckOnCpuTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, directory, ignore_errors=True)
         out = os.path.join(directory, "report.md")
         command = "bash run/gpu_check.sh --allow_cpu --mixed_policy %s --quick " % policy
-        command += "--families ldr --modes mixed_xla --out %s" % shlex.quote(out)
-        # About 250 s on an idle 2-core machine (XLA compilations on the CPU): the limit
-        # leaves room for a busy one.
+        # LDR joint, and Procedure 1 with LDR on both sides (each with its bit-identity
+        # check, on the model of its long run); vanilla always.
+        command += "--families ldr_joint ldr_target --modes mixed_xla --out %s" % shlex.quote(out)
+        # About 200 s on a busy 2-core machine (XLA compilations on the CPU): the limit leaves
+        # room for a busier one.
         result = _bash(command, _base_env(fake_venv(directory)), timeout=900)
         self.assertEqual(result.returncode, 1, result.stderr)  # No GPU: the GPU checks fail.
         with open(os.path.splitext(out)[0] + ".json", encoding="utf-8") as f:
             raw = json.load(f)
         results = raw["results"]
-        for system in ("vanilla", "ldr_joint", "ldr_procedure1", "ldr_target"):
+        for system in ("vanilla", "ldr_joint", "ldr_target"):
             entry = results["mixed_xla"][system]
             self.assertTrue(entry["finite_loss"], (system, entry))
         self.assertEqual(list(results["frozen"]), raw["config"]["frozen_systems"])
-        self.assertIn("ldr_target", results["frozen"])
+        modes = {row["name"]: row["domain_training"] for row in raw["config"]["rows"]}
+        frozen_modes = sorted(modes[system] for system in results["frozen"])
+        self.assertEqual(frozen_modes, ["joint", "procedure1"])
         for system, entry in results["frozen"].items():
             self.assertEqual(entry["absent_changed"], 0, system)
             self.assertGreater(entry["absent_variables"], 0, system)

@@ -195,7 +195,7 @@ def data_config(system, config):
     return data
 
 
-def measure_training(config, system, build=build_model):
+def measure_training(config, system, build=build_model, after=None):
     """Median step time of OpenNMT-tf's training step on cached batches.
 
     Args:
@@ -203,6 +203,9 @@ def measure_training(config, system, build=build_model):
       system: A row, or the name of one of the run's rows.
       build: ``build(system, config)`` makes the model (default :func:`build_model`; the
         GPU check builds with XLA and its own rows).
+      after: Optional ``after(model, trainer)``, called once the timed steps are done (the
+        GPU check's bit-identity check goes on training the same model); the dict it
+        returns is added to the result.
     """
     import opennmt
     import tensorflow as tf
@@ -253,7 +256,7 @@ def measure_training(config, system, build=build_model):
             break
     step = statistics.median(times)
     tokens_per_step = statistics.mean(tokens)
-    return {
+    result = {
         "params": model.count_params(),
         "ms_per_step": 1000 * step,
         "tokens_per_step": tokens_per_step,
@@ -262,6 +265,9 @@ def measure_training(config, system, build=build_model):
         "last_loss": loss,
         "import_rss_mib": import_rss,
     }
+    if after is not None:
+        result.update(after(model, trainer))
+    return result
 
 
 def _model_dirs(config, row):

@@ -22,8 +22,8 @@ from ldr_experiments.gpu_check.plan import (
     PROG,
     QUICK,
     ROOT,
+    check_tasks,
     log,
-    tasks_of,
 )
 from ldr_experiments.gpu_check.report import evaluate_checks, format_report
 from ldr_experiments.gpu_check.rows import config_task
@@ -39,8 +39,8 @@ def run_task(task, workdir):
     elif kind == "versions":
         result = probe.probe_versions()
     elif kind == "train":
-        mode, _, system = rest.partition(":")
-        result = measure.measure(load_config(workdir), mode, system)
+        mode, system, frozen = (rest.split(":") + [""])[:3]
+        result = measure.measure(load_config(workdir), mode, system, frozen_check=bool(frozen))
     elif kind == "frozen":
         result = measure.frozen(load_config(workdir), rest)
     elif kind == "translate":
@@ -80,18 +80,17 @@ def run_checks(args, info, workdir):
     )
     with open(os.path.join(workdir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    tasks = tasks_of(config)
-    if not args.skip_frozen:
-        tasks += ["frozen:%s" % s for s in config["frozen_systems"]]
-    if not args.skip_translate:
-        tasks.append("translate")
+    tasks = check_tasks(config, frozen=not args.skip_frozen, translate=not args.skip_translate)
     results = {}
     for number, task in enumerate(tasks, start=1):
         log("%d/%d %s ..." % (number, len(tasks), task))
         result = run_child(task, workdir, timeout=args.task_timeout)
         kind, _, rest = task.partition(":")
         if kind == "train":
-            mode, _, system = rest.partition(":")
+            mode, system, frozen = (rest.split(":") + [""])[:3]
+            if frozen:  # The bit-identity check shared this training's process.
+                checked = result.pop("frozen", None) or {"error": result.get("error", "no result")}
+                results.setdefault("frozen", {})[system] = checked
             results.setdefault(mode, {})[system] = result
         elif kind == "frozen":
             results.setdefault("frozen", {})[rest] = result

@@ -59,14 +59,24 @@ def _gpu_memory_mib():
     return tf.config.experimental.get_memory_info("GPU:0")["peak"] / (1024 * 1024)
 
 
-def measure(config, mode, system):
+def measure(config, mode, system, frozen_check=False):
     """One family in one mode: :func:`ldr_experiments.benchmarks.measure.measure_training`
-    with :func:`builder`'s model, plus the loss check."""
+    with :func:`builder`'s model, plus the loss check; with :obj:`frozen_check` (its long
+    run under mixed precision + XLA), the bit-identity check of :func:`present_phase` on the
+    model it trained, under ``"frozen"``."""
     _set_policy(config, mode)
     bench_config = dict(config)
     bench_config["steps"] = steps_of(config, mode, system)
-    result = bench_measure.measure_training(bench_config, system, build=builder(mode))
+
+    def after(model, trainer):
+        return {"frozen": present_phase(config, system, model, trainer)}
+
+    result = bench_measure.measure_training(
+        bench_config, system, build=builder(mode), after=after if frozen_check else None
+    )
     result["finite_loss"] = math.isfinite(result["last_loss"])
+    if frozen_check:
+        result["frozen"]["finite_loss"] &= result["finite_loss"]
     result["gpu_peak_mib"] = _gpu_memory_mib()
     result["policy"] = config["mixed_policy"] if mode != FP32 else "float32"
     return result
@@ -76,57 +86,47 @@ def _snapshot(variables):
     return [v.numpy().copy() for v in variables]
 
 
-def frozen(config, system):
-    """Float16 + XLA: the parameters of absent domains stay bit-identical.
-
-    Trains ``frozen_steps`` steps on batches of every domain (so Adam has moments for
-    every region), then ``frozen_steps`` steps on batches of :data:`PRESENT_DOMAIN` only,
-    and compares the other domains' regions before and after the second phase.
-    """
-    import numpy as np
-    import opennmt
-    import tensorflow as tf
-
+def _train(config, trainer, dataset, steps):
+    """The losses of :obj:`steps` steps of :obj:`trainer` on :obj:`dataset`."""
     from ldr_opennmt import compat
 
-    _set_policy(config, MIXED_XLA)
-    tf.random.set_seed(config["seed"])
-    model = builder(MIXED_XLA)(system, config)
-    params = {"optimizer": "Adam", "learning_rate": 1e-3}
-    params["domain_training"] = bench_measure.as_row(system, config).domain_training
-    model.initialize(bench_measure.data_config(system, config), params=params)
-    optimizer = model.get_optimizer()
-    trainer = opennmt.training.Trainer(model, optimizer)
+    losses = []
+    for loss in compat.training_steps(trainer, dataset, accum_steps=1):
+        losses.append(loss)
+        if len(losses) == steps:
+            break
+    return losses
+
+
+def _dataset(config, model, labels):
+    """The run's 16 cached training batches with the domain labels of :obj:`labels`."""
     paths = config["paths"]
+    dataset = model.examples_inputter.make_training_dataset(
+        [paths["src"], labels],
+        paths["tgt"],
+        batch_size=config["batch"],
+        batch_type="examples",
+        shuffle_buffer_size=1,
+        length_bucket_width=None,
+    )
+    return dataset.take(16).cache().repeat()
+
+
+def present_phase(config, system, model, trainer):
+    """The second phase of the bit-identity check, on a model that has trained on batches of
+    every domain (so Adam has moments for every region): ``frozen_steps`` steps on batches of
+    :data:`PRESENT_DOMAIN` only, then the other domains' regions compared with theirs before.
+    """
+    import numpy as np
+
     present = os.path.join(config["workdir"], "data", "dom_present")
     if not os.path.exists(present):
         bench_measure.write_labels(present, config["data_sentences"], [PRESENT_DOMAIN], 1)
-
-    def _dataset(labels):
-        dataset = model.examples_inputter.make_training_dataset(
-            [paths["src"], labels],
-            paths["tgt"],
-            batch_size=config["batch"],
-            batch_type="examples",
-            shuffle_buffer_size=1,
-            length_bucket_width=None,
-        )
-        return dataset.take(16).cache().repeat()
-
-    def _train(dataset):
-        losses = []
-        for loss in compat.training_steps(trainer, dataset, accum_steps=1):
-            losses.append(loss)
-            if len(losses) == config["frozen_steps"]:
-                return losses
-        return losses
-
-    losses = _train(_dataset(bench_measure.label_file(system, config)))
     regions = model.domain_weights()
     present_id = bench_rows.DOMAINS.index(PRESENT_DOMAIN)
     absent = [k for k in regions if k != present_id]
     before = {k: _snapshot(regions[k]) for k in regions}
-    losses += _train(_dataset(present))
+    losses = _train(config, trainer, _dataset(config, model, present), config["frozen_steps"])
     changed = {
         k: sum(not np.array_equal(v.numpy(), b) for v, b in zip(regions[k], before[k]))
         for k in regions
@@ -142,6 +142,29 @@ def frozen(config, system):
         "finite_loss": all(math.isfinite(loss) for loss in losses),
         "loss_scale": float(getattr(trainer._optimizer, "loss_scale", float("nan"))),
     }
+
+
+def frozen(config, system):
+    """Float16 + XLA: the parameters of absent domains stay bit-identical, in a process of its
+    own (a run whose modes have no mixed precision + XLA long run to share it with).
+
+    Trains ``frozen_steps`` steps on batches of every domain, then :func:`present_phase`.
+    """
+    import opennmt
+    import tensorflow as tf
+
+    _set_policy(config, MIXED_XLA)
+    tf.random.set_seed(config["seed"])
+    model = builder(MIXED_XLA)(system, config)
+    params = {"optimizer": "Adam", "learning_rate": 1e-3}
+    params["domain_training"] = bench_measure.as_row(system, config).domain_training
+    model.initialize(bench_measure.data_config(system, config), params=params)
+    trainer = opennmt.training.Trainer(model, model.get_optimizer())
+    labels = bench_measure.label_file(system, config)
+    losses = _train(config, trainer, _dataset(config, model, labels), config["frozen_steps"])
+    result = present_phase(config, system, model, trainer)
+    result["finite_loss"] &= all(math.isfinite(loss) for loss in losses)
+    return result
 
 
 def translate(config):

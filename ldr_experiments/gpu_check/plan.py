@@ -78,6 +78,22 @@ def tasks_of(config):
     return ["train:%s:%s" % task for task in _trained(config)]
 
 
+def check_tasks(config, frozen=True, translate=True):
+    """Every task of a run, in order: :func:`tasks_of`; with :obj:`frozen`, the bit-identity
+    check of each row of ``config["frozen_systems"]``, run on the model of its mixed
+    precision + XLA long run (``train:mixed_xla:SYSTEM:frozen``: one training, one process),
+    else, without such a run (``--modes``), in a task of its own (``frozen:SYSTEM``); with
+    :obj:`translate`, the translation check last."""
+    tasks = tasks_of(config)
+    for system in config["frozen_systems"] if frozen else []:
+        shared = "train:%s:%s" % (MIXED_XLA, system)
+        if shared in tasks and long_mode(config, system) == MIXED_XLA:
+            tasks[tasks.index(shared)] = shared + ":frozen"
+        else:
+            tasks.append("frozen:%s" % system)
+    return tasks + (["translate"] if translate else [])
+
+
 def row_titles(config):
     """``{row name: title}`` of a run's rows."""
     return {row.name: row.title for row in bench_rows.config_rows(config)}
