@@ -147,19 +147,6 @@ class ProvenanceTest(unittest.TestCase):
             " `bash run/demo.sh --quick --out 'my results'`.",
         )
 
-    def test_the_demo_writes_the_same_line(self):
-        # Until the demo imports these functions, its copies must give the same bytes.
-        from ldr_experiments import demo
-
-        self.assertEqual(demo.PROVENANCE, machine.PROVENANCE)
-        self.assertEqual(demo.machine(), machine.machine())
-        self.assertEqual(demo.cpu_model(CPUINFO), machine.cpu_model(CPUINFO))
-        command = ["ldr-experiments", "demo", "--out", "a b", "--data", "it's"]
-        now = datetime.datetime(2026, 11, 24, 13, 5, tzinfo=datetime.timezone.utc)
-        record = machine.provenance(command, now=now)
-        self.assertEqual(demo.provenance(command, now=now), record)
-        self.assertEqual(demo.provenance_line(record), machine.provenance_line(record))
-
 
 class ImportTest(unittest.TestCase):
     def test_imports_the_standard_library_only(self):
