@@ -7,7 +7,9 @@ from unittest import mock
 
 import tensorflow as tf
 
-from ldr_experiments import benchmarks, common
+from ldr_experiments import common
+from ldr_experiments.benchmarks import cli as bench_cli
+from ldr_experiments.benchmarks import measure as bench_measure
 from ldr_opennmt.errors import UserError
 from tests import corpus as tiny
 
@@ -99,18 +101,18 @@ class BenchmarkWorkdirTest(tf.test.TestCase):
     def test_workdir_must_be_new_or_empty(self):
         directory = self.get_temp_dir()
         new = os.path.join(directory, "new", "work")
-        self.assertEqual(benchmarks.make_workdir(new), new)
+        self.assertEqual(bench_cli.make_workdir(new), new)
         self.assertTrue(os.path.isdir(new))
-        self.assertEqual(benchmarks.make_workdir(new), new)  # Still empty: fine.
+        self.assertEqual(bench_cli.make_workdir(new), new)  # Still empty: fine.
         tiny.write_lines(os.path.join(new, "mine"), ["x"])
         with self.assertRaisesRegex(SystemExit, "--workdir %s is not empty" % new):
-            benchmarks.make_workdir(new)
+            bench_cli.make_workdir(new)
         a_file = os.path.join(new, "mine")
         with self.assertRaisesRegex(SystemExit, "--workdir %s is not a directory" % a_file):
-            benchmarks.make_workdir(a_file)
+            bench_cli.make_workdir(a_file)
         with mock.patch.object(sys, "stderr"):
             with self.assertRaises(SystemExit):
-                benchmarks.parse_args(["--quick", "--workdir", a_file])
+                bench_cli.parse_args(["--quick", "--workdir", a_file])
         self.assertEqual(tiny.read_lines(a_file), ["x"])
 
     def test_report_never_removes_what_appears_at_its_temporary_name(self):
@@ -123,8 +125,8 @@ class BenchmarkWorkdirTest(tf.test.TestCase):
             planted.append(src)
 
         out = os.path.join(self.get_temp_dir(), "BENCH.md")
-        with mock.patch.object(benchmarks.os, "replace", side_effect=replace_then_plant):
-            benchmarks.write_atomically(out, "report\n")
+        with mock.patch.object(bench_measure.os, "replace", side_effect=replace_then_plant):
+            bench_measure.write_atomically(out, "report\n")
         self.assertEqual(tiny.read_lines(planted[0]), ["someone else's"])
         self.assertEqual(tiny.read_lines(out), ["report"])
 
