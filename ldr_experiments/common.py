@@ -426,6 +426,12 @@ class Steps:
         decision = stamps.reusable(stage.outputs, path, stamp)
         return None if decision else decision.reason
 
+    def made_before(self, stage):
+        """Whether :obj:`stage` has a stamp file that says its run finished."""
+        return bool((stamps.read(self._stamp_path(stage)) or {}).get("complete", True)) and (
+            os.path.exists(self._stamp_path(stage))
+        )
+
     def run_stage(self, stage, cores=None):
         """Runs one stage here, now, unless its stamp matches (see :class:`Stage`): what the
         engine's job of a stage does."""

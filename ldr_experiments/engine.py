@@ -365,20 +365,36 @@ def run(steps, stages, lanes):
     plan = write_plan(steps, stages, options, record.phase, record)
     if options.dag:
         write_dag(plan, options, options.dag, record.phase)
-    forced = []
+    forced, checks = [], []
     done = os.path.join(os.path.dirname(plan), "done")
     for stage in stages:
-        reason = steps.due(stage) if os.path.exists(os.path.join(done, stage.name)) else None
-        if reason:
-            sys.stderr.write("[%s] %s: due again (%s)\n" % (steps.name, stage.title, reason))
-            forced.append(_rule_name(stage.name))
-    _call_snakemake(snakemake_command(plan, options, forced), steps)
+        reason = steps.due(stage)
+        if os.path.exists(os.path.join(done, stage.name)):
+            if reason:
+                sys.stderr.write("[%s] %s: due again (%s)\n" % (steps.name, stage.title, reason))
+                forced.append(_rule_name(stage.name))
+        elif reason:  # Made before the engine (the drivers of run/): its job reruns it.
+            sys.stderr.write("[%s] %s: reruns (%s)\n" % (steps.name, stage.title, reason))
+        elif steps.made_before(stage):
+            checks.append(_rule_name(stage.name)[len("stage_") :])
+            sys.stderr.write(
+                "[%s] %s: done from the same inputs before the engine ran it: its job only"
+                " checks\n" % (steps.name, stage.title)
+            )
+    pending = _call_snakemake(snakemake_command(plan, options, forced), steps)
+    if options.dry_run and pending - set(checks):
+        sys.stderr.write(
+            "[engine] dry run: the stages after these are declared from what these make; run"
+            " without --dry-run, then ask again\n"
+        )
+        raise StageDone()
     if not options.dry_run:
         steps.record_timings(stages)
 
 
 #: The lines of a stage's process (the drivers' ``[demo] ...`` log lines and the progress
 #: lines they echo), not Snakemake's own (``[Fri Nov 27 08:01:52 2026]``, ``rule ...``).
+_STAGE_RULE = re.compile(r"^\s*(local)?rule stage_(\w+):")
 _STAGE_LINE = re.compile(r"^\s*\[(?![A-Z][a-z]{2} [A-Z][a-z]{2} )")
 
 
@@ -398,9 +414,11 @@ def _run_here(steps, stages):
 
 def _call_snakemake(command, steps):
     """Runs Snakemake with its output in ``OUT/workflow/snakemake.log`` and its summary lines
-    (jobs, reasons, errors) on stderr."""
+    (jobs, reasons, errors) on stderr; returns the stages it ran (or would run), by the
+    names of their rules."""
     log_path = os.path.join(os.path.abspath(steps.out), WORKFLOW_DIR, "snakemake.log")
     keep = ("rule ", "reason:", "Error", "error", "Would run", "Nothing to be done", "jobs")
+    pending = set()
     with open(log_path, "a", encoding="utf-8") as log:
         log.write("$ %s\n" % " ".join(shlex.quote(a) for a in command))
         log.flush()
@@ -409,6 +427,9 @@ def _call_snakemake(command, steps):
         )
         for line in process.stdout:
             log.write(line)
+            match = _STAGE_RULE.match(line)
+            if match:
+                pending.add(match.group(2))
             if _STAGE_LINE.match(line):
                 sys.stderr.write(line)
             elif any(k in line for k in keep):
@@ -419,6 +440,7 @@ def _call_snakemake(command, steps):
             "a stage failed (Snakemake exit %d): its log is named above; the engine's log: %s"
             % (process.returncode, log_path)
         )
+    return pending
 
 
 def write_dag(plan_path, options, path, phase):

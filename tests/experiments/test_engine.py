@@ -124,6 +124,32 @@ class EngineRunTest(unittest.TestCase):
             self.assertIn(name, text)
 
 
+class DryRunTest(unittest.TestCase):
+    """A dry run stops after the first phase with work to do, naming what is already done."""
+
+    def test_a_directory_of_the_former_drivers(self):
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        out = os.path.join(directory, "out")
+        with redirect_stderr(io.StringIO()):
+            engine_driver.main(["--out", out])
+        # As the drivers of run/ left it: stamps without the code, no engine records.
+        shutil.rmtree(os.path.join(out, "workflow"))
+        for name in "abc":
+            path = os.path.join(out, "stages", name + ".json")
+            record = json.load(open(path))
+            del record["inputs"]["code"]
+            with open(path, "w") as f:
+                json.dump(record, f)
+        stderr = io.StringIO()
+        with redirect_stderr(stderr):
+            self.assertEqual(engine_driver.main(["--out", out, "--dry-run"]), 0)
+        log = stderr.getvalue()
+        self.assertIn("[engine-test] make a: reruns (code added)", log)
+        self.assertIn("[engine] dry run: the stages after these are declared", log)
+        self.assertEqual(len(_lines(os.path.join(out, "runs.log"))), 3)  # Nothing ran.
+
+
 class OutsideADriverTest(unittest.TestCase):
     """Steps.run_stages called as a library (no command): here, in order, one at a time."""
 
