@@ -74,6 +74,8 @@ class Options:
       dry_run: List what would run and why; run nothing.
       dag: Where to write the picture of the plan (``.dot``, or ``.png``/``.svg``/``.pdf``
         with Graphviz's ``dot`` installed).
+      only: Stage names: run these and what they come after, then stop (the phases before
+        theirs run whole: the stages of a phase are declared from what the earlier ones made).
     """
 
     lanes: int = 2
@@ -84,6 +86,7 @@ class Options:
     jobs: int = 20
     dry_run: bool = False
     dag: Optional[str] = None
+    only: Tuple[str, ...] = ()
 
 
 def add_arguments(parser):
@@ -109,6 +112,14 @@ def add_arguments(parser):
         "--dry-run", action="store_true", help="list what would run and why; run nothing"
     )
     group.add_argument("--dag", metavar="FILE", help="write the plan's picture (.dot, .png, .svg)")
+    group.add_argument(
+        "--only",
+        nargs="+",
+        default=(),
+        metavar="STAGE",
+        help="run these stages and what they come after, then stop (stage names as in"
+        " OUT/stages/: mixed, eval_mixed, ...)",
+    )
     return parser
 
 
@@ -125,7 +136,9 @@ def parse_options(argv):
         raise UserError("--lanes and --jobs must be >= 1, --gpus-per-training >= 0")
     if known.executor != "slurm" and (known.slurm_partition or known.slurm_account):
         raise UserError("--slurm-partition and --slurm-account need --executor slurm")
-    return Options(**{f.name: getattr(known, f.name) for f in dataclasses.fields(Options)}), rest
+    values = {f.name: getattr(known, f.name) for f in dataclasses.fields(Options)}
+    values["only"] = tuple(values["only"])
+    return Options(**values), rest
 
 
 @dataclasses.dataclass
@@ -303,9 +316,10 @@ def write_plan(steps, stages, options, phase, driver_record):
     return path
 
 
-def snakemake_command(plan_path, options, forced=()):
+def snakemake_command(plan_path, options, forced=(), targets=()):
     """The Snakemake command line that runs a plan (:obj:`forced`: the rules of stages that
-    must run again although Snakemake's records say they are done)."""
+    must run again although Snakemake's records say they are done; :obj:`targets`: the rules
+    to run, with what they come after, instead of every rule)."""
     directory = os.path.dirname(plan_path)
     command = [sys.executable, "-m", "snakemake", "--snakefile", SNAKEFILE]
     config = ["plan=%s" % plan_path]
@@ -329,6 +343,8 @@ def snakemake_command(plan_path, options, forced=()):
         command += ["--forcerun"] + list(forced)
     if options.dry_run:
         command += ["--dry-run"]
+    if targets:
+        command += ["--"] + list(targets)
     return command
 
 
@@ -381,7 +397,30 @@ def run(steps, stages, lanes):
                 "[%s] %s: done from the same inputs before the engine ran it: its job only"
                 " checks\n" % (steps.name, stage.title)
             )
-    pending = _call_snakemake(snakemake_command(plan, options, forced), steps)
+    names = {stage.name for stage in stages}
+    targets = [_rule_name(name) for name in options.only if name in names]
+    if options.only and not targets and any(stage.kind == TRAIN for stage in stages):
+        # Not a prerequisite to run whole (a corpus): the names are not this plan's.
+        raise UserError(
+            "--only %s: no such stage among %s" % (" ".join(options.only), ", ".join(sorted(names)))
+        )
+    if targets:  # Forced or not, a stage the targets do not come after is not run.
+        needed, queue = set(), [n for n in options.only if n in names]
+        after = {stage.name: stage.after for stage in stages}
+        while queue:
+            name = queue.pop()
+            if name in names and name not in needed:
+                needed.add(name)
+                queue.extend(after[name])
+        forced = [rule for rule in forced if rule in {_rule_name(n) for n in needed}]
+    pending = _call_snakemake(snakemake_command(plan, options, forced, targets), steps)
+    if targets:
+        steps.record_timings([stage for stage in stages if stage.name in options.only])
+        sys.stderr.write(
+            "[engine] --only: %s done; the later stages are not run\n"
+            % (", ".join(n for n in options.only if n in names))
+        )
+        raise StageDone()
     if options.dry_run and pending - set(checks):
         sys.stderr.write(
             "[engine] dry run: the stages after these are declared from what these make; run"

@@ -113,9 +113,20 @@ class EngineRunTest(unittest.TestCase):
             self.assertIn("[engine-test] make %s: due again (code differs)" % name, log)
         self.assertEqual(len(self._runs()), before)
 
-    def test_4_the_picture_of_the_plan(self):
+    def test_4_only_some_stages(self):
+        before = len(self._runs())
+        status, log = self._main("--value", "4", "--only", "c")
+        self.assertEqual(status, 0)
+        self.assertEqual(self._runs()[before:], [])  # c is done: a and b are not run.
+        status, log = self._main("--value", "4", "--only", "a")
+        self.assertEqual(self._runs()[before:], ["a"])
+        self.assertIn("[engine] --only: a done", log)
+        with self.assertRaisesRegex(UserError, "--only nope: no such stage among a, b, c"):
+            self._main("--only", "nope")
+
+    def test_5_the_picture_of_the_plan(self):
         path = os.path.join(self.dir, "plan.dot")
-        status, _ = self._main("--value", "3", "--dry-run", "--dag", path)
+        status, _ = self._main("--value", "4", "--dry-run", "--dag", path)
         self.assertEqual(status, 0)
         with open(path) as f:
             text = f.read()
