@@ -688,6 +688,8 @@ class GpuCheckOnCpuTest(unittest.TestCase):
         for system, entry in results["frozen"].items():
             self.assertEqual(entry["absent_changed"], 0, system)
             self.assertGreater(entry["absent_variables"], 0, system)
+            self.assertEqual(entry["present_changed"], entry["present_variables"], system)
+            self.assertTrue(entry["finite_loss"], system)
             self.assertEqual(entry["compute_dtype"], policy[len("mixed_") :])
         self.assertEqual(
             results["translate"]["savedmodel_lengths"], [raw["config"]["decode_length"]]
