@@ -3,18 +3,19 @@
 The cluster is the one-node SLURM of ``run/slurm_single_node.sh`` (Debian's SLURM 22.05,
 slurmdbd on a private MariaDB): the test uses the one running (``/etc/slurm/slurm.conf`` or
 ``SLURM_CONF``), or, as root, starts one in ``LDR_TEST_SLURM_DIR`` (default
-``/tmp/ldr-slurm-test``) with a fake GPU, and stops it afterwards. Checked, in order:
+``/tmp/ldr-slurm-test``) with a fake GPU, and stops it afterwards. Checked:
 
-1. Snakemake's SLURM executor works here: a one-rule Snakefile runs as a SLURM job, with the
-   account, the memory and the GPU it asks for (``sacct``).
-2. A plan of the engine (the toy driver tests/experiments/engine_driver.py: a training ``a``,
-   then ``b`` after it, and ``c``) runs with ``--executor slurm``: the training is a SLURM job
-   in the partition and account given, with ``--gpus-per-training`` GPUs; the local stages run
-   where the engine runs; then a rerun submits nothing.
+- Snakemake's SLURM executor works here: a one-rule Snakefile runs as a SLURM job, with the
+  account, the memory and the GPU it asks for (``sacct``). Started first, in the background.
+- Meanwhile, a plan of the engine (the toy driver tests/experiments/engine_driver.py: a
+  training ``a``, then ``b`` after it, and ``c``) runs with ``--executor slurm``: the training
+  is a SLURM job in the partition and account given, with ``--gpus-per-training`` GPUs; the
+  local stages run where the engine runs; a dry run before submits nothing, and so does a
+  rerun after.
 
-About 3.5 minutes (15 s to start the cluster): Snakemake's SLURM executor looks at its jobs
-with ``sacct`` 40 s after it submits them and 40 s apart once one has finished, and waits that
-long again before it exits.
+About 2.5 minutes (4 to 18 s to start the cluster): Snakemake's SLURM executor looks at its
+jobs with ``sacct`` 40 s after it submits them and 40 s apart once one has finished, and waits
+that long again before it exits.
 """
 
 import os
@@ -80,11 +81,39 @@ class SlurmTest(unittest.TestCase):
         cls.gpus = 1 if "gpu" in _run(["sinfo", "-h", "-o", "%G"]).stdout else 0
         cls.dir = tempfile.mkdtemp(prefix="slurm-test-", dir=os.environ.get("LDR_TEST_SLURM_TMP"))
 
+        cls.snakefile = cls._start_snakefile()
+
     @classmethod
     def tearDownClass(cls):
+        if cls.snakefile.poll() is None:
+            cls.snakefile.kill()
+            cls.snakefile.wait()
+        cls.snakefile_log.close()
         shutil.rmtree(cls.dir, ignore_errors=True)
         if cls.started:
             _run(["bash", SCRIPT, "stop", cls.started], timeout=120)
+
+    @classmethod
+    def _start_snakefile(cls):
+        """Starts Snakemake's SLURM executor on a one-rule Snakefile, in the background while
+        the engine's plan runs (each waits on the executor's 40 s polls)."""
+        directory = os.path.join(cls.dir, "snakefile")
+        os.makedirs(directory)
+        gpu = ", gpu=%d" % cls.gpus if cls.gpus else ""
+        with open(os.path.join(directory, "Snakefile"), "w", encoding="utf-8") as f:
+            f.write(
+                "rule job:\n"
+                "    output: 'job.txt'\n"
+                "    resources: mem_mb=200, runtime=5, slurm_account='%s'%s\n"
+                "    shell: 'echo $SLURM_JOB_ID $SLURM_JOB_PARTITION > {output}'\n" % (ACCOUNT, gpu)
+            )
+        command = [sys.executable, "-m", "snakemake", "--executor", "slurm", "--jobs", "1"]
+        command += ["--default-resources", "slurm_partition=%s" % cls.partition]
+        cls.snakefile_dir = directory
+        cls.snakefile_log = open(os.path.join(cls.dir, "snakefile.log"), "w+", encoding="utf-8")
+        return subprocess.Popen(
+            command, cwd=directory, env=cls.env, stdout=cls.snakefile_log, stderr=subprocess.STDOUT
+        )
 
     def _check_job(self, row, comment):
         self.assertEqual(row["State"], "COMPLETED")
@@ -96,41 +125,31 @@ class SlurmTest(unittest.TestCase):
         else:
             self.assertNotIn("gres/gpu", row["AllocTRES"])
 
-    def test_1_snakemake_runs_a_rule_as_a_slurm_job(self):
-        directory = os.path.join(self.dir, "snakefile")
-        os.makedirs(directory)
-        gpu = ", gpu=%d" % self.gpus if self.gpus else ""
-        with open(os.path.join(directory, "Snakefile"), "w", encoding="utf-8") as f:
-            f.write(
-                "rule job:\n"
-                "    output: 'job.txt'\n"
-                "    resources: mem_mb=200, runtime=5, slurm_account='%s'%s\n"
-                "    shell: 'echo $SLURM_JOB_ID $SLURM_JOB_PARTITION > {output}'\n" % (ACCOUNT, gpu)
-            )
-        command = [sys.executable, "-m", "snakemake", "--executor", "slurm", "--jobs", "1"]
-        command += ["--default-resources", "slurm_partition=%s" % self.partition]
-        result = _run(command, cwd=directory, env=self.env, timeout=300)
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        job_ids = SUBMITTED.findall(result.stderr)
-        self.assertEqual(len(job_ids), 1, result.stderr[-3000:])
-        with open(os.path.join(directory, "job.txt"), encoding="utf-8") as f:
-            self.assertEqual(f.read().split(), [job_ids[0], self.partition])
-        row = sacct(job_ids)[job_ids[0]]
-        self._check_job(row, "rule_job")
-        self.assertIn("mem=200M", row["AllocTRES"])
-
-    def _engine(self, out):
+    def _engine(self, out, *extra):
         """Runs the toy driver through the engine on SLURM; returns its stderr."""
         argv = ["--out", out, "--executor", "slurm", "--slurm-partition", self.partition]
         argv += ["--slurm-account", ACCOUNT, "--gpus-per-training", str(self.gpus)]
+        argv += list(extra)
         code = "import sys\nfrom tests.experiments import engine_driver\n"
         code += "sys.exit(engine_driver.main(sys.argv[1:]))\n"
+        start = time.time()
         result = _run([sys.executable, "-c", code] + argv, cwd=ROOT, env=self.env, timeout=420)
+        sys.stderr.write("[slurm test] engine %s: %.0f s\n" % (extra, time.time() - start))
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         return result.stderr
 
-    def test_2_the_engine_runs_a_plan_on_slurm_then_submits_nothing(self):
+    def test_1_the_engine_runs_a_plan_on_slurm_once(self):
         out = os.path.join(self.dir, "plan")
+        # A dry run lists the stages (the training with its GPU request) and submits nothing.
+        self._engine(out, "--dry-run")
+        with open(os.path.join(out, "workflow", "snakemake.log"), encoding="utf-8") as f:
+            log = f.read()
+        self.assertIn("rule stage_a:", log)
+        if self.gpus:
+            self.assertIn("gpu=%d" % self.gpus, log)
+        self.assertEqual(SUBMITTED.findall(log), [])
+        self.assertFalse(os.path.exists(os.path.join(out, "runs.log")))
+
         self._engine(out)
         with open(os.path.join(out, "workflow", "snakemake.log"), encoding="utf-8") as f:
             log = f.read()
@@ -151,6 +170,19 @@ class SlurmTest(unittest.TestCase):
             self.assertEqual(SUBMITTED.findall(f.read()), job_ids)
         with open(os.path.join(out, "runs.log"), encoding="utf-8") as f:
             self.assertEqual([line.split()[0] for line in f].count("a"), 1)
+
+    def test_2_snakemake_ran_a_rule_as_a_slurm_job(self):
+        status = self.snakefile.wait(timeout=300)
+        self.snakefile_log.seek(0)
+        log = self.snakefile_log.read()
+        self.assertEqual(status, 0, log[-3000:])
+        job_ids = SUBMITTED.findall(log)
+        self.assertEqual(len(job_ids), 1, log[-3000:])
+        with open(os.path.join(self.snakefile_dir, "job.txt"), encoding="utf-8") as f:
+            self.assertEqual(f.read().split(), [job_ids[0], self.partition])
+        row = sacct(job_ids)[job_ids[0]]
+        self._check_job(row, "rule_job")
+        self.assertIn("mem=200M", row["AllocTRES"])
 
 
 if __name__ == "__main__":
