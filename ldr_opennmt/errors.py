@@ -7,8 +7,8 @@ message of one line that names the file, line and value. Commands print it as
 
 * the package's own commands through :func:`run_main`;
 * stock ``onmt-main`` through the exception hook that
-  :func:`ldr_opennmt.onmt_main.install_error_hook` installs when the package is
-  imported (``onmt-main`` has no error handling of its own to extend).
+  :func:`ldr_opennmt.hooks.install_error_hook` installs (:func:`ldr_opennmt.hooks.install`,
+  which model definitions call; ``onmt-main`` has no error handling of its own to extend).
 """
 
 import errno

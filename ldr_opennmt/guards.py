@@ -20,7 +20,7 @@ import opennmt
 import tensorflow as tf
 from opennmt.utils import checkpoint as checkpoint_module
 
-from ldr_opennmt import checkpoints, compat, locks, onmt_main
+from ldr_opennmt import checkpoints, command_line, compat, locks
 
 
 def _is_master(hvd):
@@ -69,10 +69,10 @@ def lock_stock_onmt_main_training(argv=None, prog=None):
     prog = os.path.basename(sys.argv[0] if prog is None else prog)
     if prog != "onmt-main":
         return None
-    global_argv, run_type, _ = onmt_main.split_run_type(argv)
+    global_argv, run_type, _ = command_line.split_run_type(argv)
     if run_type != "train" or "--horovod" in global_argv:
         return None
-    model_dir = onmt_main.command_line_model_dir(global_argv)
+    model_dir = command_line.command_line_model_dir(global_argv)
     if model_dir is None:
         return None
     return locks.acquire(model_dir)

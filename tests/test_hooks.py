@@ -9,6 +9,12 @@ import sys
 import textwrap
 import unittest
 
+import opennmt
+import tensorflow as tf
+import yaml
+
+from ldr_opennmt import hooks
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: What a process reports of the hooks: whether sys.excepthook is still Python's, and the
@@ -64,7 +70,15 @@ class ImportTest(unittest.TestCase):
                           ("tensorflow", "opennmt", "keras", "ldr_opennmt")),
                    sys.excepthook is hook))
             """)
-        self.assertEqual(loaded, ["ldr_opennmt", "ldr_opennmt.errors", "ldr_opennmt.registry"])
+        self.assertEqual(
+            loaded,
+            [
+                "ldr_opennmt",
+                "ldr_opennmt.errors",
+                "ldr_opennmt.family_table",
+                "ldr_opennmt.registry",
+            ],
+        )
         self.assertTrue(hook)
 
     def test_importing_every_module_patches_nothing_a_model_installs_once(self):
@@ -132,6 +146,50 @@ class ModelDefinitionsTest(unittest.TestCase):
                 if isinstance(node, ast.Expr) and ast.unparse(node) == "hooks.install()"
             )
             self.assertLess(install, first_def, path)
+
+
+class TokenizerPathsTest(tf.test.TestCase):
+    """A tokenization file names its BPE model relative to itself (issue 47 item 1)."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.get_temp_dir()
+        self.corpus = os.path.join(self.dir, "corpus")
+        os.makedirs(self.corpus)
+        with open(os.path.join(self.corpus, "bpe.en"), "w") as f:
+            f.write("#version: 0.2\nt h\n")
+
+    def _config(self, params, name="tokenizer.en.yml"):
+        path = os.path.join(self.corpus, name)
+        with open(path, "w") as f:
+            yaml.safe_dump(params, f)
+        return path
+
+    def test_relative_and_moved_paths_are_found_beside_the_file(self):
+        bpe = os.path.join(self.corpus, "bpe.en")
+        for value in ("bpe.en", "/gone/corpus/bpe.en"):
+            path = self._config({"type": "OpenNMTTokenizer", "params": {"bpe_model_path": value}})
+            resolved = hooks.resolve_tokenizer_files(path)
+            self.assertEqual(resolved["params"]["bpe_model_path"], bpe, value)
+            # What the inputters call (installed by the package's hooks).
+            hooks.install()
+            tokenizer = opennmt.tokenizers.make_tokenizer(path)
+            self.assertEqual(tokenizer.config["bpe_model_path"], bpe)
+        # Without a type: the options at the top level.
+        path = self._config({"mode": "aggressive", "bpe_model_path": "bpe.en"}, "flat.yml")
+        self.assertEqual(hooks.resolve_tokenizer_files(path)["bpe_model_path"], bpe)
+
+    def test_other_configurations_are_left_as_they_are(self):
+        inline = '{"mode": "aggressive"}'
+        self.assertEqual(hooks.resolve_tokenizer_files(inline), inline)
+        self.assertIsNone(hooks.resolve_tokenizer_files(None))
+        options = {"bpe_model_path": "bpe.en"}
+        self.assertIs(hooks.resolve_tokenizer_files(options), options)
+        # An absolute path that exists, and a file found nowhere (OpenNMT-tf reports it).
+        bpe = os.path.join(self.corpus, "bpe.en")
+        for value in (bpe, "missing.bpe"):
+            path = self._config({"bpe_model_path": value})
+            self.assertEqual(hooks.resolve_tokenizer_files(path), path)
 
 
 if __name__ == "__main__":

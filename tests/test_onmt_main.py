@@ -5,12 +5,10 @@ import os
 import subprocess
 import sys
 
-import opennmt
 import pytest
 import tensorflow as tf
 import yaml
 
-from ldr_opennmt import hooks, onmt_main
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -241,50 +239,6 @@ class OnmtMainTest(helpers.SharedDirTestCase):
         )
         self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
         self.assertIn("ckpt-3.index", os.listdir(model_dir))
-
-
-class TokenizerPathsTest(tf.test.TestCase):
-    """A tokenization file names its BPE model relative to itself (issue 47 item 1)."""
-
-    def setUp(self):
-        super().setUp()
-        self.dir = self.get_temp_dir()
-        self.corpus = os.path.join(self.dir, "corpus")
-        os.makedirs(self.corpus)
-        with open(os.path.join(self.corpus, "bpe.en"), "w") as f:
-            f.write("#version: 0.2\nt h\n")
-
-    def _config(self, params, name="tokenizer.en.yml"):
-        path = os.path.join(self.corpus, name)
-        with open(path, "w") as f:
-            yaml.safe_dump(params, f)
-        return path
-
-    def test_relative_and_moved_paths_are_found_beside_the_file(self):
-        bpe = os.path.join(self.corpus, "bpe.en")
-        for value in ("bpe.en", "/gone/corpus/bpe.en"):
-            path = self._config({"type": "OpenNMTTokenizer", "params": {"bpe_model_path": value}})
-            resolved = onmt_main.resolve_tokenizer_files(path)
-            self.assertEqual(resolved["params"]["bpe_model_path"], bpe, value)
-            # What the inputters call (installed by the package's hooks).
-            hooks.install()
-            tokenizer = opennmt.tokenizers.make_tokenizer(path)
-            self.assertEqual(tokenizer.config["bpe_model_path"], bpe)
-        # Without a type: the options at the top level.
-        path = self._config({"mode": "aggressive", "bpe_model_path": "bpe.en"}, "flat.yml")
-        self.assertEqual(onmt_main.resolve_tokenizer_files(path)["bpe_model_path"], bpe)
-
-    def test_other_configurations_are_left_as_they_are(self):
-        inline = '{"mode": "aggressive"}'
-        self.assertEqual(onmt_main.resolve_tokenizer_files(inline), inline)
-        self.assertIsNone(onmt_main.resolve_tokenizer_files(None))
-        options = {"bpe_model_path": "bpe.en"}
-        self.assertIs(onmt_main.resolve_tokenizer_files(options), options)
-        # An absolute path that exists, and a file found nowhere (OpenNMT-tf reports it).
-        bpe = os.path.join(self.corpus, "bpe.en")
-        for value in (bpe, "missing.bpe"):
-            path = self._config({"bpe_model_path": value})
-            self.assertEqual(onmt_main.resolve_tokenizer_files(path), path)
 
 
 if __name__ == "__main__":

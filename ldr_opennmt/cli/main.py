@@ -37,7 +37,7 @@ import tensorflow as tf
 
 from ldr_opennmt import config_loader
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import errors, gpu, hooks, onmt_main, registry
+from ldr_opennmt import command_line, errors, gpu, hooks, onmt_main, registry
 from ldr_opennmt.checks import family as family_check
 from ldr_opennmt.cli import families
 from ldr_opennmt.errors import UserError
@@ -53,7 +53,7 @@ CHECK_FAMILY = "check-family"
 
 def _run_type(argv):
     for arg in argv:
-        if arg in onmt_main.ONMT_RUN_TYPES or arg == PREDICT_DOMAINS:
+        if arg in command_line.ONMT_RUN_TYPES or arg == PREDICT_DOMAINS:
             return arg
     return None
 

@@ -13,15 +13,25 @@ PROG = "ldr-serve"
 
 def _server_module():
     """:mod:`ldr_opennmt.serving.server`, or one line saying how to install what it needs."""
+    return _serving_module("server")
+
+
+def _serving_module(name):
+    """``ldr_opennmt.serving.<name>`` (``server``, ``app``), or one line saying how to
+    install what it needs."""
+    # pylint: disable=import-outside-toplevel
     try:
-        from ldr_opennmt.serving import server  # pylint: disable=import-outside-toplevel
+        if name == "app":
+            from ldr_opennmt.serving import app as module
+        else:
+            from ldr_opennmt.serving import server as module
     except ImportError as e:
         if e.name not in ("fastapi", "pydantic", "starlette", "uvicorn"):
             raise
         raise errors.UserError(
             "ldr-serve needs the serve extra (no module %s): pip install -e '.[serve]'" % e.name
         ) from None
-    return server
+    return module
 
 
 def parse_args(argv):
@@ -161,10 +171,9 @@ def run(args):
     ]
     options = server.Options(args.model_dir, **{name: getattr(args, name) for name in names})
     # The port first: a second server on a port in use stops here, before loading anything.
-    sock = server.bind(args.host, args.port)
-    return server.serve(
-        options, host=args.host, port=args.port, log_level=args.log_level, sock=sock
-    )
+    app = _serving_module("app")
+    sock = app.bind(args.host, args.port)
+    return app.serve(options, host=args.host, port=args.port, log_level=args.log_level, sock=sock)
 
 
 def main(argv=None):

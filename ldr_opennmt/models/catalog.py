@@ -3,7 +3,8 @@ mixing, residual adapters, multitask (ML) and adversarial (AdvL) domain
 classifiers, target token mixing (TTM).
 
 Model definition files in ``model_defs/`` are one call to these functions. The table at
-the end of this module registers each of them as a family (:mod:`ldr_opennmt.registry`):
+the end of this module registers each of them as a family (:mod:`ldr_opennmt.family_table`,
+read through :mod:`ldr_opennmt.registry`, which imports this module when first asked):
 the one list of the package's families that everything else reads.
 Defaults follow the LDR paper (Pham et al., 2019, section 3.2): Transformer
 6+6 layers, 512 units, 8 heads, FFN 2048; RNN with 512-cell embeddings and
@@ -16,7 +17,7 @@ import functools
 
 import opennmt
 
-from ldr_opennmt import registry
+from ldr_opennmt import family_table
 from ldr_opennmt.layers import DomainControlEmbedder, LDREmbedder
 from ldr_opennmt.layers import adapters as adapters_layers
 from ldr_opennmt.layers import factorized as factorized_layers
@@ -248,21 +249,21 @@ def _sizes(count):
 
 #: The package's families, in the order of the tables. Registered once, here.
 FAMILIES = (
-    registry.Family(
+    family_table.Family(
         name="mixed_transformer",
         builder=mixed_transformer,
         title="Mixed",
         paper=TRANSFORMER_PAPER,
         summary="A plain Transformer trained on all domains; the labels are ignored.",
     ),
-    registry.Family(
+    family_table.Family(
         name="dc_transformer",
         builder=dc_transformer,
         title="DC",
         paper=DC_PAPER,
         summary="A domain embedding concatenated with every source word embedding.",
     ),
-    registry.Family(
+    family_table.Family(
         name="ldr_transformer",
         builder=ldr_transformer,
         title="LDR",
@@ -271,7 +272,7 @@ FAMILIES = (
         "domain, fused by a dense layer; trained by Procedure 1.",
         tiny={"domain_region_size": 2},
     ),
-    registry.Family(
+    family_table.Family(
         name="factorized_pa",
         builder=functools.partial(factorized_transformer, "pa"),
         title="Factorized PA",
@@ -282,7 +283,7 @@ FAMILIES = (
         finetune="unfold",
         parameter_count=_sizes(_factorized_count("pa")),
     ),
-    registry.Family(
+    family_table.Family(
         name="factorized_sf",
         builder=functools.partial(factorized_transformer, "sf"),
         title="Factorized SF",
@@ -291,7 +292,7 @@ FAMILIES = (
         "per-domain square map after the FFN (F6); trained general, then domains.",
         parameter_count=_sizes(_factorized_count("sf")),
     ),
-    registry.Family(
+    family_table.Family(
         name="factorized_df",
         builder=functools.partial(factorized_transformer, "df"),
         title="Factorized DF",
@@ -301,7 +302,7 @@ FAMILIES = (
         tiny={"d_inner": 8},
         parameter_count=_sizes(_factorized_count("df")),
     ),
-    registry.Family(
+    family_table.Family(
         name="mixing_transformer",
         builder=mixing_transformer,
         title="Domain mixing",
@@ -309,7 +310,7 @@ FAMILIES = (
         summary="Per-domain attention and FFN weights mixed per word by learned domain "
         "proportions; labels for training only.",
     ),
-    registry.Family(
+    family_table.Family(
         name="residual_adapters",
         builder=residual_adapter_transformer,
         title="Residual adapters",
@@ -320,7 +321,7 @@ FAMILIES = (
         finetune="base",
         parameter_count=_adapters_count,
     ),
-    registry.Family(
+    family_table.Family(
         name="ttm_transformer",
         builder=ttm_transformer,
         title="TTM",
@@ -328,7 +329,7 @@ FAMILIES = (
         summary="Target token mixing: each target starts with its domain token.",
         parameter_count=_sizes(_ttm_count),
     ),
-    registry.Family(
+    family_table.Family(
         name="ml_transformer",
         builder=ml_transformer,
         title="ML",
@@ -336,7 +337,7 @@ FAMILIES = (
         summary="Multitask learning: a domain classifier on the encoder output.",
         parameter_count=_sizes(_classifier_count),
     ),
-    registry.Family(
+    family_table.Family(
         name="advl_transformer",
         builder=advl_transformer,
         title="AdvL",
@@ -344,7 +345,7 @@ FAMILIES = (
         summary="Adversarial learning: the domain classifier behind a gradient reversal.",
         parameter_count=_sizes(_classifier_count),
     ),
-    registry.Family(
+    family_table.Family(
         name="ldr_rnn",
         builder=ldr_rnn,
         title="LDR (RNN)",
@@ -353,7 +354,7 @@ FAMILIES = (
         architecture="rnn",
         tiny={"domain_region_size": 2},
     ),
-    registry.Family(
+    family_table.Family(
         name="dc_rnn",
         builder=dc_rnn,
         title="DC (RNN)",
@@ -361,7 +362,7 @@ FAMILIES = (
         summary="Domain control in an attentional RNN.",
         architecture="rnn",
     ),
-    registry.Family(
+    family_table.Family(
         name="mixed_rnn",
         builder=mixed_rnn,
         title="Mixed (RNN)",
@@ -372,4 +373,4 @@ FAMILIES = (
 )
 
 for _family in FAMILIES:
-    registry.register(dataclasses.replace(_family, module=__name__))
+    family_table.register(dataclasses.replace(_family, module=__name__))

@@ -25,7 +25,7 @@ from fastapi import responses
 
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models, http_io, libretranslate
-from ldr_opennmt.serving.backends import RequestError
+from ldr_opennmt.serving.backend_kinds import RequestError
 from ldr_opennmt.serving.metrics import CONTENT_TYPE, Metrics
 from ldr_opennmt.serving.server import Server
 

@@ -31,24 +31,13 @@ from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import batching, ct2_models
 from ldr_opennmt.serving import manifest as manifest_lib
-
-CTRANSLATE2 = "ctranslate2"
-SAVED_MODEL = "savedmodel"
-
+from ldr_opennmt.serving.backend_kinds import CTRANSLATE2, RequestError
 
 #: The line ``ldr-serve`` prints at start for an export without tokenizers.
 NO_TOKENIZER = (
     "ldr-serve: warning: %s: the export has no tokenizer (exported from a corpus without "
     "one): sentences are split on spaces and translations are tokens joined by spaces"
 )
-
-
-class RequestError(Exception):
-    """A refused request: an HTTP status and a one-line message."""
-
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status = status
 
 
 class CTranslate2Backend:

@@ -28,7 +28,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import ClientDisconnect
 
 from ldr_opennmt.serving import api_models
-from ldr_opennmt.serving.backends import RequestError
+from ldr_opennmt.serving.backend_kinds import RequestError
 
 LOGGER = logging.getLogger("ldr_opennmt.serving")
 

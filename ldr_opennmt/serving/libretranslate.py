@@ -21,7 +21,7 @@ OpenNMT-py's REST server's.
 import urllib.parse
 
 from ldr_opennmt.serving import api_models
-from ldr_opennmt.serving.backends import CTRANSLATE2, RequestError
+from ldr_opennmt.serving.backend_kinds import CTRANSLATE2, RequestError
 
 AUTO = "auto"
 TEXT = "text"

@@ -16,7 +16,7 @@ from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import batching, client, labels, tokenization
-from ldr_opennmt.serving.backends import SAVED_MODEL, RequestError
+from ldr_opennmt.serving.backend_kinds import SAVED_MODEL, RequestError
 
 
 class SavedModelBackend:

@@ -58,7 +58,7 @@ from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models, backends, batching, http_io
-from ldr_opennmt.serving.backends import RequestError
+from ldr_opennmt.serving.backend_kinds import RequestError
 
 PROG = "ldr-serve"
 
@@ -726,24 +726,3 @@ def _languages(options):
         source if isinstance(source, str) and source else None,
         target if isinstance(target, str) and target else None,
     )
-
-
-def bind(host, port):
-    """The listening socket: :func:`ldr_opennmt.serving.app.bind`."""
-    from ldr_opennmt.serving import app  # pylint: disable=import-outside-toplevel
-
-    return app.bind(host, port)
-
-
-def create_app(options, backend=None, classifier=None):
-    """The FastAPI application of :obj:`options`: :func:`ldr_opennmt.serving.app.create_app`."""
-    from ldr_opennmt.serving import app  # pylint: disable=import-outside-toplevel
-
-    return app.create_app(options, backend=backend, classifier=classifier)
-
-
-def serve(options, host="127.0.0.1", port=8000, log_level="info", sock=None):
-    """Serves :obj:`options` until interrupted: :func:`ldr_opennmt.serving.app.serve`."""
-    from ldr_opennmt.serving import app  # pylint: disable=import-outside-toplevel
-
-    return app.serve(options, host=host, port=port, log_level=log_level, sock=sock)

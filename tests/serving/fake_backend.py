@@ -98,7 +98,7 @@ def app(models=None, classifier=None, **kwargs):
     opts = options(**kwargs)
     models = models or {name: FakeModel(name) for name in DOMAINS}
     backend = backends.CTranslate2Backend(opts, models=models)
-    return server_lib.create_app(opts, backend=backend, classifier=classifier)
+    return app_lib.create_app(opts, backend=backend, classifier=classifier)
 
 
 class LiveServer:
