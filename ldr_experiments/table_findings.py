@@ -1,10 +1,10 @@
 """The papers' tables: the generated findings (which rows beat their Mixed beyond the seed
 spread) and the papers' figures beside ours (:mod:`ldr_experiments.quoted`)."""
 
-from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.reports import markdown_table
 
 from . import quoted
+from .demo.findings import row_averages as demo_row_averages
 
 
 def quoted_lines(averages):
@@ -51,9 +51,7 @@ def _our_row(row):
 def row_averages(results):
     """``{row: average BLEU}``, a family that reads labels under its bare name too (its
     oracle row)."""
-    averages = {}
-    for row, scores in results["rows"]:
-        averages[row] = evaluate.average(scores)
+    averages = demo_row_averages(results)
     for row in list(averages):
         if row.endswith(" (oracle)"):
             averages.setdefault(row[: -len(" (oracle)")], averages[row])

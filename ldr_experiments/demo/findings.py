@@ -4,8 +4,13 @@ from ldr_experiments.demo.runs import LABEL_SYSTEMS, SEED_ROW, TRANSLATES
 from ldr_opennmt.evaluation import evaluate
 
 
-def _row_averages(results):
+def row_averages(results):
+    """``{row: average BLEU over the domains}`` of an evaluation's results (the one place
+    both the demo's and the tables' findings take their averages from)."""
     return {row: evaluate.average(scores) for row, scores in results["rows"]}
+
+
+_row_averages = row_averages
 
 
 def contrastive_rates(results):
