@@ -27,7 +27,7 @@ def record_domains(runner):
 
     Raises:
       UserError: if the directory's record lists other domains, or in another order
-        (:func:`ldr_opennmt.training.domain_record.check_domains`).
+        (:func:`ldr_opennmt.domain_record.check_domains`).
     """
     config = runner._finalize_config()  # noqa: SLF001  (in compat.UPSTREAM_NAMES)
     declared = (config.get("data") or {}).get("domains")
