@@ -31,6 +31,7 @@ import contextlib
 import dataclasses
 import fcntl
 import functools
+import getpass
 import hashlib
 import importlib
 import importlib.util
@@ -70,6 +71,11 @@ class Options:
       slurm_partition: The partition of the cluster jobs.
       slurm_account: The account charged.
       gpus_per_training: GPUs requested by each training (and translation) job.
+      cpus_per_training: CPU cores of each training and translation job.
+      mem_mb_per_training: Memory (MB) of each training and translation job.
+      minutes_per_training: The time limit of each training and translation job (a cluster
+        kills a job that outlives its limit; the stage then resumes from its last checkpoint
+        when the engine runs again).
       jobs: Cluster jobs submitted at once.
       dry_run: List what would run and why; run nothing.
       dag: Where to write the picture of the plan (``.dot``, or ``.png``/``.svg``/``.pdf``
@@ -83,6 +89,9 @@ class Options:
     slurm_partition: Optional[str] = None
     slurm_account: Optional[str] = None
     gpus_per_training: int = 0
+    cpus_per_training: int = 4
+    mem_mb_per_training: int = 16000
+    minutes_per_training: int = 720
     jobs: int = 20
     dry_run: bool = False
     dag: Optional[str] = None
@@ -106,6 +115,22 @@ def add_arguments(parser):
         type=int,
         default=0,
         help="GPUs requested by each training and translation job on SLURM (default 0)",
+    )
+    group.add_argument(
+        "--cpus-per-training", type=int, default=4, help="CPU cores of each such job (default 4)"
+    )
+    group.add_argument(
+        "--mem-mb-per-training",
+        type=int,
+        default=16000,
+        help="memory of each such job in MB (default 16000)",
+    )
+    group.add_argument(
+        "--minutes-per-training",
+        type=int,
+        default=720,
+        help="time limit of each such job (default 720; a training cut by it resumes on the"
+        " next run)",
     )
     group.add_argument("--jobs", type=int, default=20, help="cluster jobs at once (default 20)")
     group.add_argument(
@@ -132,8 +157,10 @@ def parse_options(argv):
     """``(Options, the driver's own arguments)`` of a command line."""
     parser = add_arguments(argparse.ArgumentParser(add_help=False, allow_abbrev=False))
     known, rest = parser.parse_known_args(argv)
-    if known.lanes < 1 or known.jobs < 1 or known.gpus_per_training < 0:
-        raise UserError("--lanes and --jobs must be >= 1, --gpus-per-training >= 0")
+    if min(known.lanes, known.jobs, known.cpus_per_training, known.mem_mb_per_training) < 1:
+        raise UserError("--lanes, --jobs, --cpus/--mem-mb-per-training must be >= 1")
+    if known.minutes_per_training < 1 or known.gpus_per_training < 0:
+        raise UserError("--minutes-per-training must be >= 1, --gpus-per-training >= 0")
     if known.executor != "slurm" and (known.slurm_partition or known.slurm_account):
         raise UserError("--slurm-partition and --slurm-account need --executor slurm")
     values = {f.name: getattr(known, f.name) for f in dataclasses.fields(Options)}
@@ -325,6 +352,9 @@ def snakemake_command(plan_path, options, forced=(), targets=()):
     config = ["plan=%s" % plan_path]
     if options.executor == "slurm":  # One --config: a second one replaces the first.
         config.append("gpus_per_training=%d" % options.gpus_per_training)
+        config.append("cpus_per_training=%d" % options.cpus_per_training)
+        config.append("mem_mb_per_training=%d" % options.mem_mb_per_training)
+        config.append("minutes_per_training=%d" % options.minutes_per_training)
     command += ["--directory", directory, "--config"] + config
     command += ["--rerun-incomplete", "--printshellcmds", "--show-failed-logs"]
     command += ["--rerun-triggers", "mtime", "params", "input", "code"]
@@ -461,8 +491,11 @@ def _call_snakemake(command, steps):
     with open(log_path, "a", encoding="utf-8") as log:
         log.write("$ %s\n" % " ".join(shlex.quote(a) for a in command))
         log.flush()
+        # Snakemake's SLURM executor names the account after $USER, absent in some shells.
+        env = dict(os.environ)
+        env.setdefault("USER", getpass.getuser())
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
         )
         for line in process.stdout:
             log.write(line)

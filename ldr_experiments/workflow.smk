@@ -12,10 +12,14 @@ GPUS = int(config.get("gpus_per_training", 0))
 
 def _resources(kind):
     # lanes: one of the machine's lanes (engine.snakemake_command gives --resources lanes=N);
-    # on SLURM, a training or translation job asks for its GPUs.
+    # on SLURM, a training or translation job asks for its GPUs, cores, memory and time.
     resources = {"lanes": 1}
-    if GPUS and kind in ("train", "evaluate"):
-        resources["gpu"] = GPUS
+    if kind in ("train", "evaluate") and "cpus_per_training" in config:
+        resources["cpus_per_task"] = int(config["cpus_per_training"])
+        resources["mem_mb"] = int(config["mem_mb_per_training"])
+        resources["runtime"] = int(config["minutes_per_training"])
+        if GPUS:
+            resources["gpu"] = GPUS
     return resources
 
 

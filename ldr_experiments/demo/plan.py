@@ -307,6 +307,7 @@ class Plan:
             outputs,
             lambda cores: self.steps.run_command("predict", command, cores),
             after=["classifier"],
+            kind=engine.EVALUATE,  # It translates the test sets with the classifier.
         )
         return [train, predict]
 
