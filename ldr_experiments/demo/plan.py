@@ -211,8 +211,19 @@ class Plan:
             )
             title = "%s stage 2 (%s, %d steps)" % (run.name, how, budget["stage2_steps"])
             final = budget["steps"] + budget["stage2_steps"]
+            # Seeded like every training (the seed of the run it continues): a continued
+            # training draws its batches in the same order on every run.
             stages.append(
-                self._train(run, config, title, final, "2/6", after=[base_slug], curve=True)
+                self._train(
+                    run,
+                    config,
+                    title,
+                    final,
+                    "2/6",
+                    options=("--seed", str(run.seed)),
+                    after=[base_slug],
+                    curve=True,
+                )
             )
         for domain in self.domains:
             baseline = self.baseline
@@ -225,7 +236,18 @@ class Plan:
                 model_defs=baseline.model_defs,
             )
             final, after = budget["steps"] + budget["finetune_steps"], [baseline.directory]
-            stages.append(self._train(run, config, run.name, final, "3/6", after=after, curve=True))
+            stages.append(
+                self._train(
+                    run,
+                    config,
+                    run.name,
+                    final,
+                    "3/6",
+                    options=("--seed", str(baseline.seed)),
+                    after=after,
+                    curve=True,
+                )
+            )
         return stages + self._classifier_stages()
 
     def _train(
@@ -283,6 +305,7 @@ class Plan:
             classifier["model_dir"],
             self.budget["classifier_steps"],
             "3/6",
+            ("--seed", "1"),
         )
         features = self._test_files((self.source,))
         labels = self._test_files(("domain",))

@@ -107,6 +107,16 @@ class StagesTest(tf.test.TestCase):
         plan = _plan(root, tables.table_runs(families), scale=scale, budget=budget)
         return plan, {stage.name: stage for stage in plan.training_stages(plan.runs)}
 
+    def test_every_training_is_seeded(self):
+        # Continued trainings too (stage 2, FT_*) and the classifier: a rerun draws the same
+        # batches, so every row's translations are reproducible, not only those from scratch.
+        plan, stages = self._stages(["factorized_pa", "ldr_transformer"])
+        self.assertIn("ft_medical", stages)
+        trainings = [(t, c) for t, c in plan.steps.commands if c[-1] == "train" or "train" in c]
+        self.assertGreater(len(trainings), 5)
+        for title, command in trainings:
+            self.assertIn("--seed", command, title)
+
     def test_curriculum_and_registry_stage_one(self):
         plan, stages = self._stages(["factorized_sf", "factorized_pa", "residual_adapters"])
         # SF: its own stage 1 (domain_training general), then unfolded.
