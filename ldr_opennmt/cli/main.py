@@ -35,9 +35,9 @@ import time
 
 import tensorflow as tf
 
-from ldr_opennmt import config_loader
+from ldr_opennmt import command_line, config_loader
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import command_line, errors, gpu, hooks, onmt_main, registry
+from ldr_opennmt import errors, gpu, hooks, onmt_main, registry
 from ldr_opennmt.checks import family as family_check
 from ldr_opennmt.cli import families
 from ldr_opennmt.errors import UserError
