@@ -63,7 +63,8 @@ from ldr_opennmt.evaluation import contrastive, evaluate
 from ldr_opennmt.reports import markdown_table
 from ldr_opennmt.utils import DEFAULT_CACHE, write_text_atomic
 
-from . import advl_grid, common, defects, demo, equal_budgets
+from . import advl_choice as grid_choice
+from . import common, defects, demo, equal_budgets
 from .common import ROOT, output_layers
 from .demo import Run
 from .table_curves import curve_section
@@ -372,7 +373,7 @@ def write_report(
     advl_choice=None,
 ):
     """The report's Markdown text (:obj:`label_figures`: :func:`label_use_figures`', with the
-    domain :obj:`classification` scores; :obj:`advl_choice`: :func:`ldr_experiments.advl_grid.
+    domain :obj:`classification` scores; :obj:`advl_choice`: :func:`ldr_experiments.advl_choice.
     read_choice`'s, ``None`` when the table has no AdvL row).
 
     The rows that are defects (:mod:`ldr_experiments.defects`: collapsed, or more than 3 BLEU
@@ -393,7 +394,7 @@ def write_report(
     results = defects.without(results, flagged)
     names = [name for name in names if name not in flagged]
     spread = demo.seed_spread(results, first=plan.baseline.name, second=plan.seed_row)
-    advl_choice_lines = advl_grid.choice_lines(advl_choice) if advl_choice else []
+    advl_choice_lines = grid_choice.choice_lines(advl_choice) if advl_choice else []
     lines = [
         "# The papers' tables on one corpus (%s)" % mode,
         "",
@@ -640,7 +641,7 @@ def _arguments(argv):
         "--advl_choice",
         help="AdvL's reversal weight chosen by run/advl_grid.sh (default: %s, or its -quick"
         " twin with --quick; the model's default weight when absent)"
-        % advl_grid.default_choice_path(False),
+        % grid_choice.default_choice_path(False),
     )
     parser.add_argument("--num_gpus", type=int, default=None, help="onmt-main --num_gpus")
     parser.add_argument(
@@ -691,13 +692,13 @@ def main(argv=None):
         registry.load_user_module(spec)
     runs = table_runs(args.families)
     advl_choice = None
-    if any(run.family == advl_grid.FAMILY for run in runs):
-        advl_choice = advl_grid.read_choice(
-            args.advl_choice or advl_grid.default_choice_path(args.quick),
-            advl_grid.recipe(args, budget),
+    if any(run.family == grid_choice.FAMILY for run in runs):
+        advl_choice = grid_choice.read_choice(
+            args.advl_choice or grid_choice.default_choice_path(args.quick),
+            grid_choice.recipe(args, budget),
         )
-        runs = advl_grid.apply_choice(runs, advl_choice)
-        common.log("[tables] %s" % advl_grid.choice_lines(advl_choice)[0])
+        runs = grid_choice.apply_choice(runs, advl_choice)
+        common.log("[tables] %s" % grid_choice.choice_lines(advl_choice)[0])
     steps = common.Steps(args.out, name="tables", options=args.options)
     plan = TablesPlan(args, budget, steps, runs)
     start = time.time()
