@@ -240,7 +240,8 @@ def library_versions():
     The libraries are loaded first in TensorFlow's order (cuBLAS before cuDNN): cuDNN 8.6
     loads its sub-libraries on its first call, and if that loads cuBLAS too, cuBLAS's
     failed look-up of the optional libnvrtc.so makes cuDNN abort the process. Run this in
-    a child process where an abort must not end the caller (``ldr_experiments/gpu_check.py`` does).
+    a child process where an abort must not end the caller (:mod:`ldr_experiments.gpu_check`
+    does).
     """
     versions = {}
     failed = {name for name, _ in failing_libraries()}

@@ -2,9 +2,8 @@
 :func:`bar_chart` (grouped bars, one panel per :class:`Panel`) and :func:`pyplot` (matplotlib
 without a display), figures being saved atomically by :func:`ldr_opennmt.utils.save_figure`.
 
-The module imports the standard library only (the rest on first use): the scripts that keep
-TensorFlow out of their process (``ldr_experiments/benchmarks.py``, ``ldr_experiments/gpu_check.py``) load it from its
-file, without the package, whose ``__init__`` imports TensorFlow."""
+The module imports the standard library only (the rest on first use): the processes that keep
+TensorFlow out (the benchmarks' CTranslate2 processes, the GPU check's probes) import it."""
 
 import collections
 import math

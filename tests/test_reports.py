@@ -15,7 +15,7 @@ class HelpersTest(tf.test.TestCase):
         )
         table = reports.markdown_table(["word", "seed"], [["cell", "yes"]], align="ll")
         self.assertEqual(table.splitlines()[1], "|---|---|")
-        # The rows of ldr_experiments/benchmarks.py's tables: any value (a tuple too), rows from a generator.
+        # The rows of the benchmark's tables: any value (a tuple too), rows from a generator.
         table = reports.markdown_table(
             ["system", "ms"], ([n, v] for n, v in [("a", 1.5), ((1, 2), "n/a")])
         )

@@ -141,7 +141,7 @@ def api_pages():
     return pages
 
 
-#: The first line of the demo's report (``ldr_experiments/demo.py``, ``PROVENANCE``):
+#: The first line of the demo's report (``ldr_experiments/machine.py``, ``PROVENANCE``):
 #: when (UTC), on which machine and by which command it was written.
 DEMO_PROVENANCE = re.compile(
     r"^Written (?P<written>\d{4}-\d\d-\d\d \d\d:\d\d UTC) on (?P<machine>.+) by"

@@ -22,7 +22,8 @@ class Run:
     """A system of the demo: a family of the registry and the options of this run.
 
     Attributes:
-      family: The family's registry name: its model definition (``small_def``), its row
+      family: The family's registry name: its model definition
+        (:func:`ldr_experiments.systems.model_def`), its row
         title, its stage-1 family and ``finetune`` mode, the label modes it is evaluated
         with (its capabilities) are the registry's.
       suffix: Added to the family's title in the row name (``"Mixed" + " (seed 2)"``).
@@ -108,7 +109,8 @@ class Run:
 
 
 #: The demo's LDR model definitions: the output layer tied like the Mixed baseline's at each
-#: scale (the registry's small_def of mixed_transformer is tied, its model_def is not).
+#: scale (mixed_transformer's small definition is tied, its paper-size one is not:
+#: :func:`ldr_experiments.systems.model_def`).
 LDR_DEFS = {
     "small": "model_defs/small/ldr_transformer_tied.py",
     "paper": "model_defs/ldr_transformer.py",
