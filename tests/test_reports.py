@@ -3,6 +3,7 @@
 import os
 
 import tensorflow as tf
+
 from ldr_opennmt import reports
 
 

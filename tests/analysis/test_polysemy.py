@@ -7,6 +7,7 @@ import os
 import numpy as np
 import tensorflow as tf
 import yaml
+
 from ldr_opennmt import models
 from ldr_opennmt.analysis import polysemy
 from ldr_opennmt.cli import analyze as cli

@@ -6,6 +6,7 @@ import numpy as np
 import opennmt
 import tensorflow as tf
 import yaml
+
 from ldr_opennmt import models
 from ldr_opennmt.analysis import proportions
 from ldr_opennmt.cli import analyze as cli

@@ -21,9 +21,9 @@ import urllib.request
 
 import ctranslate2
 import pytest
-from ldr_experiments import serve_bench
 import tensorflow as tf
 
+from ldr_experiments import serve_bench
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt.cli import serve as serve_cli
 from ldr_opennmt.serving import backends, ct2_export, ct2_models
@@ -340,8 +340,8 @@ class ServerTest(helpers.SharedDirTestCase):
             self.assertEqual(row[6], "n/a")  # No offline figures.
 
     def test_serving_benchmark_script(self):
-        # ldr_experiments/serve_bench.py as docs/serving-benchmark.md runs it, briefly, adding its run to
-        # a BENCHMARKS.md.
+        # ldr-experiments serve-bench as docs/serving-benchmark.md runs it, briefly, adding its
+        # run to a BENCHMARKS.md.
         sentences = corpus.write_lines(os.path.join(self.dir, "bench.txt"), SOURCES)
         report = os.path.join(self.dir, "bench.md")
         argv = [sys.executable, "-m", "ldr_experiments.serve_bench"]
