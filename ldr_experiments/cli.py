@@ -52,8 +52,16 @@ def main(argv=None):
     from ldr_opennmt import errors
 
     module = importlib.import_module("ldr_experiments." + COMMANDS[args.command][0])
-    # A UserError (bad input) is one line naming the sub-command, and exit status 2.
-    return errors.run_main("ldr-experiments %s" % args.command, module.main, argv[1:])
+    from ldr_experiments import engine
+
+    # A UserError (bad input) is one line naming the sub-command, and exit status 2; a failed
+    # stage one line naming its log, and exit status 1.
+    prog = "ldr-experiments %s" % args.command
+    try:
+        return errors.run_main(prog, module.main, argv[1:])
+    except engine.StageFailed as e:
+        errors.report(prog, e)
+        return 1
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import shlex
 import subprocess
 import sys
 import time
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ldr_opennmt.errors import UserError
 
@@ -176,6 +176,7 @@ class _Driver:
     options: Options
     phase: int = 0
     started: float = dataclasses.field(default_factory=time.time)
+    lock: Any = None  # The engine's lock of the results directory (_lock_results).
 
 
 #: The driver running in this process (set by :func:`driver`).
@@ -190,6 +191,10 @@ _STARTED: Optional[float] = None
 
 class StageDone(Exception):
     """Raised in a stage's process once its stage has run: the driver stops there."""
+
+
+class StageFailed(RuntimeError):
+    """A stage failed: ``ldr-experiments`` says so in one line (its log is named), exit 1."""
 
 
 def driver(command):
@@ -213,6 +218,8 @@ def driver(command):
                     print("\n" + _engine_help())
                 raise
             finally:
+                if _DRIVER.lock is not None:
+                    _DRIVER.lock.close()  # The results directory is free again.
                 _DRIVER = previous
 
         return wrapped
@@ -356,7 +363,8 @@ def snakemake_command(plan_path, options, forced=(), targets=()):
         config.append("mem_mb_per_training=%d" % options.mem_mb_per_training)
         config.append("minutes_per_training=%d" % options.minutes_per_training)
     command += ["--directory", directory, "--config"] + config
-    command += ["--rerun-incomplete", "--printshellcmds", "--show-failed-logs"]
+    # --nolock: the engine's own lock (_lock_results) keeps other engines out.
+    command += ["--rerun-incomplete", "--printshellcmds", "--show-failed-logs", "--nolock"]
     command += ["--rerun-triggers", "mtime", "params", "input", "code"]
     if options.executor == "slurm":
         command += ["--executor", "slurm", "--jobs", str(options.jobs)]
@@ -407,6 +415,8 @@ def run(steps, stages, lanes):
         return
     record = _DRIVER
     options = dataclasses.replace(record.options, lanes=min(record.options.lanes, lanes or 1))
+    if record.lock is None:
+        record.lock = _lock_results(steps)
     record.phase += 1
     plan = write_plan(steps, stages, options, record.phase, record)
     if options.dag:
@@ -467,6 +477,32 @@ _STAGE_RULE = re.compile(r"^\s*(local)?rule stage_(\w+):")
 _STAGE_LINE = re.compile(r"^\s*\[(?![A-Z][a-z]{2} [A-Z][a-z]{2} )")
 
 
+def _lock_results(steps):
+    """Takes the engine's lock of a results directory (``OUT/workflow/engine.lock``, held
+    until this process ends): one engine at a time there, refused in one line. With it held,
+    whatever Snakemake left locked there was left by a run that was killed: Snakemake runs
+    with ``--nolock`` (its own lock would refuse every run after a ``kill -9``)."""
+    directory = os.path.join(os.path.abspath(steps.out), WORKFLOW_DIR)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "engine.lock")
+    handle = open(path, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        owner = handle.read().strip() or "another process"
+        handle.close()
+        raise UserError(
+            "%s: another ldr-experiments runs on this results directory (%s): wait for it,"
+            " or give another --out" % (steps.out, owner)
+        )
+    handle.seek(0)
+    handle.truncate()
+    handle.write("pid %d\n" % os.getpid())
+    handle.flush()
+    return handle
+
+
 def _run_here(steps, stages):
     """Runs :obj:`stages` in this process, one at a time, each after those it names."""
     names = {stage.name for stage in stages}
@@ -508,9 +544,9 @@ def _call_snakemake(command, steps):
                 sys.stderr.write("    [snakemake] %s\n" % line.rstrip())
         process.wait()
     if process.returncode != 0:
-        raise RuntimeError(
+        raise StageFailed(
             "a stage failed (Snakemake exit %d): its log is named above; the engine's log: %s"
-            % (process.returncode, log_path)
+            " (run the same command again: what finished is kept)" % (process.returncode, log_path)
         )
     return pending
 

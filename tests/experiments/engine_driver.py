@@ -6,11 +6,13 @@ write small files, run by Snakemake like the demo's.
     c: writes c.txt, after nothing (beside a, on the other lane)
 
 Each stage appends its name and its process's cores to ``runs.log``; ``--fail-once STAGE``
-makes that stage fail the first time it runs (a flag file), as a run killed half-way.
+makes that stage fail the first time it runs (a flag file), as a run killed half-way;
+``--slow STAGE`` makes it wait two minutes (to be killed).
 """
 
 import argparse
 import os
+import time
 
 from ldr_experiments import common, engine
 from ldr_opennmt import stamps
@@ -29,6 +31,9 @@ def stages(steps, args):
         def run(cores):
             with open(runs, "a", encoding="utf-8") as f:
                 f.write("%s %s %s\n" % (name, cores, sorted(os.sched_getaffinity(0))))
+            if args.slow == name:
+                _write(os.path.join(out, "started-" + name), "")
+                time.sleep(120)  # Killed meanwhile (test_engine's KillTest).
             flag = os.path.join(out, "failed-" + name)
             if args.fail_once == name and not os.path.exists(flag):
                 _write(flag, "")
@@ -68,6 +73,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True)
     parser.add_argument("--value", default="1")
     parser.add_argument("--fail-once")
+    parser.add_argument("--slow")
     args = parser.parse_args(argv)
     steps = common.Steps(args.out, name="engine-test")
     steps.run_stages(stages(steps, args), lanes=2)

@@ -9,7 +9,11 @@ import io
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 import unittest
 from contextlib import redirect_stderr
 from unittest import mock
@@ -133,6 +137,43 @@ class EngineRunTest(unittest.TestCase):
         self.assertIn("digraph", text)
         for name in ("stage_a", "stage_b", "stage_c"):
             self.assertIn(name, text)
+
+
+class KillTest(unittest.TestCase):
+    """kill -9 of the whole command (engine, Snakemake, the stage's process), then the same
+    command: it resumes, and a second engine on the same directory is refused meanwhile."""
+
+    def test_kill_then_resume(self):
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        out = os.path.join(directory, "out")
+        code = "import sys\nfrom tests.experiments import engine_driver\n"
+        code += "sys.exit(engine_driver.main(sys.argv[1:]))\n"
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, "--out", out, "--slow", "a"],
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.time() + 120
+            while not os.path.exists(os.path.join(out, "started-a")):
+                self.assertLess(time.time(), deadline, "stage a never started")
+                time.sleep(0.5)
+            # Another engine on the same directory meanwhile: one line, nothing run.
+            with self.assertRaisesRegex(UserError, "another ldr-experiments runs on this"):
+                with redirect_stderr(io.StringIO()):
+                    engine_driver.main(["--out", out])
+        finally:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        stderr = io.StringIO()
+        with redirect_stderr(stderr):
+            self.assertEqual(engine_driver.main(["--out", out]), 0)
+        self.assertIn("make a: reruns (the run that wrote them did not finish)", stderr.getvalue())
+        self.assertEqual(_lines(os.path.join(out, "b.txt")), ["A=1"])
 
 
 class DryRunTest(unittest.TestCase):
