@@ -106,7 +106,7 @@ def main(argv=None):
     num_domains = len(corpora_lib.domain_names(common.load_yaml(args.config)["data"]))
     steps = common.Steps(out, name="factorized", options=options)
     out = steps.out  # A link given as --out is resolved once.
-    start = time.time()
+    start = engine.started()  # The command's start, also in a stage's process.
     common.prepare_corpus(args.data, args.cache)
     units = UNITS[args.size]
 

@@ -136,7 +136,7 @@ def main(argv=None):
     out = steps.out  # A link given as --out is resolved once.
     runs_dir, configs_dir = steps.runs_dir, steps.configs_dir
     defs_dir = make_directories(os.path.join(out, "model_defs"), os.path.abspath(out))
-    start = time.time()
+    start = engine.started()  # The command's start, also in a stage's process.
     common.prepare_corpus(args.data, args.cache)
 
     systems = []

@@ -701,7 +701,7 @@ def main(argv=None):
         common.log("[tables] %s" % grid_choice.choice_lines(advl_choice)[0])
     steps = common.Steps(args.out, name="tables", options=args.options)
     plan = TablesPlan(args, budget, steps, runs)
-    start = time.time()
+    start = engine.started()  # The command's start, also in a stage's process.
 
     if args.data == "data/default":
         steps.run_stages([plan.corpus_stage()])

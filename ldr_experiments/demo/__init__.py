@@ -133,7 +133,7 @@ def main(argv=None):
     os.chdir(ROOT)
     steps = common.Steps(args.out)  # A link given as --out is resolved once.
     plan = Plan(args, budget, steps)
-    start = time.time()
+    start = engine.started()  # The command's start, also in a stage's process.
 
     steps.run_stages([plan.corpus_stage()])
     info = corpus_lib.load_info(args.data)

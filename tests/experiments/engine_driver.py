@@ -30,7 +30,10 @@ def stages(steps, args):
     def stage(name, after, make, stamp):
         def run(cores):
             with open(runs, "a", encoding="utf-8") as f:
-                f.write("%s %s %s\n" % (name, cores, sorted(os.sched_getaffinity(0))))
+                f.write(
+                    "%s %s %s started=%r\n"
+                    % (name, cores, sorted(os.sched_getaffinity(0)), engine.started())
+                )
             if args.slow == name:
                 _write(os.path.join(out, "started-" + name), "")
                 time.sleep(120)  # Killed meanwhile (test_engine's KillTest).

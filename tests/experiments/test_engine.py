@@ -66,7 +66,12 @@ class EngineRunTest(unittest.TestCase):
         # The two lanes: a and c side by side, each on its own core(s).
         lanes = {line.split()[0]: line for line in _lines(os.path.join(self.out, "runs.log"))}
         if len(os.sched_getaffinity(0)) >= 2:
-            self.assertNotEqual(lanes["a"].split(" ", 1)[1], lanes["c"].split(" ", 1)[1])
+            cores = {k: v.split(" started=")[0].split(" ", 1)[1] for k, v in lanes.items()}
+            self.assertNotEqual(cores["a"], cores["c"])
+        # Every stage's process knows when the command started (a report's total time).
+        starts = {line.split("started=")[1] for line in lanes.values()}
+        self.assertEqual(len(starts), 1, starts)
+        self.assertNotEqual(starts, {"None"})
         # The time table of the report: every stage, none from an earlier run.
         self.assertEqual(
             _lines(os.path.join(self.out, "timings.txt")), ["make a", "make b", "make c"]
