@@ -1,4 +1,3 @@
-import datetime
 import json
 import os
 import types
@@ -7,7 +6,6 @@ from unittest import mock
 import tensorflow as tf
 
 from ldr_experiments import common, demo
-from ldr_experiments import machine as machine_lib
 from ldr_opennmt import stamps
 
 DOMAINS = ["medical", "religious", "software"]
@@ -160,59 +158,6 @@ class PriorityTest(tf.test.TestCase):
                 "eval_mixed",
                 "contrastive_ldr",
             ],
-        )
-
-
-CPUINFO = (
-    "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\n"
-    "processor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
-)
-
-
-class ProvenanceTest(tf.test.TestCase):
-    """The report's first line: when (UTC), on which machine and by which command."""
-
-    def test_cpu_model(self):
-        self.assertEqual(demo.cpu_model(CPUINFO), "AMD EPYC 7B13")
-        self.assertEqual(demo.cpu_model("processor\t: 0\nModel\t\t: Raspberry Pi 4\n"),
-                         "Raspberry Pi 4")  # fmt: skip
-        self.assertIsNone(demo.cpu_model("processor\t: 0\nmodel name\t:\n"))
-
-    def test_machine_names_the_cpu_and_its_cores(self):
-        path = os.path.join(self.get_temp_dir(), "cpuinfo")
-        with open(path, "w") as f:
-            f.write(CPUINFO)
-        with mock.patch.object(os, "cpu_count", return_value=2), mock.patch.object(
-            os, "sched_getaffinity", return_value={0, 1}, create=True
-        ):
-            self.assertEqual(demo.machine(path), "AMD EPYC 7B13 (2 cores)")
-        with mock.patch.object(os, "cpu_count", return_value=8), mock.patch.object(
-            os, "sched_getaffinity", return_value={0, 1}, create=True
-        ):
-            self.assertEqual(demo.machine(path), "AMD EPYC 7B13 (8 cores, 2 usable)")
-        # No /proc/cpuinfo: what the platform says, still with the cores.
-        self.assertRegex(demo.machine(os.path.join(self.get_temp_dir(), "none")), r" \(\d+ cores")
-
-    def test_the_line_is_utc_and_names_the_command(self):
-        paris = datetime.timezone(datetime.timedelta(hours=1))
-        with mock.patch.object(machine_lib, "machine", return_value="AMD EPYC 7B13 (2 cores)"):
-            record = demo.provenance(
-                ["bash", "run/demo.sh", "--quick", "--out", "my results"],
-                now=datetime.datetime(2026, 11, 24, 14, 5, tzinfo=paris),
-            )
-        self.assertEqual(
-            record,
-            {
-                "written": "2026-11-24 13:05 UTC",
-                "machine": "AMD EPYC 7B13 (2 cores)",
-                "command": "bash run/demo.sh --quick --out 'my results'",
-            },
-        )
-        line = demo.provenance_line(record)
-        self.assertEqual(
-            line,
-            "Written 2026-11-24 13:05 UTC on AMD EPYC 7B13 (2 cores) by"
-            " `bash run/demo.sh --quick --out 'my results'`.",
         )
 
 
