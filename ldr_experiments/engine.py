@@ -398,7 +398,8 @@ def run(steps, stages, lanes):
       lanes: How many may run side by side here (``None``: one at a time, with every core).
 
     Raises:
-      RuntimeError: when a stage fails (its log is named).
+      StageFailed: when a stage fails (its log is named).
+      UserError: another engine runs on the results directory; ``--only`` names no stage.
     """
     if _SELECTED is not None:
         for stage in stages:
