@@ -428,9 +428,8 @@ class Steps:
 
     def made_before(self, stage):
         """Whether :obj:`stage` has a stamp file that says its run finished."""
-        return bool((stamps.read(self._stamp_path(stage)) or {}).get("complete", True)) and (
-            os.path.exists(self._stamp_path(stage))
-        )
+        record = stamps.read(self._stamp_path(stage))
+        return bool(record) and record.get("complete") is not False
 
     def run_stage(self, stage, cores=None):
         """Runs one stage here, now, unless its stamp matches (see :class:`Stage`): what the

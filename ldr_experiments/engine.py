@@ -182,8 +182,8 @@ class _Driver:
 #: The driver running in this process (set by :func:`driver`).
 _DRIVER: Optional[_Driver] = None
 
-#: In a stage's process: ``(stage name, plan file)``.
-_SELECTED: Optional[Tuple[str, str]] = None
+#: In a stage's process: ``(stage name, plan file, the plan's lanes)``.
+_SELECTED: Optional[Tuple[str, str, int]] = None
 
 #: In a stage's process: when the engine's driver started (:func:`started`).
 _STARTED: Optional[float] = None
@@ -404,7 +404,7 @@ def run(steps, stages, lanes):
     if _SELECTED is not None:
         for stage in stages:
             if stage.name == _SELECTED[0]:
-                with _lane(steps, _SELECTED[1]) as cores:
+                with _lane(_SELECTED[1], _SELECTED[2]) as cores:
                     steps.run_stage(stage, cores)
                 _mark_done(stage.name)
                 raise StageDone()
@@ -433,7 +433,7 @@ def run(steps, stages, lanes):
         elif reason:  # Made before the engine (the drivers of run/): its job reruns it.
             sys.stderr.write("[%s] %s: reruns (%s)\n" % (steps.name, stage.title, reason))
         elif steps.made_before(stage):
-            checks.append(_rule_name(stage.name)[len("stage_") :])
+            checks.append(_rule_name(stage.name))
             sys.stderr.write(
                 "[%s] %s: done from the same inputs before the engine ran it: its job only"
                 " checks\n" % (steps.name, stage.title)
@@ -474,7 +474,7 @@ def run(steps, stages, lanes):
 
 #: The lines of a stage's process (the drivers' ``[demo] ...`` log lines and the progress
 #: lines they echo), not Snakemake's own (``[Fri Nov 27 08:01:52 2026]``, ``rule ...``).
-_STAGE_RULE = re.compile(r"^\s*(local)?rule stage_(\w+):")
+_STAGE_RULE = re.compile(r"^\s*(?:local)?rule (stage_\w+):")
 _STAGE_LINE = re.compile(r"^\s*\[(?![A-Z][a-z]{2} [A-Z][a-z]{2} )")
 
 
@@ -538,7 +538,7 @@ def _call_snakemake(command, steps):
             log.write(line)
             match = _STAGE_RULE.match(line)
             if match:
-                pending.add(match.group(2))
+                pending.add(match.group(1))
             if _STAGE_LINE.match(line):
                 sys.stderr.write(line)
             elif any(k in line for k in keep):
@@ -582,11 +582,9 @@ def write_dag(plan_path, options, path, phase):
 
 
 @contextlib.contextmanager
-def _lane(steps, plan_path):
-    """The cores of a free lane (a lock file per lane, held while the stage runs), or
-    ``None`` (every core) with one lane or on a cluster node."""
-    with open(plan_path, encoding="utf-8") as f:
-        lanes = json.load(f).get("lanes", 1)
+def _lane(plan_path, lanes):
+    """The cores of a free lane of :obj:`lanes` (a lock file per lane beside the plan, held
+    while the stage runs), or ``None`` (every core) with one lane or on a cluster node."""
     if lanes < 2 or os.environ.get("SLURM_JOB_ID") or not hasattr(os, "sched_getaffinity"):
         yield None
         return
@@ -623,7 +621,7 @@ def run_stage(plan_path, name):
     os.chdir(plan["root"])
     command = plan["driver"]["command"]
     module = importlib.import_module(plan["driver"]["module"])
-    _SELECTED, _STARTED = (name, plan_path), plan.get("started")
+    _SELECTED, _STARTED = (name, plan_path, plan.get("lanes", 1)), plan.get("started")
     try:
         module.main(plan["driver"]["argv"])
     finally:

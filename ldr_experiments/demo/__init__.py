@@ -54,7 +54,7 @@ from typing import Any, Mapping, Optional, Tuple
 from ldr_experiments import baselines, common, engine
 from ldr_experiments.common import ROOT
 from ldr_experiments.demo.findings import (  # noqa: F401 (the demo's names, for the tables)
-    _row_averages,
+    row_averages,
     contrastive_rates,
     control_line,
     findings,

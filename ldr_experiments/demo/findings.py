@@ -10,9 +10,6 @@ def row_averages(results):
     return {row: evaluate.average(scores) for row, scores in results["rows"]}
 
 
-_row_averages = row_averages
-
-
 def contrastive_rates(results):
     """The contrastive figures the findings quote, over all items: ``{row: %}`` with
     ``"<system> (oracle)"`` (accuracy) and ``"<system> (effect)"`` (label effect: % of
@@ -32,7 +29,7 @@ def contrastive_rates(results):
 def seed_spread(results, first="Mixed", second=SEED_ROW):
     """The difference of average BLEU between two trainings of the same system that
     differ only by their seed (``None`` when either row is missing)."""
-    averages = _row_averages(results)
+    averages = row_averages(results)
     if first not in averages or second not in averages:
         return None
     return abs(averages[first] - averages[second])
@@ -68,7 +65,7 @@ def findings(
     Returns:
       A list of Markdown lines (bullets).
     """
-    averages = _row_averages(results)
+    averages = row_averages(results)
     if baseline not in averages:
         return ["- No %s row: nothing to compare with." % baseline]
     noise = spread if spread is not None else 0.0
