@@ -714,33 +714,30 @@ def output_layers(plan):
     return tied
 
 
-def ft_gain_shares(results, base):
+def gain_shares(results, base):
     """The share of FT's gain over the common base that each row recovers, per domain:
-    ``(row - base) / (FT_<domain> - base)`` in BLEU on that domain.
+    ``{row: [(row - base) / (FT_<domain> - base) on each domain, or None]}``, in BLEU on that
+    domain; ``None`` where FT gains nothing on the base (nothing to recover) or a score is
+    missing. Every row but the base and the FT rows, in the results' order.
 
     Args:
       results: The BLEU results of ``evaluate.evaluate`` (rows ``FT_<domain>`` among them).
       base: The row every continued training starts from (FT_<domain>, the stage-2 rows).
-
-    Returns:
-      ``(header, rows)`` for a Markdown table: a row per system but the base and the FT
-      rows, a cell per domain (``-`` where FT gains nothing on the base: nothing to recover,
-      or where a score is missing), and the smallest share over the domains.
     """
     scores = dict(results["rows"])
     domains = results["domains"]
     if base not in scores:
-        return ["row"] + domains + ["least"], []
+        return {}
     gains = {}
     for domain in domains:
         ft = scores.get("FT_%s" % domain, {}).get(domain)
         if ft is not None and ft["bleu"] > scores[base][domain]["bleu"]:
             gains[domain] = ft["bleu"] - scores[base][domain]["bleu"]
-    rows = []
+    shares = {}
     for row, row_scores in results["rows"]:
         if row == base or row.startswith("FT_"):
             continue
-        shares = [
+        shares[row] = [
             (
                 (row_scores[d]["bleu"] - scores[base][d]["bleu"]) / gains[d]
                 if d in gains and d in row_scores
@@ -748,7 +745,20 @@ def ft_gain_shares(results, base):
             )
             for d in domains
         ]
+    return shares
+
+
+def ft_gain_shares(results, base):
+    """:func:`gain_shares` as a Markdown table.
+
+    Returns:
+      ``(header, rows)``: a row per system but the base and the FT rows, a cell per domain
+      (``-`` where FT gains nothing on the base or a score is missing), and the smallest
+      share over the domains.
+    """
+    rows = []
+    for row, shares in gain_shares(results, base).items():
         known = [share for share in shares if share is not None]
         cells = ["%.0f%%" % (100 * share) if share is not None else "-" for share in shares]
         rows.append([row] + cells + ["%.0f%%" % (100 * min(known)) if known else "-"])
-    return ["row"] + domains + ["least"], rows
+    return ["row"] + list(results["domains"]) + ["least"], rows

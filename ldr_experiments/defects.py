@@ -24,6 +24,12 @@ BELOW_CONTROL = 3.0
 _MODE = re.compile(r" \((oracle|generic|wrong|pred|ens-[a-z]+)\)$")
 
 
+def bare(row):
+    """A row name without its label mode (``"LDR (generic)"`` -> ``"LDR"``)."""
+    match = _MODE.search(row)
+    return row[: match.start()] if match else row
+
+
 def system_of(row, systems):
     """The system (one of :obj:`systems`) a result row belongs to: the row itself, or the row
     without its label mode; ``None`` when none."""

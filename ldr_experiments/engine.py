@@ -285,9 +285,12 @@ def code_digest(*packages):
 
 
 def stage_code(kind):
-    """The code digest of a stage of this kind: a training depends on the library's code, the
-    other stages also on the experiments' (their reports, findings and scores)."""
-    return code_digest(LIBRARY) if kind == TRAIN else code_digest(LIBRARY, EXPERIMENTS)
+    """The code digest of a stage of this kind: a training or a translation runs the library's
+    commands on inputs its declaration stamps (configurations, checkpoints, test files), so it
+    depends on the library's code; the local stages (corpus, scores, findings, reports) also
+    on the experiments'. A change to a report's code thus rewrites the report, not the hours
+    of trainings and translations under it."""
+    return code_digest(LIBRARY) if kind in (TRAIN, EVALUATE) else code_digest(LIBRARY, EXPERIMENTS)
 
 
 # The plan file.

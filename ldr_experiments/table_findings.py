@@ -63,13 +63,15 @@ def row_averages(results):
     return averages
 
 
-def findings(results, spread, baseline, rows, controls=None):
+def findings(results, spreads, baseline, rows, controls=None):
     """The generated paragraph: which rows beat their Mixed beyond the seed spread, which do
     not, and the ordering of the systems against each paper's.
 
     Args:
       results: The BLEU results of ``evaluate.evaluate``.
-      spread: The seed spread of the baseline's average BLEU (``None``: not measured).
+      spreads: ``{control: its seed spread}`` (:func:`ldr_experiments.tables.seed_spreads`):
+        a row is judged by the spread of its control (the baseline's where its control has
+        none); empty: not measured.
       baseline: The baseline row.
       rows: The table's row names (the systems, without their label modes).
       controls: ``{row: the Mixed row it is judged against}`` (:func:`matched_controls`);
@@ -82,34 +84,41 @@ def findings(results, spread, baseline, rows, controls=None):
     if baseline not in averages:
         return ["- No %s row: nothing to compare with." % baseline]
     base = averages[baseline]
-    noise = spread or 0.0
+    spreads = dict(spreads or {})
     controls = {row: c for row, c in (controls or {}).items() if c in averages}
     judged_by = sorted(set(controls.values()) - {baseline})
     beat, within, below = [], [], []
     for row in rows:
-        if row == baseline or row not in averages or row.endswith("(seed 2)"):
+        if row == baseline or row not in averages or row.endswith("seed 2)"):
             continue
         control = controls.get(row, baseline)
         if control == row:
             control = baseline
+        spread = spreads.get(control, spreads.get(baseline))
         difference = averages[row] - averages[control]
         cell = "%s (%+.1f%s)" % (row, difference, "" if control == baseline else " on " + control)
-        if spread is not None and abs(difference) <= noise:
+        if spread is not None and abs(difference) <= spread:
             within.append(cell)
         elif difference > 0:
             beat.append(cell)
         else:
             below.append(cell)
-    spread_text = "%.1f BLEU" % spread if spread is not None else "not measured"
     lines = [
-        "- %s averages %.1f BLEU; the seed spread (Mixed trained twice) is %s."
-        % (baseline, base, spread_text),
+        "- %s averages %.1f BLEU; the seed spread (trained twice, seeds 1 and 2) is %s."
+        % (baseline, base, _spread_words(spreads.get(baseline))),
     ]
     for control in judged_by:
         lines.append(
-            "- %s averages %.1f BLEU (%+.1f): the rows with an output layer of their own are"
-            " judged against it, the others against %s."
-            % (control, averages[control], averages[control] - base, baseline)
+            "- %s averages %.1f BLEU (%+.1f on %s; seed spread %s): the rows whose output layer"
+            " is like its own are judged against it, the others against %s."
+            % (
+                control,
+                averages[control],
+                averages[control] - base,
+                baseline,
+                _spread_words(spreads.get(control)),
+                baseline,
+            )
         )
     lines += [
         "- Beat their Mixed beyond the spread: %s." % (", ".join(beat) or "none"),
@@ -117,6 +126,8 @@ def findings(results, spread, baseline, rows, controls=None):
         % (", ".join(within) or "none"),
         "- Below their Mixed beyond the spread: %s." % (", ".join(below) or "none"),
     ]
+    # The papers' orderings mix rows of both kinds: judged by the larger spread.
+    noise = max(spreads.values()) if spreads else 0.0
     for paper, info in quoted.PAPERS.items():
         theirs = [row for row in quoted.ordering(paper) if row in averages]
         if len(theirs) < 2:
@@ -141,6 +152,10 @@ def findings(results, spread, baseline, rows, controls=None):
             )
         )
     return lines
+
+
+def _spread_words(spread):
+    return "%.1f BLEU" % spread if spread is not None else "not measured"
 
 
 def ordering_agreement(ordering, averages, noise):

@@ -54,10 +54,10 @@ from typing import Any, Mapping, Optional, Tuple
 from ldr_experiments import baselines, common, engine
 from ldr_experiments.common import ROOT
 from ldr_experiments.demo.findings import (  # noqa: F401 (the demo's names, for the tables)
-    row_averages,
     contrastive_rates,
     control_line,
     findings,
+    row_averages,
     seed_spread,
 )
 from ldr_experiments.demo.plan import Plan, _by_priority, _max_sentences, _system_args  # noqa: F401

@@ -44,6 +44,8 @@ class Run:
       curriculum: Trained in two stages of its own (the Factorized paper's section 3.1):
         stage 1 with ``domain_training: general`` (every sentence as generic), then
         ``finetune: unfold`` and stage 2 on the domain blocks alone, the rest frozen.
+      seed_of: The row this one trains again with another :attr:`seed` (and nothing else
+        changed): the pair gives that row's seed spread.
     """
 
     family: str
@@ -59,6 +61,7 @@ class Run:
     full: bool = False
     model_defs: Optional[Mapping[str, str]] = None
     curriculum: bool = False
+    seed_of: Optional[str] = None
 
     @property
     def definition(self):
