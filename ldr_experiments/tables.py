@@ -15,13 +15,15 @@ ignore labels or need them for training only). Rows:
   or a user module's: ``--user_module FILE``), started the registry's way: from scratch, or
   from its stage-1 family (Factorized PA unfolded from Mixed, residual adapters on a frozen
   Mixed);
-* the variants of :data:`VARIANTS`: Mixed again with another seed (the spread every
-  difference is judged by) and with an output layer of its own (the control of the families
-  that have one), LDR trained jointly besides Procedure 1, encoder-only domain
-  mixing (E) besides E/DC, and the Factorized designs SF and DF with the paper's curriculum
-  (a stage 1 of their own, every sentence generic, then unfolded);
-* FT_<domain> (Mixed fine-tuned on one domain) and the domain classifier behind the
-  predicted labels, as in the demo.
+* the variants of :data:`VARIANTS`: Mixed, with an output layer of its own, is the base every
+  continued training starts from and the control of the rows with an output layer of their
+  own; Mixed (tied), its target embeddings tied to the output layer, the control of the tied
+  rows; each trained again with another seed (the spread its rows are judged by); LDR
+  trained jointly and summed besides Procedure 1, encoder-only domain mixing (E) besides
+  E/DC, and the Factorized designs SF and DF with the paper's curriculum (a stage 1 of their
+  own, every sentence generic, then unfolded);
+* FT_<domain> (the base fine-tuned on one domain: the upper reference of every continued
+  training) and the domain classifier behind the predicted labels, as in the demo.
 
 Every stage 2 sees, per domain, at least FT_<domain>'s batches of that domain: its steps come
 from the corpus's sizes (:mod:`ldr_experiments.equal_budgets`), on batches of one domain each.
@@ -34,9 +36,10 @@ The report (``report.md``) has BLEU and chrF per domain with a paired bootstrap 
 Mixed, the parameters of every system (total, and specific to the domains), its training time,
 the contrastive lexical-choice accuracy and label effect, the figures the papers print for the
 same rows (quoted from :mod:`ldr_experiments.quoted`, marked as such), and a paragraph generated
-from the figures: which rows beat their Mixed beyond the seed spread (the Mixed whose output
-layer is tied like theirs: ``Mixed``, or the control ``Mixed (untied)``), and how the ordering
-of the systems compares with each paper's. A section says where each system's domain knowledge
+from the figures: which rows beat their Mixed beyond its seed spread (the Mixed whose output
+layer is like theirs: ``Mixed``, or ``Mixed (tied)``), and how the ordering of the systems
+compares with each paper's; each paper's claims, reproduced here or not or not testable
+(:mod:`ldr_experiments.claims`), and issue 42's two goals. A section says where each system's domain knowledge
 sits (:mod:`ldr_opennmt.analysis.label_use`: LDR's region shares, the mixing proportions at
 the contrastive items' ambiguous words, the context's margin and the label's pull).
 

@@ -250,6 +250,17 @@ class CodeDigestTest(unittest.TestCase):
         self.assertEqual(plain, documented)
         self.assertNotEqual(plain, changed)
 
+    def test_trainings_and_translations_depend_on_the_library_reports_also_on_experiments(self):
+        # A change to a report's code rewrites the report, not the trainings and translations
+        # under it (their inputs are in their stamps); the local stages read both packages.
+        library = engine.code_digest(engine.LIBRARY)
+        self.assertEqual(engine.stage_code(engine.TRAIN), library)
+        self.assertEqual(engine.stage_code(engine.EVALUATE), library)
+        self.assertEqual(
+            engine.stage_code(engine.LOCAL), engine.code_digest(engine.LIBRARY, engine.EXPERIMENTS)
+        )
+        self.assertNotEqual(engine.stage_code(engine.LOCAL), library)
+
 
 class OptionsTest(unittest.TestCase):
     def test_engine_options_are_taken_off_the_drivers_arguments(self):
