@@ -16,6 +16,7 @@ least half of FT's gain over the common base on every domain
 """
 
 import dataclasses
+from typing import Optional, Tuple
 
 from ldr_opennmt.reports import markdown_table
 
@@ -39,6 +40,8 @@ class Claim:
         :attr:`first` when :attr:`second` is Mixed).
       second: The row it is compared with.
       kind: :data:`BEATS` (first above second beyond the spread) or :data:`EQUAL` (within it).
+      quoted_as: The paper's rows whose figures it quotes, when ours are named otherwise
+        (LDR trained as the authors' code trains it is the paper's LDR).
     """
 
     paper: str
@@ -46,6 +49,7 @@ class Claim:
     first: str
     second: str
     kind: str = BEATS
+    quoted_as: Optional[Tuple[str, str]] = None
 
 
 LDR_EN_FR, FACTORIZED, MIXING = "ldr-transformer-en-fr", "factorized-en-fr", "mixing-en-de"
@@ -66,6 +70,28 @@ CLAIMS = (
     Claim(LDR_EN_FR, "predicted labels do as well as true ones", "LDR (pred)", "LDR", EQUAL),
     Claim(LDR_EN_FR, "LDR beats DC", "LDR", "DC"),
     Claim(LDR_EN_FR, "FT stays above LDR", "FT", "LDR"),
+    # The same claims of LDR trained as its authors' code trains it (domain_training: summed).
+    Claim(
+        LDR_EN_FR,
+        "LDR (authors' code: summed) with the true label beats Mixed",
+        "LDR (summed)",
+        "Mixed",
+        quoted_as=("LDR", "Mixed"),
+    ),
+    Claim(
+        LDR_EN_FR,
+        "LDR (summed) with the generic label beats Mixed",
+        "LDR (summed) (generic)",
+        "Mixed",
+        quoted_as=("LDR (generic)", "Mixed"),
+    ),
+    Claim(
+        LDR_EN_FR,
+        "a wrong label costs LDR (summed) something",
+        "LDR (summed)",
+        "LDR (summed) (wrong)",
+        quoted_as=("LDR", "LDR (wrong)"),
+    ),
     Claim(FACTORIZED, "Factorized PA beats Mixed", "Factorized PA", "Mixed"),
     Claim(
         FACTORIZED,
@@ -92,7 +118,7 @@ def _quoted_difference(claim):
     for entry in quoted.QUOTED:
         if entry["paper"] == claim.paper:
             figures.setdefault(entry["row"], quoted.score(entry))
-    names = [claim.first, claim.second]
+    names = list(claim.quoted_as or (claim.first, claim.second))
     names = [name.replace(" (pred)", " (predicted)") for name in names]
     if not all(name in figures for name in names):
         return None
@@ -184,6 +210,21 @@ def claim_lines(averages, controls, spreads, baseline, flagged=()):
 LDR_MODES = ("LDR", "LDR (joint)", "LDR (summed)")
 
 
+def _label_verdict(oracle, generic, spread):
+    """Goal 1's verdict for one LDR row: ``met``, or what falls short."""
+    short = []
+    if oracle <= spread:
+        short.append("the true label does not beat it beyond the spread")
+    if generic < -spread:
+        short.append("the generic label falls below it (without its label it loses to Mixed)")
+    elif generic > spread:
+        short.append(
+            "the generic label is above the spread, not within it (its training beats Mixed"
+            " even without the label)"
+        )
+    return "met" if not short else "not met: " + "; ".join(short)
+
+
 def goal_lines(results, averages, controls, spreads, baseline, systems):
     """Issue 42's two goals, each met or not, with its figures.
 
@@ -207,29 +248,45 @@ def goal_lines(results, averages, controls, spreads, baseline, systems):
             continue
         oracle = averages[row + " (oracle)"] - averages[control]
         generic = averages[row + " (generic)"] - averages[control]
-        met = oracle > spread and abs(generic) <= spread
         reading.append(
-            "%s: true label %+.1f, generic %+.1f on %s (spread %.1f): %s"
-            % (row, oracle, generic, control, spread, "met" if met else "not met")
+            "%s: true label %+.1f, generic %+.1f on %s (spread %.1f; the label adds %+.1f): %s"
+            % (
+                row,
+                oracle,
+                generic,
+                control,
+                spread,
+                oracle - generic,
+                _label_verdict(oracle, generic, spread),
+            )
         )
     lines.append(
         "- LDR reads its label (true label beyond the spread above its matched Mixed, generic"
         " label within it): %s." % ("; ".join(reading) if reading else "no LDR row to judge")
     )
     shares = common.gain_shares(results, baseline)
+    domains = results["domains"]
     best, best_least = None, None
     candidates = set(systems) - {baseline}
     for row, row_shares in shares.items():
         if defects.bare(row) not in candidates or defects.bare(row).startswith("Mixed"):
             continue
-        if any(share is None for share in row_shares):
+        known = [share for share in row_shares if share is not None]
+        if not known:
             continue
-        least = min(row_shares)
+        least = min(known)
         if best_least is None or least > best_least:
             best, best_least = row, least
     if best is None:
         lines.append("- The best single model's share of FT's gain: not measured (no FT rows).")
     else:
+        cells = []
+        for domain, share in zip(domains, shares[best]):
+            cells.append(
+                "%s %.0f%%" % (domain, 100 * share)
+                if share is not None
+                else "%s: FT gains nothing over %s, nothing to recover" % (domain, baseline)
+            )
         lines.append(
             "- The best single multi-domain model recovers at least half of FT's gain over %s"
             " on every domain: %s, whose least share is %.0f%% (%s): %s."
@@ -237,9 +294,7 @@ def goal_lines(results, averages, controls, spreads, baseline, systems):
                 baseline,
                 best,
                 100 * best_least,
-                ", ".join(
-                    "%s %.0f%%" % (d, 100 * s) for d, s in zip(results["domains"], shares[best])
-                ),
+                ", ".join(cells),
                 "met" if best_least >= 0.5 else "not met",
             )
         )

@@ -68,8 +68,9 @@ def find(averages, systems, baseline, controls=None, counts=None):
       systems: The table's systems (row names without label modes).
       baseline: The baseline row (never judged against itself).
       controls: ``{system: the Mixed it is judged against}``; a system not in it is
-        judged against :obj:`baseline`. The ``FT_<domain>`` rows are not judged on their
-        average (forgetting the other domains is their point), only for collapse.
+        judged against :obj:`baseline`, a system that is its own control only for collapse.
+        The ``FT_<domain>`` rows are not judged on their average (forgetting the other
+        domains is their point), only for collapse.
       counts: ``{system: (distinct translations, sentences)}`` (:func:`translation_counts`).
     """
     controls = controls or {}
@@ -84,10 +85,11 @@ def find(averages, systems, baseline, controls=None, counts=None):
                 % (distinct, sentences, 100 * COLLAPSE_SHARE)
             )
         control = controls.get(system, baseline)
-        if control == system:
-            control = baseline
+        # A control (a row that is its own control: Mixed (tied) beside the base) is the
+        # reference of its kind, not a result judged against another kind's.
         if (
             system != baseline
+            and control != system
             and not system.startswith("FT_")
             and system in averages
             and control in averages

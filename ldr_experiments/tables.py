@@ -39,9 +39,10 @@ same rows (quoted from :mod:`ldr_experiments.quoted`, marked as such), and a par
 from the figures: which rows beat their Mixed beyond its seed spread (the Mixed whose output
 layer is like theirs: ``Mixed``, or ``Mixed (tied)``), and how the ordering of the systems
 compares with each paper's; each paper's claims, reproduced here or not or not testable
-(:mod:`ldr_experiments.claims`), and issue 42's two goals. A section says where each system's domain knowledge
-sits (:mod:`ldr_opennmt.analysis.label_use`: LDR's region shares, the mixing proportions at
-the contrastive items' ambiguous words, the context's margin and the label's pull).
+(:mod:`ldr_experiments.claims`), and issue 42's two goals. A section says where each system's
+domain knowledge sits (:mod:`ldr_opennmt.analysis.label_use`: LDR's region shares, the mixing
+proportions at the contrastive items' ambiguous words, the context's margin and the label's
+pull).
 
 ``--scale paper`` is the same pipeline with the paper-size model definitions
 (``model_defs/``), the papers' schedule (:data:`BUDGETS` ``paper``) and a corpus of

@@ -99,7 +99,11 @@ class GoalTest(tf.test.TestCase):
             ["Mixed", "LDR (joint)", "DC"],
         )
         text = "\n".join(lines)
-        self.assertIn("LDR (joint): true label +2.7, generic +0.0 on Mixed (spread 0.5): met", text)
+        self.assertIn(
+            "LDR (joint): true label +2.7, generic +0.0 on Mixed (spread 0.5; the label adds"
+            " +2.6): met",
+            text,
+        )
         self.assertIn(
             "LDR (joint) (oracle), whose least share is 60% (medical 60%, religious 100%,"
             " software 60%): met.",
@@ -112,3 +116,28 @@ class GoalTest(tf.test.TestCase):
         )
         self.assertIn("DC (oracle), whose least share is 20%", text)
         self.assertIn(": not met.", text)
+
+    def test_a_domain_ft_does_not_improve_asks_nothing(self):
+        # FT_religious no better than the base: the least share is over the other domains.
+        results = {
+            "domains": DOMAINS,
+            "rows": [
+                ("Mixed", _scores(30.0, 12.3, 20.0)),
+                ("LDR (summed) (oracle)", _scores(35.0, 14.7, 24.0)),
+                ("FT_medical", _scores(40.0, 0.0, 0.0)),
+                ("FT_religious", _scores(0.0, 12.2, 0.0)),
+                ("FT_software", _scores(0.0, 0.0, 28.0)),
+            ],
+        }
+        text = "\n".join(claims.goal_lines(results, {}, {}, {}, "Mixed", ["Mixed", "LDR (summed)"]))
+        self.assertIn(
+            "LDR (summed) (oracle), whose least share is 50% (medical 50%, religious: FT gains"
+            " nothing over Mixed, nothing to recover, software 50%): met.",
+            text,
+        )
+
+    def test_what_falls_short_of_reading_the_label_is_said(self):
+        self.assertEqual(claims._label_verdict(2.0, 0.1, 0.3), "met")
+        self.assertIn("true label does not beat it", claims._label_verdict(0.2, 0.0, 0.3))
+        self.assertIn("generic label falls below it", claims._label_verdict(2.0, -2.2, 0.3))
+        self.assertIn("generic label is above the spread", claims._label_verdict(4.0, 1.8, 0.3))

@@ -33,6 +33,18 @@ class DefectsTest(tf.test.TestCase):
         )
         self.assertIn("collapsed: 250 distinct translations of 600", found["FT_medical"])
 
+    def test_a_control_is_not_judged_against_another_kinds_control(self):
+        # The tied Mixed is 3.8 below the untied base but is the control of the tied rows
+        # (its own control): not a defect; a tied row far below it is.
+        averages = {"Mixed": 23.8, "Mixed (tied)": 20.0, "DF": 14.8, "Broken": 10.0}
+        controls = {"Mixed (tied)": "Mixed (tied)", "DF": "Mixed (tied)"}
+        systems = ["Mixed", "Mixed (tied)", "DF", "Broken"]
+        found = defects.find(averages, systems, "Mixed", controls, {"Mixed (tied)": (590, 600)})
+        self.assertEqual(list(found), ["DF", "Broken"])
+        self.assertIn("below its control Mixed (tied) (14.8 against 20.0", found["DF"])
+        found = defects.find(averages, systems, "Mixed", controls, {"Mixed (tied)": (10, 600)})
+        self.assertIn("Mixed (tied)", found)  # a collapsed control is still a defect
+
     def test_the_bars(self):
         # 3.0 below is not more than 3 below; half the sentences distinct is not fewer.
         averages = {"Mixed": 20.0, "SF": 17.0, "DF": 16.99}

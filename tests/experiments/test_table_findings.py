@@ -43,8 +43,7 @@ class FindingsTest(tf.test.TestCase):
         )
         self.assertIn("Mixed (untied) averages 16.0 BLEU (+1.0 on Mixed", text)
         self.assertIn(
-            "Beat their Mixed beyond the spread: Mixed (untied) (+1.0), LDR (+0.7 on Mixed"
-            " (untied)).",
+            "Beat their Mixed beyond the spread: LDR (+0.7 on Mixed (untied)).",
             text,
         )
         self.assertIn("Below their Mixed beyond the spread: DC (-0.9 on Mixed (untied)), TTM", text)
