@@ -558,6 +558,9 @@ class Plan:
                     [name, stamps.file_digest(os.path.join(configs_dir, name))] for name in configs
                 ],
                 commands=self.steps.commands,
+                # Its stamp file is its own (not the engine's): the code that writes it
+                # (findings, claims) is added here, so a changed report code rewrites it.
+                code=engine.stage_code(engine.LOCAL),
             )
             return due["stamp"]
 

@@ -231,6 +231,13 @@ class ReportStageTest(tf.test.TestCase):
         )
         self.assertEqual(stamps.read(self.stamp_path)["machine"], "another CPU (64 cores)")
 
+    def test_a_change_to_the_report_s_code_writes_it_again(self):
+        self._run("2026-11-24 13:05 UTC")
+        with mock.patch.object(demo.plan.engine, "stage_code", return_value="other code"):
+            lines, log = self._run("2026-11-25 08:00 UTC")
+        self.assertIn("report: runs (code differs)", log)
+        self.assertTrue(lines[0].startswith("Written 2026-11-25 08:00 UTC"))
+
     def test_a_report_of_the_former_layout_is_written_again(self):
         self._run("2026-11-24 13:05 UTC")
         record = stamps.read(self.stamp_path)
