@@ -93,7 +93,7 @@ def findings(results, spreads, baseline, rows, controls=None):
             continue
         control = controls.get(row, baseline)
         if control == row:
-            continue  # A control: its own line below compares it with the baseline.
+            continue  # A control: a line of its own compares it with the baseline.
         spread = spreads.get(control, spreads.get(baseline))
         difference = averages[row] - averages[control]
         cell = "%s (%+.1f%s)" % (row, difference, "" if control == baseline else " on " + control)
