@@ -35,10 +35,7 @@ def system_of(row, systems):
     without its label mode; ``None`` when none."""
     if row in systems:
         return row
-    match = _MODE.search(row)
-    if match and row[: match.start()] in systems:
-        return row[: match.start()]
-    return None
+    return bare(row) if bare(row) in systems else None
 
 
 def translation_counts(results, systems):

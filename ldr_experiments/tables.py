@@ -523,16 +523,13 @@ def write_report(
         " only the ordering of the rows is comparable with ours.",
         "",
     ]
-    lines += quoted_lines(row_averages(results))
+    averages = row_averages(results)  # Without the defects' rows.
+    lines += quoted_lines(averages)
     lines += ["## What this shows", "", "Generated from the figures above.", ""]
     lines += findings(results, spreads, plan.baseline.name, names, controls)
     lines += defects.lines(flagged)
-    lines += [""] + claims.claim_lines(
-        row_averages(results), controls, spreads, plan.baseline.name, flagged
-    )
-    lines += claims.goal_lines(
-        results, row_averages(results), controls, spreads, plan.baseline.name, names
-    )
+    lines += [""] + claims.claim_lines(averages, controls, spreads, plan.baseline.name, flagged)
+    lines += claims.goal_lines(results, averages, controls, spreads, plan.baseline.name, names)
     lines += ["", "## Time", ""] + steps.timing_lines(total)
     lines += ["", "## Commands to rerun any step", ""]
     for title, command in steps.commands:
