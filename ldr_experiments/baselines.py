@@ -75,7 +75,7 @@ UNITS = {"small": 64, "paper": 512}
 #: The sizes of the parameter table at each size (``ldr-analyze parameters``'s keys).
 SIZES = {
     "small": dict(
-        encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, num_heads=4, d_inner=32
+        encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, num_heads=4, d_inner=64
     ),
     "paper": {},
 }

@@ -81,7 +81,8 @@ def parameter_lines(designs, num_domains, size):
     at the size of the run, with the paper's 50,000-word vocabulary."""
     sizes = dict(factorized_layers.PAPER_SIZES, num_domains=num_domains)
     if size == "small":
-        sizes.update(encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, d_inner=32)
+        # The small DF definition's d_inner (model_defs/small/factorized_df.py).
+        sizes.update(encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, d_inner=64)
     rows = [
         [row_name(design), "%.2fx" % factorized_layers.parameter_ratio(design, **sizes)]
         for design in designs
