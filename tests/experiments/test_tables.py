@@ -339,9 +339,7 @@ class ReportTest(tf.test.TestCase):
         )
         # The papers' claims on a defect are not testable; the goals are judged.
         claims_section = text.split("## The papers' claims here")[1].split("## The goals")[0]
-        [advl] = [
-            line for line in claims_section.splitlines() if "| ML beats AdvL" in line
-        ]
+        [advl] = [line for line in claims_section.splitlines() if "| ML beats AdvL" in line]
         self.assertIn("not testable here | AdvL is a defect (below)", advl)
         goals = text.split("## The goals")[1]
         self.assertIn("LDR reads its label", goals)
