@@ -42,7 +42,7 @@ from ldr_opennmt.models import ttm
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import read_lines, write_lines_atomic
 
-from . import common, systems
+from . import common, factorized, systems
 from .common import ROOT
 
 #: The systems this experiment compares, by the registry's short names of their families
@@ -74,9 +74,7 @@ def label_modes(system):
 UNITS = {"small": 64, "paper": 512}
 #: The sizes of the parameter table at each size (``ldr-analyze parameters``'s keys).
 SIZES = {
-    "small": dict(
-        encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, num_heads=4, d_inner=64
-    ),
+    "small": factorized.SMALL_SIZES,
     "paper": {},
 }
 ADAPTER_DIMS = {"small": 256, "paper": 2048}

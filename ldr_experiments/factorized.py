@@ -71,6 +71,14 @@ def model_def(size, design):
     return os.path.join(MODEL_DIRS[size], "factorized_%s.py" % design)
 
 
+#: The sizes of ``model_defs/small/`` for the parameter tables (``d_inner``: the small DF
+#: definition's, its model's width; tests/experiments/test_factorized.py checks them against
+#: the definitions).
+SMALL_SIZES = dict(
+    encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, num_heads=4, d_inner=64
+)
+
+
 def row_name(design):
     """The table row of a design."""
     return "Factorized %s" % design.upper()
@@ -81,8 +89,7 @@ def parameter_lines(designs, num_domains, size):
     at the size of the run, with the paper's 50,000-word vocabulary."""
     sizes = dict(factorized_layers.PAPER_SIZES, num_domains=num_domains)
     if size == "small":
-        # The small DF definition's d_inner (model_defs/small/factorized_df.py).
-        sizes.update(encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, d_inner=64)
+        sizes.update(SMALL_SIZES)
     rows = [
         [row_name(design), "%.2fx" % factorized_layers.parameter_ratio(design, **sizes)]
         for design in designs

@@ -37,6 +37,23 @@ class FactorizedExperimentTest(tf.test.TestCase):
             os.path.exists(os.path.join(common.ROOT, factorized.model_def("paper", "mixed")))
         )
 
+    def test_the_small_sizes_are_the_small_definitions(self):
+        # The parameter tables at the small size (here and in the baselines' experiment) count
+        # the models of model_defs/small/: a d_inner or a width changed in one place only
+        # would print another model's parameters.
+        from ldr_experiments import baselines
+
+        self.assertIs(baselines.SIZES["small"], factorized.SMALL_SIZES)
+        path = os.path.join(common.ROOT, factorized.model_def("small", "df"))
+        scope = {}
+        exec(compile(open(path).read(), path, "exec"), scope)
+        self.assertEqual(scope["model"]().d_inner, factorized.SMALL_SIZES["d_inner"])
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for key, argument in (("d_model", "num_units"), ("num_heads", "num_heads")):
+            self.assertIn("%s=%d" % (argument, factorized.SMALL_SIZES[key]), text)
+        self.assertIn("ffn_inner_dim=%d" % factorized.SMALL_SIZES["ffn_dim"], text)
+
     def test_parameter_lines_at_paper_size(self):
         lines = factorized.parameter_lines(["df", "sf", "pa"], 5, "paper")
         self.assertEqual(
