@@ -9,6 +9,13 @@ message of one line that names the file, line and value. Commands print it as
 * stock ``onmt-main`` through the exception hook that
   :func:`ldr_opennmt.hooks.install_error_hook` installs (:func:`ldr_opennmt.hooks.install`,
   which model definitions call; ``onmt-main`` has no error handling of its own to extend).
+
+Every failure of a command exits non-zero, whatever it is: a user error 2, a full disk 1, Ctrl-C
+130 (``PROG: interrupted``, no traceback), anything else Python's 1 with its traceback. A
+command's ``main`` returns what :func:`run_main` returns (or raises it:
+:func:`exit_on_failure`), and the console script's wrapper (``sys.exit(main())``) makes it the
+exit status: no ``main`` filters the status (``tests/cli/test_exit_status.py`` runs every
+console script's ``main`` so).
 """
 
 import errno
@@ -21,6 +28,9 @@ PACKAGE_PROG = "ldr-opennmt"
 
 #: Exit status of a command stopped by a user error (argparse's convention).
 EXIT_STATUS = 2
+
+#: Exit status of a command stopped by Ctrl-C (128 + SIGINT), as the shells give.
+INTERRUPTED_STATUS = 130
 
 
 class UserError(ValueError):
@@ -43,19 +53,39 @@ def run_main(prog, main_fn, *args, **kwargs):
       **kwargs: Its keyword arguments.
 
     Returns:
-      What :obj:`main_fn` returns (an exit status), or :data:`EXIT_STATUS`.
+      What :obj:`main_fn` returns (an exit status), :data:`EXIT_STATUS` after a user
+      error, :data:`DISK_FULL_STATUS` after a full disk, :data:`INTERRUPTED_STATUS` after
+      Ctrl-C (one line ``PROG: interrupted``: every output is written under a temporary
+      name and renamed when complete, a training resumes from its last checkpoint).
     """
     try:
         return main_fn(*args, **kwargs)
     except UserError as e:
         report(prog, e)
         return EXIT_STATUS
+    except KeyboardInterrupt:
+        sys.stderr.write("%s: interrupted\n" % prog)
+        sys.stderr.flush()
+        return INTERRUPTED_STATUS
     except Exception as e:  # pylint: disable=broad-except
         message = disk_full_message(e)
         if message is None:
             raise
         report(prog, message)
         return DISK_FULL_STATUS
+
+
+def exit_on_failure(status):
+    """Raises ``SystemExit(status)`` for a non-zero :obj:`status`, else returns 0.
+
+    For the commands whose ``main`` is also called as a bare ``main()`` from scripts (the
+    serving runtime's ``ldr-translate`` and ``ldr-serve``): their failures exit non-zero
+    whether or not the caller passes the returned value to ``sys.exit``. (Before, they raised
+    on status 2 only, so a full disk, status 1, exited 0.)
+    """
+    if status:
+        raise SystemExit(status)
+    return 0
 
 
 #: Exit status of a command stopped by a full disk (not the user's input: not 2).

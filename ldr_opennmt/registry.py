@@ -65,8 +65,11 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
+import time
 from typing import Optional, Tuple
 
+from ldr_opennmt import errors
 from ldr_opennmt.errors import UserError
 
 # The table of declared families, re-exported: users register with registry.register_family.
@@ -172,8 +175,16 @@ def load_user_module(spec, base_dir=None):
         if relative and not os.path.isfile(path) and os.path.isfile(spec):
             path = spec
         path = os.path.abspath(path)
+        if os.path.isdir(path):
+            raise UserError(
+                "user module %s: a directory, not a Python file: give the .py file in it that"
+                " registers the family (e.g. %s), or a module name importable from sys.path"
+                % (spec, os.path.join(spec, "family.py"))
+            )
         if not os.path.isfile(path):
             where = " (relative to %s)" % os.path.abspath(base_dir) if relative else ""
+            if os.path.exists(path):
+                raise UserError("user module %s: not a regular file" % spec)
             raise UserError("user module %s: file not found%s" % (spec, where))
         digest = hashlib.sha256(path.encode("utf-8")).hexdigest()[:12]
         name = "ldr_opennmt_user_%s_%s" % (
@@ -195,9 +206,28 @@ def load_user_module(spec, base_dir=None):
     return [name for name in _FAMILIES if name not in before]
 
 
+#: Seconds after which a user module still being imported is named on standard error (a
+#: module that hangs at import would otherwise hang the command without a word).
+SLOW_IMPORT_S = 30.0
+
+
+def _say_still_importing(spec, started):
+    sys.stderr.write(
+        "%s: note: user module %s is still being imported after %.0f s (importing only defines"
+        " and registers: does its code wait for something? Ctrl-C stops the command)\n"
+        % (errors.PACKAGE_PROG, spec, time.monotonic() - started)
+    )
+    sys.stderr.flush()
+
+
 def _run_user_code(spec, function, argument):
     """Runs the import of a user module: any failure of its code (an exception, a
-    ``sys.exit``) is one :class:`UserError` line naming the module and the cause."""
+    ``sys.exit``) is one :class:`UserError` line naming the module and the cause; an import
+    that takes longer than :data:`SLOW_IMPORT_S` is named in one line meanwhile (and
+    Ctrl-C stops it with one line: :func:`ldr_opennmt.errors.run_main`)."""
+    timer = threading.Timer(SLOW_IMPORT_S, _say_still_importing, (spec, time.monotonic()))
+    timer.daemon = True
+    timer.start()
     try:
         return function(argument)
     except UserError:
@@ -212,6 +242,8 @@ def _run_user_code(spec, function, argument):
     except Exception as e:  # Any failure of user code: one line naming the module.
         first = (str(e).strip().splitlines() or [""])[0]
         raise UserError("user module %s: %s: %s" % (spec, type(e).__name__, first)) from e
+    finally:
+        timer.cancel()
 
 
 def load_configured_modules(config, base_dir=None):

@@ -17,6 +17,7 @@ would make every file "inside" the tree land outside it.
 """
 
 import contextlib
+import errno
 import importlib
 import os
 import shutil
@@ -301,7 +302,14 @@ def atomic_output(path, root=None):
     os.close(fd)
     renamed = False
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, errno.EDQUOT) and not e.filename:
+                # A write() that fails names no file: the one-line message of a full disk
+                # (ldr_opennmt.errors.disk_full_message) names the output being written.
+                raise OSError(e.errno, e.strerror, path) from e
+            raise
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
         renamed = True

@@ -1,9 +1,14 @@
 """The family registry: declarations, user modules, and capabilities that hold."""
 
+import contextlib
 import dataclasses
+import io
 import os
+import re
 import sys
 import textwrap
+import time
+from unittest import mock
 
 import tensorflow as tf
 import yaml
@@ -177,6 +182,46 @@ class RegistryTest(tf.test.TestCase):
             registry.load_user_module(path)
         with self.assertRaisesRegex(UserError, "user module no_such_module_xyz"):
             registry.load_user_module("no_such_module_xyz")
+
+    def test_a_directory_is_not_file_not_found(self):
+        # Issue 56 item 5: a directory (or a FIFO) was reported as "file not found".
+        directory = os.path.join(self.get_temp_dir(), "my_family")
+        os.makedirs(directory, exist_ok=True)
+        with self.assertRaisesRegex(
+            UserError,
+            r"^user module %s: a directory, not a Python file: give the \.py file in it that"
+            r" registers the family \(e\.g\. %s/family\.py\)" % (directory, directory),
+        ):
+            registry.load_user_module(directory)
+        fifo = os.path.join(self.get_temp_dir(), "fifo.py")
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo)
+        with self.assertRaisesRegex(UserError, "^user module %s: not a regular file$" % fifo):
+            registry.load_user_module(fifo)
+
+    def test_an_import_that_hangs_is_named_meanwhile(self):
+        # Issue 56 item 5: a module that hangs at import hung check-family without a line.
+        path = os.path.join(self.get_temp_dir(), "slow_module.py")
+        with open(path, "w") as f:
+            f.write("import time\ntime.sleep(1.0)\n")
+        stderr = io.StringIO()
+        with mock.patch.object(registry, "SLOW_IMPORT_S", 0.2), contextlib.redirect_stderr(stderr):
+            registry.load_user_module(path)
+        self.assertRegex(
+            stderr.getvalue(),
+            r"^ldr-opennmt: note: user module %s is still being imported after 0 s \(importing"
+            r" only defines and registers: does its code wait for something\? Ctrl-C stops the"
+            r" command\)\n$" % re.escape(path),
+        )
+        # A quick import says nothing (the note is cancelled when the import ends).
+        quick = os.path.join(self.get_temp_dir(), "quick_module.py")
+        with open(quick, "w") as f:
+            f.write("X = 1\n")
+        stderr = io.StringIO()
+        with mock.patch.object(registry, "SLOW_IMPORT_S", 0.3), contextlib.redirect_stderr(stderr):
+            registry.load_user_module(quick)
+            time.sleep(0.5)
+        self.assertEqual(stderr.getvalue(), "")
 
     def test_configured_modules(self):
         path = os.path.join(self.get_temp_dir(), "configured.py")

@@ -160,7 +160,7 @@ def _main(argv):
             domain, sep, location = item.partition("=")
             if not sep or not domain or not location:
                 raise UserError("--corpus expects DOMAIN=ZIP_OR_URL, got %r" % item)
-            check_path_name(domain, "domain name", "--corpus %s" % item)
+            corpus.check_domain_name(domain, "--corpus %s" % item)
             zips[domain] = corpus.opus_source(location)
         if not zips:
             raise UserError(

@@ -5,6 +5,7 @@ See :mod:`ldr_opennmt.serving.server` and docs/serving.md.
 
 import argparse
 import inspect
+import sys
 
 from ldr_opennmt import errors
 
@@ -178,11 +179,8 @@ def run(args):
 
 def main(argv=None):
     """The ``ldr-serve`` entry point."""
-    status = errors.run_main(PROG, lambda: run(parse_args(argv)))
-    if status == errors.EXIT_STATUS:
-        raise SystemExit(status)
-    return status
+    return errors.exit_on_failure(errors.run_main(PROG, lambda: run(parse_args(argv))))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -16,8 +16,6 @@ from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import manifest, textio
 
 PROG = "ldr-translate"
-#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as the shells give.
-INTERRUPTED_STATUS = 130
 
 
 def parse_args(argv):
@@ -108,18 +106,11 @@ def run(args):
 
 
 def main(argv=None):
-    """The ``ldr-translate`` entry point."""
-    args = parse_args(argv)
-    try:
-        status = errors.run_main(PROG, run, args)
-    except KeyboardInterrupt:
-        # The output is written under a temporary name renamed at the end: nothing is left.
-        sys.stderr.write("%s: interrupted\n" % PROG)
-        sys.stderr.flush()
-        raise SystemExit(INTERRUPTED_STATUS) from None
-    if status == errors.EXIT_STATUS:
-        raise SystemExit(status)
+    """The ``ldr-translate`` entry point. Any failure raises ``SystemExit`` with a non-zero
+    status (:func:`ldr_opennmt.errors.exit_on_failure`); Ctrl-C leaves no output: it is
+    written under a temporary name renamed at the end."""
+    return errors.exit_on_failure(errors.run_main(PROG, lambda: run(parse_args(argv))))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

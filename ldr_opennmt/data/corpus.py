@@ -12,7 +12,17 @@ Layout written under ``out/``::
     .ldr-data                                 marks the directory as ldr-data's (written first)
 
 A build is complete only when ``DONE`` exists; it is written last, so an
-interrupted build is rebuilt (or resumed from the cached downloads) next time.
+interrupted build is rebuilt (or resumed from the cached downloads) next time. A build
+writes every file into a staging directory of its own inside ``out`` (``.build.XXXXXXXX``),
+then moves them into place (renames, which need no free space) and writes ``DONE``: a build
+that fails while it writes (a full disk, an error, Ctrl-C) leaves the former complete corpus
+as it was, ``DONE`` included. A staging directory left by a killed build is removed by the
+next build (its own lock, an ``fcntl.flock`` that the OS releases with the process, says
+that no build is using it).
+
+No input of a build may lie in ``out`` (by resolved path or, for a hard link, inode): a
+build from ``out/raw/train.med.en`` would overwrite the file it reads (each rebuild
+shrinking it), so it is refused before anything is read (:func:`check_inputs_outside`).
 ``DONE`` is the build's stamp file (:mod:`ldr_opennmt.stamps`): it records the build's
 inputs (the corpus list, the options, the sha256 of every input zip or wheel, or of the
 pairs given) and the files written. A corpus whose stamp differs from the inputs of a new
@@ -29,6 +39,8 @@ is overwritten.
 """
 
 import collections
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -41,6 +53,7 @@ import pyonmttok
 import yaml
 from tqdm import tqdm
 
+from ldr_opennmt import domains as domain_names
 from ldr_opennmt import stamps
 from ldr_opennmt.data import filters, sources
 from ldr_opennmt.errors import UserError, not_utf8_error
@@ -68,11 +81,77 @@ VOCAB_SIZE = 16000
 #: Written first into an output directory ldr-data creates (or finds empty): marks it as
 #: ldr-data's, so that a later build may write there again.
 OWNER_FILE = ".ldr-data"
+#: The prefix of a build's staging directory inside the output directory.
+STAGING_PREFIX = ".build."
+_STAGING_LOCK = ".lock"
 DONE_FILE = "DONE"
 
 
 def _stderr(message):
     print(message, file=sys.stderr, flush=True)
+
+
+def check_domain_name(domain, where):
+    """Checks a domain name given to a build: it becomes part of file names
+    (:func:`ldr_opennmt.names.check_path_name`) and a label of training configurations, so
+    the names every training refuses (``generic``, ensemble labels) are refused here, before
+    a corpus is built that no training could use.
+
+    Raises:
+      UserError: ``WHERE: 'generic' is reserved (it selects no domain) ...``.
+    """
+    check_path_name(domain, "domain name", where)
+    domain_names.validate_domain_names([domain], where)
+    return domain
+
+
+def check_inputs_outside(paths, out):
+    """Refuses an input file that lies in the output directory a build writes.
+
+    A build writes and, when rebuilding, replaces or removes files under ``out``: an input
+    there (``--out C --corpus med=C/raw/train.med.en,...``) would be overwritten by what
+    the build makes of it. Compared by resolved path (links followed) and by device and
+    inode (a hard link to a file of ``out``).
+
+    Args:
+      paths: ``(where, path)`` of each local input (where: the option that gave it).
+      out: The output directory, as given.
+
+    Raises:
+      UserError: ``PATH (WHERE): inside the output directory OUT: ...``.
+    """
+    root = os.path.realpath(out)
+    inodes = {}
+    if os.path.isdir(root):
+        for directory, _, names in os.walk(root):
+            for name in names:
+                path = os.path.join(directory, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                inodes[(info.st_dev, info.st_ino)] = path
+    for where, path in paths:
+        real = os.path.realpath(path)
+        inside = real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+        linked = None
+        try:
+            info = os.stat(path)
+            linked = inodes.get((info.st_dev, info.st_ino))
+        except OSError:
+            pass
+        if inside or linked:
+            raise UserError(
+                "%s (%s): %s the output directory %s: the build would overwrite it; copy the"
+                " input out of %s, or give another --out"
+                % (
+                    path,
+                    where,
+                    "inside" if inside else "a hard link to %s in" % linked,
+                    out,
+                    out,
+                )
+            )
 
 
 def dedupe(pairs):
@@ -119,7 +198,7 @@ def check_sizes(**sizes):
             raise UserError("%s must be a positive integer, got %r" % (name, value))
 
 
-def _learn_bpe(train_file, model_path, merges, root, lang, log):
+def _learn_bpe(train_file, model_path, merges, root, lang, log, shown_path=None):
     learner = pyonmttok.BPELearner(
         tokenizer=pyonmttok.Tokenizer(**TOKENIZER_OPTIONS), symbols=merges
     )
@@ -138,7 +217,7 @@ def _learn_bpe(train_file, model_path, merges, root, lang, log):
             # twice: the tokenization is then the plain aggressive tokenization.
             log(
                 "[data] %s: no token of two characters or more in the %s training text:"
-                " BPE model with no merge" % (model_path, lang)
+                " BPE model with no merge" % (shown_path or model_path, lang)
             )
             write_lines(tmp, ["#version: 0.2"])
     return pyonmttok.Tokenizer(bpe_model_path=model_path, **TOKENIZER_OPTIONS)
@@ -300,9 +379,15 @@ def _pairs_sha256(pairs):
 class _Output:
     """The files of one build under its root, recorded as they are written."""
 
-    def __init__(self, root):
+    def __init__(self, root, final_root=None):
         self.root = root
+        self.final_root = final_root or root
         self.written = set()
+
+    def final(self, *names):
+        """Where an output file ends up (for messages: it is written in a staging
+        directory, then moved)."""
+        return os.path.join(self.final_root, *names)
 
     def path(self, *names):
         """The path of an output file (recorded as written by this build)."""
@@ -369,7 +454,7 @@ def build(
     if not domain_pairs:
         raise UserError("no domain to build a corpus of")
     for domain in domain_pairs:
-        check_path_name(domain, "domain name", "ldr-data")
+        check_domain_name(domain, "ldr-data")
     check_sizes(
         dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges, vocab_size=vocab_size
     )
@@ -412,14 +497,90 @@ def build(
             )
         )
         all_splits[domain] = split_pairs(pairs, dev_size, test_size)
-    raw_dir = os.path.join(root, "raw")
     if os.path.isdir(root):
-        check_no_links(raw_dir, root)  # Refused before anything is touched.
+        check_no_links(os.path.join(root, "raw"), root)  # Refused before anything is touched.
     # The input is valid: from here on, files are written (never through a link).
     previous = read_stamp(root)
     _create_root(root)
-    output = _Output(root)
-    remove_output_file(os.path.join(root, DONE_FILE), root)  # Incomplete until written again.
+    _remove_abandoned_staging(root, log)
+    with _staging(root) as stage:
+        output = _Output(stage, final_root=root)
+        info = _write_corpus(
+            output, all_splits, filter_counts, stats, langs, bpe_merges, vocab_size, log
+        )
+        _publish(stage, root, output.written, previous, inputs, log)
+    return info
+
+
+@contextlib.contextmanager
+def _staging(root):
+    """A staging directory of this build inside :obj:`root` (created exclusively, locked
+    while the build runs); removed with what is left in it when the block ends, whether it
+    failed or not (after :func:`_publish`, nothing is left)."""
+    stage = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root)
+    fd = os.open(os.path.join(stage, _STAGING_LOCK), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield stage
+    finally:
+        try:
+            shutil.rmtree(stage, ignore_errors=True)  # Made by mkdtemp above: ours.
+        finally:
+            os.close(fd)
+
+
+def _remove_abandoned_staging(root, log):
+    """Removes the staging directories of builds that were killed (their lock is free:
+    the OS released it with the process); one still locked belongs to a running build,
+    which is then refused."""
+    for name in sorted(os.listdir(root)):
+        path = os.path.join(root, name)
+        if not name.startswith(STAGING_PREFIX) or os.path.islink(path) or not os.path.isdir(path):
+            continue
+        try:
+            fd = os.open(os.path.join(path, _STAGING_LOCK), os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            continue  # Not a staging directory of ours (no lock file): left alone.
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise UserError(
+                    "%s: another ldr-data build is writing into this directory (%s): wait"
+                    " for it to end" % (root, path)
+                ) from None
+            log("[data] removing %s (left by a build that was stopped)" % path)
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            os.close(fd)
+
+
+def _publish(stage, root, written, previous, inputs, log):
+    """Moves the files of a complete build from :obj:`stage` into :obj:`root`, removes the
+    former build's files that this one did not write, and writes ``DONE`` last.
+
+    ``DONE`` is removed first: an interruption among the renames (which need no space)
+    leaves a corpus that is rebuilt next time, never one that looks complete.
+    """
+    remove_output_file(os.path.join(root, DONE_FILE), root)
+    for name in sorted(written):
+        destination = os.path.join(root, *name.split("/"))
+        make_directories(os.path.dirname(destination), root)
+        if os.path.isdir(destination) and not os.path.islink(destination):
+            raise UserError("%s: a directory where a file is written" % destination)
+        os.replace(os.path.join(stage, *name.split("/")), destination)
+    _remove_stale(root, previous, written, log)
+    # The stamp, last: the build is complete only once it is there.
+    stamp = stamps.dumps(inputs, files=sorted(written))
+    write_text_atomic(os.path.join(root, DONE_FILE), stamp, root=root)
+
+
+def _write_corpus(output, all_splits, filter_counts, stats, langs, bpe_merges, vocab_size, log):
+    """Writes every file of a corpus under ``output.root`` (the staging directory):
+    returns the corpus statistics."""
+    root = output.root
+    source_lang, target_lang = langs
+    raw_dir = os.path.join(root, "raw")
     make_directories(raw_dir, root)
     # The same source can occur in two domains (e.g. a field label in two .po
     # files): no training pair may share its source with any dev or test pair.
@@ -450,7 +611,7 @@ def build(
                 "words_" + target_lang: sum(len(p[1].split()) for p in split_pairs_),
             }
 
-    domains = list(domain_pairs)
+    domains = list(all_splits)
     tokenizers = {}
     for lang in langs:
         # The training text of the BPE learner: a file of this build's own, created
@@ -468,7 +629,9 @@ def build(
             )
             log("[data] learning %d BPE merges for %s" % (bpe_merges, lang))
             bpe_path = output.path("bpe.%s" % lang)
-            tokenizers[lang] = _learn_bpe(train_raw, bpe_path, bpe_merges, root, lang, log)
+            tokenizers[lang] = _learn_bpe(
+                train_raw, bpe_path, bpe_merges, root, lang, log, output.final("bpe.%s" % lang)
+            )
         finally:
             os.remove(train_raw)
         with atomic_output(output.path("tokenizer.%s.yml" % lang), root=root) as tmp:
@@ -527,10 +690,6 @@ def build(
         + "\n",
         root=root,
     )
-    _remove_stale(root, previous, output.written, log)
-    # The stamp, last: the build is complete only once it is there.
-    stamp = stamps.dumps(inputs, files=sorted(output.written))
-    write_text_atomic(os.path.join(root, DONE_FILE), stamp, root=root)
     return info
 
 
@@ -670,7 +829,7 @@ def load_opus_sources(path):
         raise UserError("%s: no opus_sources: mapping (domain: zip, url or {url, sha256})" % path)
     zips = collections.OrderedDict()
     for domain, entry in block.items():
-        check_path_name(domain, "domain name", "%s: opus_sources" % path)
+        check_domain_name(domain, "%s: opus_sources" % path)
         where = "%s: opus_sources: %s" % (path, domain)
         if isinstance(entry, str) and entry:
             zips[domain] = opus_source(entry)
@@ -742,7 +901,15 @@ def build_opus(
         max_member_lines=max_member_lines,
     )
     for domain in zips:
-        check_path_name(domain, "domain name", "ldr-data")
+        check_domain_name(domain, "ldr-data")
+    check_inputs_outside(
+        [
+            ("--corpus %s" % domain, source if isinstance(source, str) else source["location"])
+            for domain, source in zips.items()
+            if "://" not in (source if isinstance(source, str) else source["location"])
+        ],
+        out,
+    )
     root = _output_root(out, log)
     # Every zip is fetched (URLs, through the cache) and hashed first: the stamp holds
     # the sha256 of what the corpus is made of, not the zips' names.

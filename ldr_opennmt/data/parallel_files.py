@@ -14,17 +14,21 @@ table, the train/dev/test split by a hash of the source, BPE, vocabularies, labe
 the ``DONE`` stamp, which records the sha256 of each file's content (not its path), so that
 a rebuild from the same text is reused and one from edited files is rebuilt.
 
-Every file is read whole and checked before anything is written under ``--out``: UTF-8 line
-by line (``FILE:LINE: not UTF-8``), the same number of lines on both sides (``med.en has 10
-lines but med.fr has 9``). Lines are split on ``\\n`` only (a ``\\r`` before it is dropped),
-whitespace is normalised, and a UTF-8 byte order mark at the start of a file is removed with
-a note. A progress bar (tqdm, on a terminal) counts the bytes read.
+Every file is read whole and checked before anything is written under ``--out``: a regular
+file (a directory or a FIFO is refused, saying which), outside ``--out`` (a build from its own
+``raw/`` files would overwrite them), UTF-8 line by line (``FILE:LINE: not UTF-8``), lines of
+at most 1 MB (the bound of OPUS members too), the same number of lines on both sides
+(``med.en has 10 lines but med.fr has 9``). A domain named ``generic`` (reserved: it selects
+no domain) is refused here, not by the training that would use the corpus. Lines are split on
+``\\n`` only (a ``\\r`` before it is dropped), whitespace is normalised, and a UTF-8 byte
+order mark at the start of a file is removed with a note. A progress bar (tqdm, on a terminal) counts the bytes read.
 """
 
 import collections
 import itertools
 import os
 import re
+import stat
 
 from ldr_opennmt.data import corpus, sources
 from ldr_opennmt.errors import UserError, not_utf8_error
@@ -46,8 +50,35 @@ def parse_corpus(item, option="--corpus"):
     paths = files.split(",") if sep else []
     if not domain or len(paths) != 2 or not all(paths):
         raise UserError("%s expects DOMAIN=SOURCE_FILE,TARGET_FILE, got %r" % (option, item))
-    check_path_name(domain, "domain name", "%s %s" % (option, item))
+    corpus.check_domain_name(domain, "%s %s" % (option, item))
     return domain, paths[0], paths[1]
+
+
+def check_input_file(path, where):
+    """Refuses an input that is not a readable regular file, saying what it is.
+
+    Each file is read twice (hashed for the build's stamp, then read): a FIFO or a
+    device cannot be, and a directory is no text.
+
+    Raises:
+      UserError: ``PATH: no such file (WHERE)``, ``PATH: a directory, not a text file
+        (WHERE)``, ``PATH: a FIFO, not a regular file (WHERE): ...``.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise UserError("%s: no such file (%s)" % (path, where)) from None
+    except OSError as e:
+        raise UserError("%s: cannot read (%s) (%s)" % (path, e.strerror or e, where)) from None
+    if stat.S_ISDIR(mode):
+        raise UserError("%s: a directory, not a text file (%s)" % (path, where))
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise UserError(
+            "%s: %s, not a regular file (%s): ldr-data reads each file twice (its sha256 for"
+            " the build's stamp, then its lines); save the text to a file first"
+            % (path, kind, where)
+        )
 
 
 def _extension(path):
@@ -99,10 +130,16 @@ def _file_lines(path, progress):
     """Yields the decoded lines of a text file (split on ``\\n`` only, streaming).
 
     Raises:
-      UserError: ``FILE:LINE: not UTF-8 (...)``.
+      UserError: ``FILE:LINE: not UTF-8 (...)``, ``FILE:LINE: a line of more than ...``.
     """
     with open(path, "rb") as f:
-        for number, line in enumerate(f, 1):
+        number = 0
+        while True:
+            line = f.readline(sources.MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            sources.check_line_length(line, path, number)
             progress(len(line))
             if number == 1 and line.startswith(_BOM_BYTES):
                 note_bom(path)
@@ -122,8 +159,7 @@ def read_pairs(source_path, target_path, progress=True):
         different lengths.
     """
     for path in (source_path, target_path):
-        if not os.path.isfile(path):
-            raise UserError("%s: no such file" % path)
+        check_input_file(path, "a corpus file")
     pairs = []
     counts = [0, 0]
     try:
@@ -183,15 +219,20 @@ def build_files(
     if not corpora:
         raise UserError("ldr-data build files needs at least one --corpus DOMAIN=SOURCE,TARGET")
     for domain in corpora:
-        check_path_name(domain, "domain name", "ldr-data")
+        corpus.check_domain_name(domain, "ldr-data")
     corpus.check_sizes(dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges)
     source_lang, target_lang = languages(corpora, source_lang, target_lang)
+    for domain, files in corpora.items():
+        for path in files:
+            check_input_file(path, "--corpus %s" % domain)
+    corpus.check_inputs_outside(
+        [("--corpus %s" % domain, path) for domain, files in corpora.items() for path in files],
+        out,
+    )
     digests = collections.OrderedDict()
     for domain, files in corpora.items():
         digests[domain] = []
         for path in files:
-            if not os.path.isfile(path):
-                raise UserError("%s: no such file (--corpus %s)" % (path, domain))
             try:
                 digests[domain].append(sources.file_sha256(path))
             except OSError as e:

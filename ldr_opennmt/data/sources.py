@@ -435,6 +435,23 @@ MAX_MEMBER_LINES = 5_000_000
 MAX_LINE_BYTES = 1 << 20
 
 
+def check_line_length(line, where, number):
+    """Refuses a line (as read by ``readline(MAX_LINE_BYTES + 1)``) of more than
+    :data:`MAX_LINE_BYTES` bytes: the one bound of every reader of corpus text (OPUS
+    members, the user's files). No sentence is that long; such a line is a file that is not
+    sentence-aligned text (a document per line, a binary file), and one line would be held
+    whole in memory.
+
+    Raises:
+      UserError: ``WHERE:LINE: a line of more than 1048576 bytes: refused (...)``.
+    """
+    if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+        raise UserError(
+            "%s:%d: a line of more than %d bytes: refused (not a sentence-aligned"
+            " text file?)" % (where, number, MAX_LINE_BYTES)
+        )
+
+
 def _too_large(where, what, bound, option):
     return UserError(
         "%s: expands to more than %s (%s): refused (a damaged or hostile zip?); raise %s to"
@@ -493,11 +510,7 @@ def zip_member_lines(archive, zip_path, name, max_bytes=None, max_lines=None, pr
                 raise _too_large(
                     where, "%d lines" % max_lines, "read so far: %d" % number, "--max-member-lines"
                 )
-            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                raise UserError(
-                    "%s:%d: a line of more than %d bytes: refused (not a sentence-aligned"
-                    " Moses file?)" % (where, number, MAX_LINE_BYTES)
-                )
+            check_line_length(line, where, number)
             if progress is not None:
                 progress(len(line))
             try:

@@ -1,8 +1,13 @@
 """``ldr-data build files``: a corpus from the user's own per-domain text files (issue 47
 item 1), checked whole before anything is written, and relocatable once built."""
 
+import errno
+import fcntl
 import os
+import re
 import shutil
+import tempfile
+from unittest import mock
 
 import opennmt
 import tensorflow as tf
@@ -219,6 +224,187 @@ class RefusalTest(tf.test.TestCase):
             parallel_files.languages({"a": ("a.txt", "b.txt")}, "de", "fr"), ("de", "fr")
         )
         self.assertFalse(os.path.exists(self.out))
+
+
+class RoundFiveTest(tf.test.TestCase):
+    """Issue 56: inputs a build would overwrite, names every training refuses, inputs that
+    are not files, lines without a bound, and a rebuild that fails."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.get_temp_dir()
+        self.files = _write_files(os.path.join(self.dir, "text"))
+        self.out = os.path.join(self.dir, "out")
+
+    def _build(self, files, *extra):
+        return run_cli(
+            cli.main,
+            ["build", "files", "--out", self.out] + SIZES + _corpus_args(files) + list(extra),
+        )
+
+    def _tree(self, root):
+        """``{relative path: bytes}`` of every file under :obj:`root`."""
+        found = {}
+        for directory, _, names in os.walk(root):
+            for name in names:
+                path = os.path.join(directory, name)
+                with open(path, "rb") as f:
+                    found[os.path.relpath(path, root)] = f.read()
+        return found
+
+    def test_a_build_from_its_own_raw_files_is_refused_and_destroys_nothing(self):
+        status, stderr = self._build(self.files)
+        self.assertEqual(status, 0, stderr)
+        raw = {
+            "medical": tuple(
+                os.path.join(self.out, "raw", "train.medical.%s" % lang) for lang in ("en", "fr")
+            )
+        }
+        before = self._tree(self.out)
+        message = assert_cli_error(
+            self,
+            cli.main,
+            ["build", "files", "--out", self.out] + SIZES + _corpus_args(raw),
+            "inside the output directory",
+        )
+        self.assertEqual(
+            message,
+            "%s (--corpus medical): inside the output directory %s: the build would overwrite"
+            " it; copy the input out of %s, or give another --out"
+            % (raw["medical"][0], self.out, self.out),
+        )
+        self.assertEqual(self._tree(self.out), before)  # Nothing rewritten or shrunk.
+        # The same file reached through a link from outside, and a hard link to it.
+        link = os.path.join(self.dir, "link.en")
+        os.symlink(raw["medical"][0], link)
+        hard = os.path.join(self.dir, "hard.fr")
+        os.link(raw["medical"][1], hard)
+        assert_cli_error(
+            self,
+            cli.main,
+            ["build", "files", "--out", self.out] + SIZES + _corpus_args({"medical": (link, hard)}),
+            r"^%s \(--corpus medical\): inside the output" % link,
+        )
+        assert_cli_error(
+            self,
+            cli.main,
+            ["build", "files", "--out", self.out]
+            + SIZES
+            + _corpus_args({"medical": (self.files["medical"][0], hard)}),
+            r"^%s \(--corpus medical\): a hard link to %s in the output directory"
+            % (hard, raw["medical"][1]),
+        )
+        self.assertEqual(self._tree(self.out), before)
+
+    def test_generic_is_refused_at_the_build(self):
+        files = {"generic": self.files["medical"], "law": self.files["law"]}
+        message = assert_cli_error(
+            self, cli.main, ["build", "files", "--out", self.out] + SIZES + _corpus_args(files),
+            "reserved",
+        )  # fmt: skip
+        self.assertIn("'generic' is reserved (it selects no domain)", message)
+        self.assertFalse(os.path.exists(self.out))
+        with self.assertRaisesRegex(UserError, "'generic' is reserved"):
+            corpus.build({"generic": [("a", "b")]}, self.out)
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_a_directory_or_a_fifo_is_named_for_what_it_is(self):
+        directory = os.path.join(self.dir, "adir.en")
+        os.mkdir(directory)
+        files = dict(self.files, law=(directory, self.files["law"][1]))
+        self.assertEqual(assert_cli_error(
+            self,
+            cli.main,
+            ["build", "files", "--out", self.out] + SIZES + _corpus_args(files),
+            "directory",
+            ),  # fmt: skip
+            "%s: a directory, not a text file (--corpus law)" % directory,
+        )
+        fifo = os.path.join(self.dir, "fifo.en")
+        os.mkfifo(fifo)
+        files = dict(self.files, law=(fifo, self.files["law"][1]))
+        self.assertRegex(assert_cli_error(
+            self,
+            cli.main,
+            ["build", "files", "--out", self.out] + SIZES + _corpus_args(files),
+            "FIFO",
+            ),  # fmt: skip
+            r"^%s: a FIFO, not a regular file \(--corpus law\): ldr-data reads each file twice"
+            % fifo,
+        )
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_a_line_over_a_megabyte_is_refused_as_in_opus_members(self):
+        source, target = self.files["law"]
+        with open(source, "a", encoding="utf-8") as f:
+            f.write("a" * ((1 << 20) + 10) + "\n")
+        with open(target, "a", encoding="utf-8") as f:
+            f.write("b\n")
+        self.assertEqual(assert_cli_error(
+            self,
+            cli.main,
+            ["build", "files", "--out", self.out] + SIZES + _corpus_args(self.files),
+            "line",
+            ),  # fmt: skip
+            "%s:41: a line of more than 1048576 bytes: refused (not a sentence-aligned text"
+            " file?)" % source,
+        )
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_a_rebuild_that_fails_leaves_the_former_corpus_whole(self):
+        status, stderr = self._build(self.files)
+        self.assertEqual(status, 0, stderr)
+        before = self._tree(self.out)
+        # The disk fills while the rebuild writes its vocabularies (late, after most files).
+        real_build_vocab = corpus._build_vocab
+
+        def full_disk(tokenized_file, path, size, root):
+            with corpus.atomic_output(path, root=root) as tmp:
+                with open(tmp, "w") as f:
+                    f.write("x")
+                    raise OSError(errno.ENOSPC, "No space left on device")
+
+        tiny.write_lines(self.files["law"][0], tiny.read_lines(self.files["law"][0])[:-1] + ["x"])
+        with mock.patch.object(corpus, "_build_vocab", full_disk):
+            status, stderr = self._build(self.files)
+        self.assertEqual(status, 1, stderr)
+        self.assertRegex(
+            stderr.strip().splitlines()[-1],
+            r"^ldr-data: error: No space left on device \(writing %s/\.build\.\w+/vocab\.en\):"
+            r" free some space" % re.escape(self.out),
+        )
+        self.assertEqual(self._tree(self.out), before)  # DONE and every file as they were.
+        self.assertTrue(corpus.is_built(self.out))
+        # Killed (not failed): its staging directory stays; the next build removes it.
+        stage = os.path.join(self.out, corpus.STAGING_PREFIX + "killed")
+        os.makedirs(os.path.join(stage, "raw"))
+        open(os.path.join(stage, corpus._STAGING_LOCK), "w").close()
+        del real_build_vocab
+        status, stderr = self._build(self.files)
+        self.assertEqual(status, 0, stderr)
+        self.assertIn("removing %s (left by a build that was stopped)" % stage, stderr)
+        self.assertFalse(os.path.exists(stage))
+        self.assertEqual([name for name in os.listdir(self.out) if name.startswith(".build")], [])
+        self.assertNotEqual(self._tree(self.out), before)  # Rebuilt from the edited file.
+        # A staging directory still locked by a running build: refused, nothing touched.
+        stage = tempfile.mkdtemp(prefix=corpus.STAGING_PREFIX, dir=self.out)
+        lock = os.path.join(stage, corpus._STAGING_LOCK)
+        with open(lock, "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            tiny.write_lines(
+                self.files["law"][1], tiny.read_lines(self.files["law"][1])[:-1] + ["y"]
+            )
+            message = assert_cli_error(
+                self, cli.main,
+                ["build", "files", "--out", self.out] + SIZES + _corpus_args(self.files),
+                "another ldr-data build",
+            )  # fmt: skip
+        self.assertEqual(
+            message,
+            "%s: another ldr-data build is writing into this directory (%s): wait for it to end"
+            % (self.out, stage),
+        )
+        self.assertTrue(os.path.exists(lock))
 
 
 if __name__ == "__main__":

@@ -473,7 +473,7 @@ class MemberBoundsTest(tf.test.TestCase):
         self.assertEqual(
             str(context.exception),
             "%s:c.en-fr.en:1: a line of more than 1048576 bytes: refused (not a"
-            " sentence-aligned Moses file?)" % path,
+            " sentence-aligned text file?)" % path,
         )
 
     def test_default_bounds(self):
