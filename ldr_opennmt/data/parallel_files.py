@@ -21,7 +21,8 @@ at most 1 MB (the bound of OPUS members too), the same number of lines on both s
 (``med.en has 10 lines but med.fr has 9``). A domain named ``generic`` (reserved: it selects
 no domain) is refused here, not by the training that would use the corpus. Lines are split on
 ``\\n`` only (a ``\\r`` before it is dropped), whitespace is normalised, and a UTF-8 byte
-order mark at the start of a file is removed with a note. A progress bar (tqdm, on a terminal) counts the bytes read.
+order mark at the start of a file is removed with a note. A progress bar (tqdm, on a
+terminal) counts the bytes read.
 """
 
 import collections
