@@ -46,6 +46,7 @@ from ldr_opennmt.serving.manifest import (  # noqa: F401 (this module's names, k
     FORMAT,
     MANIFEST,
     SHA256,
+    VERSION,
     directory_sha256,
     file_sha256,
     is_export,
@@ -134,7 +135,7 @@ def make_manifest(model, domains, quantization, checkpoint=None):
     target = model.labels_inputter
     return {
         "format": FORMAT,
-        "version": 2,
+        "version": VERSION,
         "model": type(model).__name__,
         "source_embedder": type(source).__name__,
         "target_embedder": type(target).__name__,
@@ -155,7 +156,9 @@ def check_replaceable(output_dir, force):
 
     ``--force`` replaces an earlier export of this module only: a directory the
     package did not make (a model directory with its checkpoints, the current
-    directory, a link) is never removed.
+    directory, a link, a directory whose ``manifest.json`` is not one ldr-export wrote:
+    :func:`~ldr_opennmt.serving.manifest.read_manifest` with ``replacing=True``) is never
+    removed.
 
     Raises:
       UserError: if :obj:`output_dir` exists and may not be replaced.
@@ -172,6 +175,16 @@ def check_replaceable(output_dir, force):
             "%s), and this directory is not one: choose another --output_dir"
             % (output_dir, MANIFEST)
         )
+    try:
+        # Any version, with or without hashes: an older or newer export is what the readers'
+        # refusals tell the user to replace.
+        read_manifest(output_dir, replacing=True)
+    except UserError as e:
+        raise UserError(
+            "%s: --force replaces only an earlier export of ldr-export ctranslate2, and this "
+            "directory's %s is not one it wrote (%s): choose another --output_dir"
+            % (output_dir, MANIFEST, e)
+        ) from None
 
 
 def convert(plain, model_dir, quantization=None, vocabularies=None):

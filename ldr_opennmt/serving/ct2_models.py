@@ -35,7 +35,8 @@ BEAM_SIZE = 1
 
 
 def open_export(model_dir, where="--model_dir"):
-    """Reads an ``ldr-export ctranslate2`` directory.
+    """Reads an ``ldr-export ctranslate2`` directory, its manifest checked by
+    :func:`ldr_opennmt.serving.manifest.read_manifest`.
 
     Args:
       model_dir: The directory.
@@ -45,7 +46,9 @@ def open_export(model_dir, where="--model_dir"):
       ``(manifest, {domain: model directory})``, in the manifest's order.
 
     Raises:
-      UserError: if it is not such a directory, or a domain's model directory is missing.
+      UserError: if it is not such a directory, its manifest is invalid, of a version this
+        package does not read, without hashes or with a model directory outside the export,
+        or a domain's model directory has no model.
     """
     if not os.path.isdir(model_dir):
         raise UserError("%s: %s: directory not found" % (where, model_dir))
@@ -55,15 +58,9 @@ def open_export(model_dir, where="--model_dir"):
             % (where, model_dir, manifest_lib.MANIFEST, manifest_lib.FORMAT)
         )
     manifest = manifest_lib.read_manifest(model_dir)
-    domains = manifest.get("domains")
-    if not isinstance(domains, dict) or not domains:
-        raise UserError(
-            "%s: domains: expected a mapping of domain to model directory"
-            % os.path.join(model_dir, manifest_lib.MANIFEST)
-        )
     paths = collections.OrderedDict()
-    for domain, directory in domains.items():
-        path = os.path.join(model_dir, str(directory))
+    for domain in manifest["domains"]:
+        path = manifest_lib.model_directory(model_dir, manifest, domain)
         if not os.path.isfile(os.path.join(path, "model.bin")):
             raise UserError(
                 "%s: no CTranslate2 model (model.bin) for domain %r of %s"

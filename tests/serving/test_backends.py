@@ -1,19 +1,23 @@
 """``ldr-serve``'s CTranslate2 backend: every load checks the model's files against the
 manifest (issue 43 item 8), also a lazy reload, and ``/health`` says when a model can no
-longer load."""
+longer load; a manifest without hashes, with a model directory outside the export, invalid
+or of an unknown version is refused at start in one line (issue 56 item 3), and
+``ldr-export --force`` replaces an export of any version only."""
 
 import contextlib
 import io
 import os
+import re
 import shutil
 import types
 
 import tensorflow as tf
 
+from ldr_opennmt.cli import serve as serve_cli
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import backends
+from ldr_opennmt.serving import backends, ct2_export
 from tests import helpers
-from tests.serving import fixtures
+from tests.serving import fixtures, test_manifest
 
 CHANGED = (
     r"^domain 'medical': medical/model\.bin: content differs from manifest\.json \(sha256 "
@@ -119,6 +123,74 @@ class CTranslate2BackendTest(helpers.SharedDirTestCase):
             r"^domain 'software': software/assets\.extra/source_tokenizer_config\.yml: cannot "
             r"read it",
         )
+
+    def _refused_at_start(self, group):
+        """Each broken export of the group is refused by the backend's load and by
+        ``ldr-serve`` (in one line, exit 2, before serving)."""
+        for case in test_manifest.CASES[group]:
+            with self.subTest(case.name):
+                export = test_manifest.broken_copy(
+                    self.export, os.path.join(self.dir, group, case.name), case
+                )
+                message = test_manifest.refusal(export, case)
+                with self.assertRaisesRegex(UserError, "^%s\\Z" % message):
+                    backends.load(_options(export, lazy=False))
+                status, stderr = helpers.run_cli(
+                    serve_cli.main, ["--model_dir", export, "--port", "0"]
+                )
+                self.assertEqual(status, 2, stderr)
+                self.assertRegex(stderr, "^ldr-serve: error: %s\n\\Z" % message)
+
+    def test_manifest_without_hashes_is_refused(self):
+        # law's model.bin in med/, the hashes removed: no longer served as medical unchecked.
+        self._refused_at_start("hashes")
+
+    def test_model_directory_outside_the_export_is_refused(self):
+        self._refused_at_start("outside")
+
+    def test_invalid_manifest_says_what_is_wrong(self):
+        self._refused_at_start("invalid")
+
+    def test_unknown_manifest_version_is_refused(self):
+        self._refused_at_start("version")
+
+    def test_model_directory_linked_outside_after_start(self):
+        backend, export = self._backend("linked_later")
+        outside = os.path.join(self.dir, "linked_later_outside", "medical")
+        shutil.copytree(os.path.join(export, "medical"), outside)
+        shutil.rmtree(os.path.join(export, "medical"))
+        os.symlink(outside, os.path.join(export, "medical"))
+        # The same files (the hashes agree): the lazy load is refused for the path.
+        refused = (
+            r"^domain 'medical': 'medical' now resolves outside the export \(a link\?\): a "
+            r"model directory must be inside the export$"
+        )
+        health = backend.health()
+        self.assertEqual(health["status"], "degraded")
+        self.assertRegex(health["unloadable_models"]["medical"], refused)
+        with self.assertRaisesRegex(UserError, refused):
+            self._translate(backend, "medical")
+        self.assertEqual(len(self._translate(backend, "religious")), 1)
+
+    def test_force_replaces_an_export_of_any_version_only(self):
+        # What the refusals above tell the user to do: export again with --force.
+        for group, cases in test_manifest.CASES.items():
+            for case in cases:
+                with self.subTest(case.name):
+                    export = test_manifest.broken_copy(
+                        self.export, os.path.join(self.dir, "force", group, case.name), case
+                    )
+                    if case.replaceable:
+                        ct2_export.check_replaceable(export, force=True)
+                        continue
+                    with self.assertRaisesRegex(
+                        UserError,
+                        "^%s: --force replaces only an earlier export of ldr-export ctranslate2, "
+                        "and this directory's manifest\\.json is not one it wrote \\(%s\\): "
+                        "choose another --output_dir\\Z"
+                        % (re.escape(export), test_manifest.refusal(export, case)),
+                    ):
+                        ct2_export.check_replaceable(export, force=True)
 
 
 if __name__ == "__main__":

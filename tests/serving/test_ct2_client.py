@@ -1,6 +1,7 @@
 """``ldr-translate`` on a CTranslate2 directory: its inputs (label streams, a byte order mark),
-Ctrl-C, a model changed on disk, the Python :class:`Translator`, and the whole path with
-TensorFlow and OpenNMT-tf made unimportable (the serving runtime)."""
+Ctrl-C, a model changed on disk, manifests it refuses (issue 56 item 3), the Python
+:class:`Translator`, and the whole path with TensorFlow and OpenNMT-tf made unimportable (the
+serving runtime)."""
 
 import json
 import os
@@ -16,7 +17,7 @@ from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import ct2_models
 from ldr_opennmt.serving.translator import Translator
 from tests import helpers
-from tests.serving import fixtures
+from tests.serving import fixtures, test_manifest
 from tests.serving.fixtures import run_client
 
 SENTENCES, LABELS = fixtures.CLIENT_SENTENCES, fixtures.CLIENT_LABELS
@@ -148,6 +149,38 @@ class CTranslate2ClientTest(helpers.SharedDirTestCase):
         # The other domains still translate.
         status, _, stderr = run_client("--export", export, "--domain", "religious", stdin="a\n")
         self.assertEqual(status, 0, stderr)
+
+    def _refused(self, group):
+        """Each broken export of the group is refused by ldr-translate (one line, exit 2,
+        nothing written) and by the Python Translator."""
+        for case in test_manifest.CASES[group]:
+            with self.subTest(case.name):
+                directory = os.path.join(self.dir, group, case.name)
+                export = test_manifest.broken_copy(self.export, directory, case)
+                message = test_manifest.refusal(export, case)
+                output = os.path.join(directory, "out.fr")
+                status, stdout, stderr = run_client(
+                    "--export", export, "--domain", "medical", "--output", output,
+                    stdin="the cell is here.\n",
+                )  # fmt: skip
+                self.assertEqual(status, 2, stderr)
+                self.assertRegex(stderr, "^ldr-translate: error: %s\n\\Z" % message)
+                self.assertEqual(stdout, "")
+                self.assertFalse(os.path.exists(output))
+                with self.assertRaisesRegex(UserError, "^%s\\Z" % message):
+                    Translator(export)
+
+    def test_manifest_without_hashes_is_refused(self):
+        self._refused("hashes")
+
+    def test_model_directory_outside_the_export_is_refused(self):
+        self._refused("outside")
+
+    def test_invalid_manifest_says_what_is_wrong(self):
+        self._refused("invalid")
+
+    def test_unknown_manifest_version_is_refused(self):
+        self._refused("version")
 
     def test_translator_gives_the_client_output(self):
         # Issue 44 item 5: plain text in, plain text out, the same as ldr-translate.
