@@ -53,13 +53,24 @@ def _main(argv):
         help="download cache (default: $LDR_CACHE or ~/.cache/ldr-opennmt)",
     )
     build.add_argument(
-        "--dev-size", type=positive_int, default=None, help="dev sentences per domain"
+        "--dev-size",
+        type=positive_int,
+        default=None,
+        help="dev sentences per domain (default: default 500; opus 1000; files 10%% of the"
+        " smallest domain's pairs after cleaning, at most 1000)",
     )
     build.add_argument(
-        "--test-size", type=positive_int, default=None, help="test sentences per domain"
+        "--test-size",
+        type=positive_int,
+        default=None,
+        help="test sentences per domain (default: as --dev-size)",
     )
     build.add_argument(
-        "--bpe-merges", type=positive_int, default=None, help="BPE merges per language"
+        "--bpe-merges",
+        type=positive_int,
+        default=None,
+        help="BPE merges per language (default: default 8000; opus 30000; files one per 4"
+        " training pairs, between 1000 and 30000)",
     )
     build.add_argument(
         "--corpus",

@@ -166,18 +166,59 @@ def dedupe(pairs):
     return unique
 
 
+#: The most dev (and test) sentences per domain of an automatic split (the paper's 1000).
+MAX_AUTO_SPLIT = 1000
+#: The share of the smallest domain that an automatic split holds out for dev (and test).
+AUTO_SPLIT_SHARE = 0.1
+#: The most BPE merges chosen automatically (the paper's 30000, on millions of sentences).
+MAX_AUTO_MERGES = 30000
+#: The fewest BPE merges chosen automatically.
+MIN_AUTO_MERGES = 1000
+#: Training pairs per automatic BPE merge (a corpus of 4000 training pairs: 1000 merges;
+#: 120000 pairs and more: 30000).
+PAIRS_PER_MERGE = 4
+#: The token length that OpenNMT-tf's --auto_config keeps in training (its
+#: maximum_features_length and maximum_labels_length; longer pairs are dropped).
+AUTO_CONFIG_MAX_LENGTH = 100
+
+
+def auto_split_size(smallest):
+    """Dev (and test) sentences per domain for a split sized by the corpus: 10% of the
+    smallest domain's unique pairs, at least 1, at most 1000 (the paper's size)."""
+    return max(1, min(MAX_AUTO_SPLIT, int(smallest * AUTO_SPLIT_SHARE)))
+
+
+def auto_bpe_merges(train_pairs):
+    """BPE merges per language for a corpus of :obj:`train_pairs` training pairs (all
+    domains): one merge per 4 pairs, between 1000 and 30000 (the paper's, which it used on
+    millions of pairs; the default corpus's 45k pairs use 8000). pyonmttok stops earlier when no
+    pair of symbols occurs twice, so more is never an error, only a vocabulary of whole words."""
+    return max(MIN_AUTO_MERGES, min(MAX_AUTO_MERGES, train_pairs // PAIRS_PER_MERGE))
+
+
 def split_pairs(pairs, dev_size, test_size, seed="ldr"):
     """Splits pairs deterministically into train/dev/test, disjoint by source sentence.
 
     The order is given by a hash of the source sentence, so the split does not
     depend on the order of extraction; sources are unique (see :func:`dedupe`).
+
+    Raises:
+      UserError: ``only N unique pairs (after cleaning): cannot hold dev D + test T + training
+        data; give smaller --dev-size and --test-size (e.g. ...)``.
     """
     check_sizes(dev_size=dev_size, test_size=test_size)
     pairs = dedupe(pairs)
     if len(pairs) < dev_size + test_size + 1:
+        fit = auto_split_size(len(pairs))
+        hint = (
+            "give smaller --dev-size and --test-size (e.g. --dev-size %d --test-size %d), or"
+            " leave both out to hold out 10%% of the smallest domain each" % (fit, fit)
+            if len(pairs) >= 3
+            else "the domain needs at least 3 pairs"
+        )
         raise UserError(
-            "only %d unique pairs: cannot hold dev %d + test %d + training data"
-            % (len(pairs), dev_size, test_size)
+            "only %d unique pairs (after cleaning): cannot hold dev %d + test %d + training"
+            " data; %s" % (len(pairs), dev_size, test_size, hint)
         )
     ordered = sorted(pairs, key=lambda p: hashlib.sha1((seed + p[0]).encode("utf-8")).hexdigest())
     return {
@@ -431,10 +472,13 @@ def build(
     Args:
       domain_pairs: An ordered dict ``{domain: [(source, target), ...]}``.
       out: The output directory.
-      dev_size: Dev sentences per domain.
-      test_size: Test sentences per domain.
+      dev_size: Dev sentences per domain; ``None``: 10% of the smallest domain's unique
+        pairs after cleaning, at most 1000 (:func:`auto_split_size`).
+      test_size: Test sentences per domain; ``None``: as :obj:`dev_size`.
       bpe_merges: BPE merge operations per language (learned separately, as in
-        the paper; it used 30k merges on millions of sentences).
+        the paper; it used 30k merges on millions of sentences); ``None``: from the
+        number of training pairs (:func:`auto_bpe_merges`). The stamp records ``None``: the
+        sizes it stands for follow from the inputs.
       vocab_size: Maximum vocabulary size per language.
       source_lang: Source language suffix.
       target_lang: Target language suffix.
@@ -456,7 +500,16 @@ def build(
     for domain in domain_pairs:
         check_domain_name(domain, "ldr-data")
     check_sizes(
-        dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges, vocab_size=vocab_size
+        vocab_size=vocab_size,
+        **{
+            name: value
+            for name, value in (
+                ("dev_size", dev_size),
+                ("test_size", test_size),
+                ("bpe_merges", bpe_merges),
+            )
+            if value is not None
+        },
     )
     for name, lang in (("source_lang", source_lang), ("target_lang", target_lang)):
         check_path_name(lang, "language suffix", name)
@@ -476,10 +529,12 @@ def build(
     all_splits = collections.OrderedDict()
     filter_counts = collections.OrderedDict()
     # Everything that can refuse the input runs before anything is written.
+    cleaned = collections.OrderedDict()
     for domain, pairs in domain_pairs.items():
         if not pairs:
             raise UserError("domain %r has an empty corpus" % domain)
         pairs, filter_counts[domain] = filters.clean(pairs)
+        cleaned[domain] = pairs
         unique = len(dedupe(pairs))
         filter_counts[domain]["duplicate_source"] = {"removed": len(pairs) - unique, "modified": 0}
         log(
@@ -496,7 +551,30 @@ def build(
                 ),
             )
         )
-        all_splits[domain] = split_pairs(pairs, dev_size, test_size)
+    if dev_size is None or test_size is None:
+        counts = {domain: len(dedupe(pairs)) for domain, pairs in cleaned.items()}
+        smallest = min(counts, key=counts.get)
+        size = auto_split_size(counts[smallest])
+        log(
+            "[data] dev and test sets: %d pairs per domain (10%% of the smallest domain, %s's %d"
+            " unique pairs, at most %d; --dev-size and --test-size choose)"
+            % (size, smallest, counts[smallest], MAX_AUTO_SPLIT)
+        )
+        dev_size = size if dev_size is None else dev_size
+        test_size = size if test_size is None else test_size
+    for domain, pairs in cleaned.items():
+        try:
+            all_splits[domain] = split_pairs(pairs, dev_size, test_size)
+        except UserError as e:
+            raise UserError("domain %r: %s" % (domain, e)) from None
+    if bpe_merges is None:
+        train_pairs = sum(len(splits["train"]) for splits in all_splits.values())
+        bpe_merges = auto_bpe_merges(train_pairs)
+        log(
+            "[data] BPE: %d merges per language (one per %d of the %d training pairs, between %d"
+            " and %d; --bpe-merges chooses)"
+            % (bpe_merges, PAIRS_PER_MERGE, train_pairs, MIN_AUTO_MERGES, MAX_AUTO_MERGES)
+        )
     if os.path.isdir(root):
         check_no_links(os.path.join(root, "raw"), root)  # Refused before anything is touched.
     # The input is valid: from here on, files are written (never through a link).
@@ -641,10 +719,16 @@ def _write_corpus(output, all_splits, filter_counts, stats, langs, bpe_merges, v
                 yaml.safe_dump(tokenizer_config(os.path.basename(bpe_path)), f)
 
     jobs = [(split, domain) for split in SPLITS for domain in domains]
+    long_pairs = collections.OrderedDict((domain, 0) for domain in domains)
     for split, domain in tqdm(jobs, desc="tokenizing", unit="file", disable=None):
+        too_long = None
         for lang in langs:
             lines = read_lines(os.path.join(raw_dir, "%s.%s.%s" % (split, domain, lang)))
             tokenized = [" ".join(tokenizers[lang].tokenize(line)[0]) for line in lines]
+            if split == "train":
+                over = [line.count(" ") + 1 > AUTO_CONFIG_MAX_LENGTH for line in tokenized]
+                too_long = over if too_long is None else [a or b for a, b in zip(too_long, over)]
+                long_pairs[domain] = sum(too_long)
             write_lines_atomic(
                 output.path("%s.%s.%s" % (split, domain, lang)), tokenized, root=root
             )
@@ -670,6 +754,15 @@ def _write_corpus(output, all_splits, filter_counts, stats, langs, bpe_merges, v
             root,
         )
 
+    if any(long_pairs.values()):
+        log(
+            "[data] training pairs longer than %d tokens on a side (after BPE), which a training"
+            " with --auto_config drops (maximum_features_length, maximum_labels_length): %s"
+            % (
+                AUTO_CONFIG_MAX_LENGTH,
+                ", ".join("%s %d" % (domain, count) for domain, count in long_pairs.items()),
+            )
+        )
     info = {
         "version": CORPUS_VERSION,
         "domains": domains,
@@ -677,6 +770,7 @@ def _write_corpus(output, all_splits, filter_counts, stats, langs, bpe_merges, v
         "target_lang": target_lang,
         "stats": stats,
         "filters": filter_counts,
+        "long_train_pairs": {"max_tokens": AUTO_CONFIG_MAX_LENGTH, "pairs": long_pairs},
     }
     write_text_atomic(output.path("corpus.json"), json.dumps(info, indent=2), root=root)
     table = corpus_table(info)

@@ -127,7 +127,7 @@ def languages(corpora, source_lang=None, target_lang=None):
     return found[0], found[1]
 
 
-def _file_lines(path, progress):
+def _file_lines(path, progress, crlf=None):
     """Yields the decoded lines of a text file (split on ``\\n`` only, streaming).
 
     Raises:
@@ -145,15 +145,18 @@ def _file_lines(path, progress):
             if number == 1 and line.startswith(_BOM_BYTES):
                 note_bom(path)
                 line = line[len(_BOM_BYTES) :]
+            if crlf is not None and line.endswith(b"\r\n"):
+                crlf[0] += 1
             try:
                 yield line.decode("utf-8").rstrip("\n").rstrip("\r")
             except UnicodeDecodeError as e:
                 raise not_utf8_error(path, line, number, e) from None
 
 
-def read_pairs(source_path, target_path, progress=True):
+def read_pairs(source_path, target_path, progress=True, log=None):
     """The pairs of two aligned text files, whitespace normalised (empty and copied pairs
-    are kept: the cleaning filters drop and count them).
+    are kept: the cleaning filters drop and count them). With :obj:`log`, says how many
+    lines of each file ended with CRLF (Windows line ends: the ``\\r`` is dropped).
 
     Raises:
       UserError: on a file that cannot be read, a line that is not UTF-8, or files of
@@ -163,11 +166,12 @@ def read_pairs(source_path, target_path, progress=True):
         check_input_file(path, "a corpus file")
     pairs = []
     counts = [0, 0]
+    crlf = ([0], [0])
     try:
         with sources.byte_bar(os.path.getsize(source_path), source_path, progress) as bar:
             for source, target in itertools.zip_longest(
-                _file_lines(source_path, sources.ByteProgress(bar)),
-                _file_lines(target_path, lambda _: None),
+                _file_lines(source_path, sources.ByteProgress(bar), crlf[0]),
+                _file_lines(target_path, lambda _: None, crlf[1]),
             ):
                 counts[0] += source is not None
                 counts[1] += target is not None
@@ -181,15 +185,22 @@ def read_pairs(source_path, target_path, progress=True):
             "%s has %d lines but %s has %d: the files must be aligned line by line"
             % (source_path, counts[0], target_path, counts[1])
         )
+    if log is not None:
+        for path, count, total in zip((source_path, target_path), crlf, counts):
+            if count[0]:
+                log(
+                    "[data] %s: %d of %d lines end with CRLF (Windows line ends): the \\r is"
+                    " dropped" % (path, count[0], total)
+                )
     return pairs
 
 
 def build_files(
     corpora,
     out,
-    dev_size=1000,
-    test_size=1000,
-    bpe_merges=30000,
+    dev_size=None,
+    test_size=None,
+    bpe_merges=None,
     source_lang=None,
     target_lang=None,
     log=print,
@@ -199,15 +210,17 @@ def build_files(
     Args:
       corpora: ``{domain: (source file, target file)}``, in domain order.
       out: The output directory.
-      dev_size: Dev sentences per domain.
-      test_size: Test sentences per domain.
-      bpe_merges: BPE merge operations per language.
+      dev_size: Dev sentences per domain (default ``None``: 10% of the smallest domain's
+        unique pairs after cleaning, at most 1000: :func:`ldr_opennmt.data.corpus.auto_split_size`).
+      test_size: Test sentences per domain (default ``None``: as :obj:`dev_size`).
+      bpe_merges: BPE merge operations per language (default ``None``: one per 4 training
+        pairs, between 1000 and 30000: :func:`ldr_opennmt.data.corpus.auto_bpe_merges`).
       source_lang: The source language (default: the source files' extension).
       target_lang: The target language (default: the target files' extension).
       log: Logging function.
 
-    The defaults are the OPUS corpora's (the paper's: 1000 dev and test sentences per
-    domain, 30k BPE merges).
+    The defaults scale with the corpus (a few hundred pairs per domain build as they are; a
+    large corpus gets the paper's 1000 dev and test sentences per domain and 30k merges).
 
     Returns:
       The corpus statistics (``corpus.json``).
@@ -221,7 +234,17 @@ def build_files(
         raise UserError("ldr-data build files needs at least one --corpus DOMAIN=SOURCE,TARGET")
     for domain in corpora:
         corpus.check_domain_name(domain, "ldr-data")
-    corpus.check_sizes(dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges)
+    corpus.check_sizes(
+        **{
+            name: value
+            for name, value in (
+                ("dev_size", dev_size),
+                ("test_size", test_size),
+                ("bpe_merges", bpe_merges),
+            )
+            if value is not None
+        }
+    )
     source_lang, target_lang = languages(corpora, source_lang, target_lang)
     for domain, files in corpora.items():
         for path in files:
@@ -255,7 +278,7 @@ def build_files(
         return info
     domain_pairs = collections.OrderedDict()
     for domain, (source_path, target_path) in corpora.items():
-        domain_pairs[domain] = read_pairs(source_path, target_path)
+        domain_pairs[domain] = read_pairs(source_path, target_path, log=log)
         log(
             "[data] %s: %d raw pairs from %s, %s"
             % (domain, len(domain_pairs[domain]), *corpora[domain])

@@ -1,7 +1,9 @@
 """``ldr-data build files``: a corpus from the user's own per-domain text files (issue 47
 item 1), checked whole before anything is written, and relocatable once built."""
 
+import contextlib
 import errno
+import io
 import fcntl
 import os
 import re
@@ -224,6 +226,80 @@ class RefusalTest(tf.test.TestCase):
             parallel_files.languages({"a": ("a.txt", "b.txt")}, "de", "fr"), ("de", "fr")
         )
         self.assertFalse(os.path.exists(self.out))
+
+
+class SizesFromTheCorpusTest(tf.test.TestCase):
+    """Issue 55 item 3: a few hundred pairs per domain build with the defaults; the sizes, CRLF
+    line ends and the pairs a training would drop for length are said."""
+
+    def test_a_few_hundred_pairs_build_with_the_defaults(self):
+        directory = self.get_temp_dir()
+        files = _write_files(os.path.join(directory, "text"), count=300)
+        source, target = files["law"]
+        # CRLF line ends on one file, and one pair far longer than --auto_config keeps.
+        lines = tiny.read_lines(source)
+        with open(source, "wb") as f:
+            f.write("".join(line + "\r\n" for line in lines[:-1]).encode("utf-8"))
+            f.write((" ".join(["word%d" % i for i in range(150)]) + "\r\n").encode("utf-8"))
+        targets = tiny.read_lines(target)
+        tiny.write_lines(target, targets[:-1] + [" ".join(["mot%d" % i for i in range(150)])])
+        out = os.path.join(directory, "corpus")
+        status, stderr = run_cli(cli.main, ["build", "files", "--out", out] + _corpus_args(files))
+        self.assertEqual(status, 0, stderr)
+        info = corpus.load_info(out)
+        counts = {
+            domain: sum(info["stats"][domain][split]["pairs"] for split in ("train", "dev", "test"))
+            for domain in info["domains"]
+        }
+        smallest = min(counts.values())
+        for domain in info["domains"]:
+            self.assertEqual(info["stats"][domain]["dev"]["pairs"], smallest // 10, counts)
+            self.assertEqual(info["stats"][domain]["test"]["pairs"], smallest // 10)
+        self.assertRegex(
+            stderr,
+            r"\[data\] dev and test sets: %d pairs per domain \(10%% of the smallest domain, \w+'s"
+            r" \d+ unique pairs, at most 1000; --dev-size and --test-size choose\)"
+            % (smallest // 10),
+        )
+        self.assertIn("[data] BPE: 1000 merges per language (one per 4 of the", stderr)
+        self.assertIn(
+            "[data] %s: 300 of 300 lines end with CRLF (Windows line ends): the \\r is dropped"
+            % source,
+            stderr,
+        )
+        self.assertNotIn("%s: 300 of 300 lines end with CRLF" % target, stderr)
+        long_pairs = info["long_train_pairs"]
+        self.assertEqual(long_pairs["max_tokens"], 100)
+        self.assertEqual(long_pairs["pairs"]["medical"], 0)
+        # The long pair is in train, dev or test (split by a hash): said when in train.
+        if long_pairs["pairs"]["law"]:
+            self.assertIn("which a training with --auto_config drops", stderr)
+        with open(os.path.join(out, "raw", "train.law.en"), "rb") as f:
+            self.assertNotIn(b"\r", f.read())
+
+    def test_a_domain_too_small_names_the_options_and_a_size_that_fits(self):
+        directory = self.get_temp_dir()
+        files = _write_files(os.path.join(directory, "text"), count=40)
+        out = os.path.join(directory, "corpus")
+        message = assert_cli_error(
+            self, cli.main,
+            ["build", "files", "--out", out, "--dev-size", "40"] + _corpus_args(files), "unique",
+        )  # fmt: skip
+        self.assertRegex(
+            message,
+            r"^domain 'medical': only (\d+) unique pairs \(after cleaning\): cannot hold dev 40 \+"
+            r" test 3 \+ training data; give smaller --dev-size and --test-size \(e\.g\."
+            r" --dev-size 3 --test-size 3\), or leave both out",
+        )
+        self.assertFalse(os.path.exists(out))
+
+    def test_help_shows_the_defaults(self):
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout), self.assertRaises(SystemExit):
+            cli.main(["build", "--help"])
+        text = " ".join(stdout.getvalue().split())
+        self.assertIn("files 10% of the smallest domain's pairs after cleaning, at most 1000", text)
+        self.assertIn("files one per 4 training pairs, between 1000 and 30000", text)
 
 
 class RoundFiveTest(tf.test.TestCase):
