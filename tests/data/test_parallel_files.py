@@ -3,8 +3,8 @@ item 1), checked whole before anything is written, and relocatable once built.""
 
 import contextlib
 import errno
-import io
 import fcntl
+import io
 import os
 import re
 import shutil
