@@ -10,8 +10,11 @@ validate, :mod:`ldr_opennmt.serving.api_models`).
 
 The uvicorn server bounds its open connections (``--limit_concurrency``: past it, uvicorn
 answers 503 itself), closes idle keep-alive connections (``--timeout_keep_alive_s``), and a
-request body must arrive within ``--read_timeout_s`` (408). The port is bound before any
-model is loaded: a port in use is one line, exit 2 (:func:`bind`).
+request body must arrive within ``--read_timeout_s`` (408). Its HTTP protocol is
+:class:`~ldr_opennmt.serving.http_io.H11Protocol` (:func:`server_config`): headers over 64 KiB
+(431), both ``Content-Length`` and ``Transfer-Encoding`` (400) and what is not HTTP/1.1 are
+answered ``{"error": ...}`` before the application. The port is bound before any model is
+loaded: a port in use is one line, exit 2 (:func:`bind`).
 """
 
 import contextlib
@@ -70,7 +73,11 @@ BODY_ERRORS = (
     (400, "Malformed body (not JSON, not UTF-8), or the client went away"),
     (408, "The body did not arrive within --read_timeout_s"),
     (413, "Body larger than --max_request_bytes"),
-    (415, "Content-Type is not application/json (or a form, where accepted)"),
+    (
+        415,
+        "Content-Type is not application/json (or a form, where accepted), or the body has a "
+        "Content-Encoding",
+    ),
     (422, "A field is wrong (the message names it)"),
 )
 RUN_ERRORS = (
@@ -311,6 +318,24 @@ def bind(host, port):
     return sock
 
 
+def server_config(app, log_level="info"):
+    """The uvicorn configuration that serves :obj:`app` (of :func:`create_app`) with its
+    options: :class:`~ldr_opennmt.serving.http_io.H11Protocol` whatever HTTP parsers are
+    installed (uvicorn's ``auto`` would take httptools where it is installed, which has
+    neither its refusals nor its head limit)."""
+    import uvicorn  # pylint: disable=import-outside-toplevel
+
+    options = app.state.server.options
+    return uvicorn.Config(
+        app,
+        http=http_io.H11Protocol,
+        log_level=log_level,
+        limit_concurrency=options.limit_concurrency,
+        timeout_keep_alive=options.timeout_keep_alive_s,
+        access_log=options.access_log,
+    )
+
+
 def serve(options, host="127.0.0.1", port=8000, log_level="info", sock=None):
     """Loads the models and serves them until interrupted (on :obj:`sock`, bound by
     :func:`bind` before loading, if given)."""
@@ -318,12 +343,5 @@ def serve(options, host="127.0.0.1", port=8000, log_level="info", sock=None):
 
     sock = sock or bind(host, port)
     app = create_app(options)
-    config = uvicorn.Config(
-        app,
-        log_level=log_level,
-        limit_concurrency=options.limit_concurrency,
-        timeout_keep_alive=options.timeout_keep_alive_s,
-        access_log=options.access_log,
-    )
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn.Server(server_config(app, log_level)).run(sockets=[sock])
     return 0

@@ -5,8 +5,16 @@ the offline API pages.
   declared it with ``Content-Length``: the body is read and dropped first, so that the
   client, still sending, sees the answer and not a broken pipe), a time limit (408: a client
   that sends half a body does not hold its connection), the content type its route accepts
-  (415) and UTF-8 (400). A client that goes away mid-body is not an error of the server: no
-  traceback.
+  (415), no content coding (415: a gzip body is not read as text) and UTF-8 (400). A client
+  that goes away mid-body is not an error of the server: no traceback.
+* :class:`H11Protocol`: uvicorn's h11 protocol (``ldr-serve`` runs it whatever is installed:
+  :func:`ldr_opennmt.serving.app.server_config`), answering in the same shape what it refuses
+  before the application: a request line and headers over :data:`MAX_HEAD_BYTES` (431),
+  ``Content-Length`` together with ``Transfer-Encoding`` (400: the shape of request smuggling
+  behind a proxy, RFC 9112 section 6.3), a transfer coding other than chunked (501), what is
+  not HTTP/1.1 (400). The connection is then closed without a reset: the answer and a FIN
+  are sent, and what the client still sends is read and dropped for up to
+  :data:`LINGER_S`, so that a client still sending sees the answer.
 * :func:`install_error_handlers`: every answer that is not a success is ``{"error": "one
   line"}``, unknown routes (404) and methods (405) included, and a message never holds what
   cannot be encoded (lone surrogates are written ``\\udXXX``) nor the server's own paths.
@@ -17,6 +25,7 @@ the offline API pages.
 """
 
 import asyncio
+import http
 import logging
 import os
 import re
@@ -26,16 +35,26 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import ClientDisconnect
+from uvicorn.protocols.http import h11_impl
 
 from ldr_opennmt.serving import api_models
 from ldr_opennmt.serving.backend_kinds import RequestError
 
 LOGGER = logging.getLogger("ldr_opennmt.serving")
+#: uvicorn's h11, taken from uvicorn: without the serve extra, the module missing is uvicorn,
+#: which ``ldr-serve`` names.
+h11 = h11_impl.h11
 
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
 #: The most bytes of a too-large body read (and dropped) so that the client sees its 413.
 DRAIN_LIMIT = 64 << 20
+#: The most bytes of a request line and its header fields (431 past it).
+MAX_HEAD_BYTES = 64 << 10
+#: The most seconds a connection refused before the application stays open after its answer,
+#: reading and dropping what the client still sends (closed at once with unread data, the
+#: connection would be reset and the client would lose the answer).
+LINGER_S = 5.0
 
 _REPR = re.compile(r"<[^<>]*? at 0x[0-9a-fA-F]+>")
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.~/-])/(?:[^\s'\"():,;]+/)+([^\s'\"():,;/]+)")
@@ -69,6 +88,15 @@ def _charset(request):
     return None
 
 
+def content_codings(request):
+    """The content codings of :obj:`request`'s body (``Content-Encoding``, lower case), but
+    ``identity`` (no coding)."""
+    codings = []
+    for value in request.headers.getlist("content-encoding"):
+        codings += [coding.strip().lower() for coding in value.split(",")]
+    return [coding for coding in codings if coding not in ("", "identity")]
+
+
 async def read_body(request, limit, timeout_s, accepted=(JSON,)):
     """The body of :obj:`request` as text.
 
@@ -82,7 +110,8 @@ async def read_body(request, limit, timeout_s, accepted=(JSON,)):
       ``(media type, text)``.
 
     Raises:
-      RequestError: 415, 413, 408, 400 (not UTF-8, or the client went away).
+      RequestError: 415 (content type, charset, a content coding), 413, 408, 400 (not UTF-8,
+        or the client went away).
     """
     kind = media_type(request)
     if kind not in accepted:
@@ -96,6 +125,15 @@ async def read_body(request, limit, timeout_s, accepted=(JSON,)):
         raise RequestError(
             415, "Content-Type: charset %s, expected utf-8" % api_models.short(charset)
         )
+    codings = content_codings(request)
+    if codings:
+        refusal = RequestError(
+            415,
+            "Content-Encoding %s is not accepted: send the body uncompressed"
+            % api_models.short(", ".join(codings)),
+        )
+        refusal.headers = {"Accept-Encoding": "identity"}  # RFC 9110, section 15.5.16.
+        raise refusal
     declared = request.headers.get("content-length")
     too_large = declared is not None and declared.isdigit() and int(declared) > limit
     chunks, size = [], 0
@@ -141,10 +179,12 @@ CLOSE_AFTER = (400, 408, 413)
 
 def request_error(e):
     """The answer to a :class:`RequestError`."""
-    headers = {"Connection": "close"} if e.status in CLOSE_AFTER else None
+    headers = dict(getattr(e, "headers", None) or {})
+    if e.status in CLOSE_AFTER:
+        headers["Connection"] = "close"
     if e.status == 400 and str(e) == "body: the client closed the connection":
         LOGGER.info("a client closed its connection before sending its whole body")
-    return error(e.status, str(e), headers=headers)
+    return error(e.status, str(e), headers=headers or None)
 
 
 def install_error_handlers(app):
@@ -201,6 +241,137 @@ class HostCheck(TrustedHostMiddleware):
             400, "Host: %s is not allowed (--allowed_hosts)" % api_models.short(host or "none")
         )
         await response(scope, receive, send)
+
+
+def head_too_large(limit):
+    """The message of a 431: a request line and headers of more than :obj:`limit` bytes."""
+    return "headers: more than the limit of %d bytes (the request line and header fields)" % limit
+
+
+#: The 400 of a request with both framings.
+BOTH_FRAMINGS = (
+    "headers: Content-Length and Transfer-Encoding together: a request has one or the other "
+    "(RFC 9112, section 6.3)"
+)
+
+
+def _head_bytes(request):
+    """About the bytes of :obj:`request`'s request line and header fields (as parsed)."""
+    size = len(request.method) + len(request.target) + len(b"  HTTP/1.1\r\n\r\n")
+    return size + sum(len(name) + len(value) + 4 for name, value in request.headers)
+
+
+class _Connection(h11.Connection):
+    """An ``h11.Connection`` of a server that also refuses a request with both framings and a
+    head over its limit (when the whole head came in one read, h11, which bounds what it holds
+    of an incomplete head, lets it through); :attr:`refusal` says why it raised."""
+
+    def __init__(self, max_head_bytes):
+        super().__init__(h11.SERVER, max_incomplete_event_size=max_head_bytes)
+        self.max_head_bytes = max_head_bytes
+        #: ``(status, message)`` of the last :class:`h11.RemoteProtocolError` raised.
+        self.refusal = None
+        #: Whether it was raised in the body of a request already given to the application.
+        self.refused_in_body = False
+
+    def next_event(self):
+        between_requests = self.their_state is h11.IDLE
+        self.refused_in_body = not between_requests
+        try:
+            event = super().next_event()
+        except h11.RemoteProtocolError as e:
+            if e.error_status_hint == 431 and between_requests:
+                self.refusal = 431, head_too_large(self.max_head_bytes)
+            elif e.error_status_hint == 431:  # A chunk size line or trailers, mid-body.
+                self.refusal = 400, "body: a chunked framing line of more than %d bytes" % (
+                    self.max_head_bytes
+                )
+            else:
+                self.refusal = e.error_status_hint, "not a valid HTTP/1.1 request (%s)" % (
+                    api_models.escape(str(e))[:200]
+                )
+            raise
+        if isinstance(event, h11.Request):
+            names = {name for name, _ in event.headers}
+            refusal = None
+            if b"content-length" in names and b"transfer-encoding" in names:
+                refusal = 400, BOTH_FRAMINGS
+            elif _head_bytes(event) > self.max_head_bytes:
+                refusal = 431, head_too_large(self.max_head_bytes)
+            if refusal is not None:
+                self.refusal = refusal
+                raise h11.RemoteProtocolError(refusal[1], refusal[0])
+        return event
+
+
+def _raw_answer(status, message, default_headers):
+    """The bytes of an ``{"error": message}`` answer that closes its connection."""
+    body = error(status, message, scrub=False).body
+    lines = [b"HTTP/1.1 %d %s" % (status, http.HTTPStatus(status).phrase.encode("ascii"))]
+    lines += [name + b": " + value for name, value in default_headers]
+    lines += [
+        b"content-type: " + JSON.encode("ascii"),
+        b"content-length: %d" % len(body),
+        b"connection: close",
+    ]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+class H11Protocol(h11_impl.H11Protocol):
+    """uvicorn's h11 protocol, whose refusals (a request that is not HTTP/1.1, a head over
+    :data:`MAX_HEAD_BYTES` or uvicorn's ``h11_max_incomplete_event_size``, both framings, an
+    unknown transfer coding) are ``{"error": ...}`` with their status (431, 400, 501) and
+    ``Connection: close``; the connection is then closed without a reset (see the module
+    docstring). They come before the application: no access log line, no metrics.
+
+    uvicorn answers them itself with a plain-text 400 and closes the connection at once, so
+    that a client still sending (200 KB of headers) gets a reset and no answer.
+    """
+
+    def __init__(self, config, server_state, app_state, _loop=None):
+        super().__init__(config, server_state, app_state, _loop)
+        self.conn = _Connection(config.h11_max_incomplete_event_size or MAX_HEAD_BYTES)
+        self._closing = None  # The timer that closes a refused connection.
+        self._dropped = 0
+
+    def data_received(self, data):
+        if self._closing is None:
+            super().data_received(data)
+            return
+        self._dropped += len(data)  # Refused: read and dropped.
+        if self._dropped > DRAIN_LIMIT:
+            self.transport.close()
+
+    def handle_events(self):
+        if self._closing is None:
+            super().handle_events()
+
+    def send_400_response(self, msg):
+        """Answers a refused request (uvicorn calls it on :class:`h11.RemoteProtocolError`)."""
+        status, message = self.conn.refusal or (400, "not a valid HTTP/1.1 request")
+        LOGGER.info("refused by the HTTP protocol: %d %s", status, message)
+        cycle = self.cycle if self.conn.refused_in_body else None
+        if cycle is None or not cycle.response_started:  # Else it has its answer.
+            default_headers = self.server_state.default_headers
+            self.transport.write(_raw_answer(status, message, default_headers))
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True  # The application, reading the body, stops.
+            cycle.message_event.set()
+        self.flow.resume_reading()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()  # The client reads the answer, then the end.
+        self._closing = self.loop.call_later(LINGER_S, self.transport.close)
+
+    def connection_lost(self, exc):
+        if self._closing is not None:
+            self._closing.cancel()
+        super().connection_lost(exc)
+
+    def shutdown(self):
+        if self._closing is None:
+            super().shutdown()
+        else:
+            self.transport.close()
 
 
 def _docs_assets():

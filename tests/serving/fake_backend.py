@@ -103,20 +103,13 @@ def app(models=None, classifier=None, **kwargs):
 
 class LiveServer:
     """A real uvicorn server on 127.0.0.1 (a free port) in a thread, configured as
-    ``ldr-serve`` configures it (:func:`ldr_opennmt.serving.app.serve`)."""
+    ``ldr-serve`` configures it (:func:`ldr_opennmt.serving.app.server_config`: its options
+    and its HTTP protocol)."""
 
     def __init__(self, application, log_level="warning"):
-        opts = application.state.server.options
         self.sock = app_lib.bind("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(
-            application,
-            log_level=log_level,
-            limit_concurrency=opts.limit_concurrency,
-            timeout_keep_alive=opts.timeout_keep_alive_s,
-            access_log=opts.access_log,
-        )
-        self.server = uvicorn.Server(config)
+        self.server = uvicorn.Server(app_lib.server_config(application, log_level))
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
         )

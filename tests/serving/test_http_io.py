@@ -1,14 +1,23 @@
 """``ldr-serve``'s application under a real uvicorn server on 127.0.0.1 (a thread, a fake
-backend): clients that send half a body, bodies over the limit, clients that go away,
-and access logs."""
+backend, the HTTP protocol ``ldr-serve`` runs): clients that send half a body, bodies over
+the limit, clients that go away, access logs, and the edges of HTTP (compressed bodies, both
+framings, headers over the limit, what is not HTTP), sent on raw sockets, which no client
+library would send."""
 
+import gzip
 import json
 import logging
 import socket
 import time
 import unittest
+from unittest import mock
 
+import h11
+
+from ldr_opennmt.serving import http_io
 from tests.serving import fake_backend
+
+LiveServer = fake_backend.LiveServer
 
 
 def _request(port, body=b"", declared=None, path="/translate"):
@@ -54,7 +63,7 @@ class SlowClientsTest(unittest.TestCase):
         # connection is closed; past --limit_concurrency connections, uvicorn answers 503
         # at once; the server then answers the next client.
         application = fake_backend.app(read_timeout_s=1.0, limit_concurrency=12)
-        with fake_backend.LiveServer(application) as live:
+        with LiveServer(application) as live:
             start = time.monotonic()
             statuses, answers = self._half_bodies(live.port, 8)
             self.assertEqual(statuses, [408] * 8)
@@ -79,7 +88,7 @@ class SlowClientsTest(unittest.TestCase):
         # and reads the 413 (the server reads and drops the body instead of closing the
         # connection under the client, which would see a broken pipe).
         application = fake_backend.app(max_request_bytes=1000)
-        with fake_backend.LiveServer(application) as live:
+        with LiveServer(application) as live:
             size = 4 << 20
             sock = _request(live.port, declared=size)
             chunk = b" " * 65536
@@ -93,7 +102,7 @@ class SlowClientsTest(unittest.TestCase):
 
     def test_a_client_that_goes_away_mid_body_leaves_no_traceback(self):
         application = fake_backend.app(read_timeout_s=5.0)
-        with fake_backend.LiveServer(application) as live:
+        with LiveServer(application) as live:
             with self.assertNoLogs("uvicorn.error", level="ERROR"):
                 with self.assertLogs("ldr_opennmt.serving", level="INFO") as logs:
                     for _ in range(3):
@@ -108,7 +117,7 @@ class SlowClientsTest(unittest.TestCase):
             sock.close()
 
     def test_access_log_lines_hold_no_body(self):
-        live = fake_backend.LiveServer(fake_backend.app(), log_level="info")
+        live = LiveServer(fake_backend.app(), log_level="info")
         with self.assertLogs("uvicorn.access", level="INFO") as logs:
             with live:
                 body = json.dumps({"sentences": ["secret words here"]}).encode()
@@ -120,6 +129,201 @@ class SlowClientsTest(unittest.TestCase):
         self.assertTrue(any("POST /translate" in line for line in lines), lines)
         self.assertFalse(any("secret" in line for line in lines), lines)
         logging.getLogger("uvicorn.access").handlers.clear()
+
+
+def _send(port, data):
+    """Everything the server answers to :obj:`data` (raw bytes) until it closes the
+    connection (a reset fails the test)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        sock.sendall(data)
+        return _read_all(sock)
+    finally:
+        sock.close()
+
+
+def _head(*headers, path="/translate"):
+    """A POST's request line and :obj:`headers`, with its Host and Content-Type."""
+    lines = ["POST %s HTTP/1.1" % path, "Host: 127.0.0.1", "Content-Type: application/json"]
+    return ("\r\n".join(lines + list(headers)) + "\r\n\r\n").encode("latin-1")
+
+
+def _error(answer):
+    """The status, the lower-case headers and the ``error`` of a JSON error answer."""
+    head, body = answer.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    value = json.loads(body)
+    return _status(answer), headers, value["error"] if list(value) == ["error"] else value
+
+
+BODY = json.dumps({"sentences": ["a b"]}).encode()
+
+
+class HttpEdgesTest(unittest.TestCase):
+    """Requests that a client library would not send, on raw sockets."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.live = LiveServer(fake_backend.app()).__enter__()
+        cls.port = cls.live.port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.live.__exit__(None, None, None)
+
+    def assert_still_serving(self):
+        answer = _send(
+            self.port, _head("Content-Length: %d" % len(BODY), "Connection: close") + BODY
+        )
+        self.assertEqual(_status(answer), 200, answer[:200])
+
+    def test_a_compressed_body_is_a_415_naming_its_encoding(self):
+        # Was: 400 "body: not UTF-8 (byte 0x8b at byte 1)", the gzip bytes read as text.
+        compressed = gzip.compress(BODY)
+        for coding, named in (("gzip", "gzip"), ("br", "br"), ("identity, GZIP", "gzip")):
+            answer = _send(
+                self.port,
+                _head(
+                    "Content-Encoding: %s" % coding,
+                    "Content-Length: %d" % len(compressed),
+                    "Connection: close",
+                )
+                + compressed,
+            )
+            status, headers, message = _error(answer)
+            self.assertEqual(status, 415, answer)
+            self.assertEqual(
+                message,
+                'Content-Encoding "%s" is not accepted: send the body uncompressed' % named,
+            )
+            self.assertEqual(headers["accept-encoding"], "identity")
+        answer = _send(
+            self.port,
+            _head(
+                "Content-Encoding: identity", "Content-Length: %d" % len(BODY), "Connection: close"
+            )
+            + BODY,
+        )
+        self.assertEqual(_status(answer), 200, answer[:200])
+
+    def test_content_length_with_transfer_encoding_is_refused_and_closed(self):
+        # The shape of request smuggling: a proxy that frames by Content-Length forwards one
+        # request, a server that frames by the chunks reads two. Was: two answers (200, then
+        # the 404 of the request hidden in the body).
+        chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
+        smuggled = (
+            chunked + b"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        for framing in (
+            ("Content-Length: %d" % len(smuggled), "Transfer-Encoding: chunked"),
+            ("Transfer-Encoding: chunked", "Content-Length: %d" % len(smuggled)),
+        ):
+            answer = _send(self.port, _head(*framing) + smuggled)
+            self.assertEqual(answer.count(b"HTTP/1.1 "), 1, answer)  # Not the smuggled one.
+            status, headers, message = _error(answer)
+            self.assertEqual(status, 400, answer)
+            self.assertEqual(message, http_io.BOTH_FRAMINGS)
+            self.assertEqual(headers["connection"], "close")
+        # Chunks alone are still a request.
+        answer = _send(
+            self.port, _head("Transfer-Encoding: chunked", "Connection: close") + chunked
+        )
+        self.assertEqual(_status(answer), 200, answer[:200])
+
+    def test_headers_over_the_limit_get_a_431_not_a_reset(self):
+        # Was: a connection reset and no status (uvicorn answered 400 and closed the
+        # connection with the rest of the headers unread).
+        for size in (200 << 10, 2 << 20):
+            header = "X-Big: " + "a" * size
+            answer = _send(self.port, _head(header, "Content-Length: %d" % len(BODY)) + BODY)
+            status, headers, message = _error(answer)
+            self.assertEqual(status, 431, answer[:300])
+            self.assertEqual(message, http_io.head_too_large(http_io.MAX_HEAD_BYTES))
+            self.assertEqual(headers["connection"], "close")
+            self.assertEqual(headers["content-type"], "application/json")
+        # Large headers under the limit are served (h11 alone stops at 16 KiB).
+        header = "Cookie: " + "a" * (40 << 10)
+        answer = _send(
+            self.port, _head(header, "Content-Length: %d" % len(BODY), "Connection: close") + BODY
+        )
+        self.assertEqual(_status(answer), 200, answer[:200])
+
+    def test_what_is_not_http_gets_the_error_shape(self):
+        # Was: uvicorn's plain-text 400 "Invalid HTTP request received.".
+        status, headers, message = _error(_send(self.port, b"NOT HTTP AT ALL\r\n\r\n"))
+        self.assertEqual(status, 400)
+        self.assertRegex(message, r"^not a valid HTTP/1.1 request \(illegal request line")
+        self.assertEqual(headers["connection"], "close")
+        status, _, message = _error(_send(self.port, _head("Transfer-Encoding: gzip")))
+        self.assertEqual(status, 501)
+        self.assertIn("chunked", message)
+        self.assert_still_serving()
+
+    def test_a_body_that_breaks_its_chunked_framing_gets_one_answer(self):
+        # Mid-body, before the application answers: the protocol's 400, the application stops.
+        head = _head("Transfer-Encoding: chunked")
+        with self.assertLogs("ldr_opennmt.serving", level="INFO"):
+            status, headers, message = _error(_send(self.port, head + b"zz\r\n"))
+        self.assertEqual(status, 400)
+        self.assertRegex(message, r"^not a valid HTTP/1.1 request \(")
+        self.assertEqual(headers["connection"], "close")
+        # After the application's answer (a 415 sent before the body): no second answer.
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        sock.sendall(_head("Transfer-Encoding: chunked", "Content-Encoding: gzip"))
+        answer = sock.recv(65536)
+        while not answer.endswith(b"}"):  # The head and the body may come apart.
+            answer += sock.recv(65536)
+        self.assertEqual(_status(answer), 415, answer)
+        sock.sendall(b"zz\r\n")
+        self.assertEqual(_read_all(sock), b"")
+        sock.close()
+        self.assert_still_serving()
+
+    def test_a_refused_connection_is_closed_by_the_server(self):
+        # The client reads the answer and the end of it (FIN), and the server closes the
+        # connection after LINGER_S even if the client does neither.
+        with mock.patch.object(http_io, "LINGER_S", 0.2):
+            sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            sock.sendall(_head("X-Big: " + "a" * (100 << 10)))
+            self.assertEqual(_status(_read_all(sock)), 431)  # Returns at the server's FIN.
+            client = sock.getsockname()
+
+            def still_open():
+                connections = list(self.live.server.server_state.connections)
+                return any(c.client == client for c in connections)
+
+            self.assertTrue(still_open())  # The client has not closed it.
+            deadline = time.monotonic() + 5
+            while still_open():
+                self.assertLess(time.monotonic(), deadline, "the connection is still open")
+                time.sleep(0.05)
+            sock.close()
+
+
+class HeadLimitTest(unittest.TestCase):
+    """The head limit, whether the head comes in one read (h11 parses it whole) or in
+    pieces (h11 stops holding an incomplete head past its limit)."""
+
+    def _refusal(self, pieces):
+        conn = http_io._Connection(1000)  # pylint: disable=protected-access
+        with self.assertRaises(h11.RemoteProtocolError):
+            for piece in pieces:
+                conn.receive_data(piece)
+                while conn.next_event() is not h11.NEED_DATA:
+                    pass
+        return conn.refusal
+
+    def test_a_head_over_the_limit_is_a_431_in_one_read_or_in_pieces(self):
+        head = _head("X-Big: " + "a" * 1500, "Content-Length: 0")
+        expected = (431, http_io.head_too_large(1000))
+        self.assertEqual(self._refusal([head]), expected)
+        self.assertEqual(
+            self._refusal([head[i : i + 100] for i in range(0, len(head), 100)]), expected
+        )
+        conn = http_io._Connection(1000)  # pylint: disable=protected-access
+        conn.receive_data(_head("X-Small: " + "a" * 500, "Content-Length: 0"))
+        self.assertIsInstance(conn.next_event(), h11.Request)
 
 
 if __name__ == "__main__":
