@@ -44,7 +44,7 @@ from ldr_opennmt import ensembles, locks, onmt_main
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 from ldr_opennmt.training import corpora as corpora_lib
-from ldr_opennmt.training import data_files, horovod, inference_checks
+from ldr_opennmt.training import data_files, eta, horovod, inference_checks, recipe_checks
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator, evaluation_sets
 from ldr_opennmt.utils import atomic_output, same_file, write_lines_atomic
 
@@ -702,10 +702,27 @@ class Runner(compat.RunnerAdapter):
         if declared is not None and master:
             # What the checkpoints are trained with: later runs must keep these ids.
             domain_record.write_record(self.model_dir, declared, regions)
+        if master:
+            self.warn_about_recipe(hvd.size() if hvd is not None else num_devices)
+        max_step = self.finalized_config()["train"].get("max_step")
         with compat.evaluator_class(MultiDomainEvaluator), compat.horovod_trainer_class(
             horovod.HorovodTrainer
-        ):
+        ), eta.eta_in_step_logs(max_step):
             return super().train(num_devices=num_devices, with_eval=with_eval, **kwargs)
+
+    def warn_about_recipe(self, num_replicas=1):
+        """Logs one warning line for each value of the finalized configuration that will not
+        do what the recipe's numbers suggest (:mod:`ldr_opennmt.training.recipe_checks`:
+        batches accumulated on a CPU, checkpoints averaged across the training).
+
+        Returns:
+          The warnings logged.
+        """
+        on_gpu = bool(tf.config.list_logical_devices("GPU"))
+        found = recipe_checks.recipe_warnings(self.finalized_config(), num_replicas, on_gpu)
+        for line in found:
+            tf.get_logger().warning(line)
+        return found
 
     def evaluate(self, features_file=None, labels_file=None, checkpoint_path=None):
         self.validate("eval")
