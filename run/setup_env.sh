@@ -13,12 +13,39 @@
 # (`bash run/setup_env.sh --gpu` installs only: the exports end with that shell.)
 # LDR_VENV=DIR sets up DIR instead of .venv (tests).
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PYTHON="${PYTHON:-python3.11}"
-command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 _ldr_venv="${LDR_VENV:-$ROOT/.venv}"
 if [ ! -x "$_ldr_venv/bin/python" ]; then
-  echo "[setup] creating $_ldr_venv with $PYTHON"
-  "$PYTHON" -m venv "$_ldr_venv"
+  # Training needs Python 3.11 (TensorFlow 2.13.1 has wheels for 3.8 to 3.11; on 3.12 pip
+  # ends in a "No module named 'distutils'" traceback). The first 3.11 found: $PYTHON (as
+  # given: another version is refused), python3.11 on PATH, uv's, pyenv's, then python3.
+  _ldr_py311() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' >/dev/null 2>&1; }
+  _ldr_python=""
+  if [ -n "${PYTHON:-}" ]; then
+    if _ldr_py311 "$PYTHON"; then _ldr_python="$PYTHON"; else
+      echo "[setup] PYTHON=$PYTHON is not Python 3.11 ($("$PYTHON" --version 2>&1 || echo 'not found')): training needs Python 3.11 (TensorFlow 2.13); give PYTHON=/path/to/python3.11" >&2
+      unset -f _ldr_py311; unset _ldr_python _ldr_venv
+      return 1 2>/dev/null || exit 1
+    fi
+  else
+    for _ldr_candidate in python3.11 \
+      "$( (uv python find 3.11) 2>/dev/null || true)" \
+      "$( (pyenv root) 2>/dev/null || echo /nonexistent)"/versions/3.11*/bin/python3.11 \
+      python3; do
+      if [ -n "$_ldr_candidate" ] && command -v "$_ldr_candidate" >/dev/null 2>&1 &&
+        _ldr_py311 "$_ldr_candidate"; then
+        _ldr_python="$_ldr_candidate"
+        break
+      fi
+    done
+  fi
+  if [ -z "$_ldr_python" ]; then
+    echo "[setup] training needs Python 3.11 (TensorFlow 2.13 has no wheel for $( (python3 --version) 2>&1 || echo 'the Python here')): install it (uv python install 3.11; pyenv install 3.11; or python3.11 from the deadsnakes PPA on Ubuntu) and run again, or give PYTHON=/path/to/python3.11" >&2
+    unset -f _ldr_py311; unset _ldr_python _ldr_candidate _ldr_venv
+    return 1 2>/dev/null || exit 1
+  fi
+  echo "[setup] creating $_ldr_venv with $_ldr_python ($("$_ldr_python" --version 2>&1))"
+  "$_ldr_python" -m venv "$_ldr_venv"
+  unset -f _ldr_py311; unset _ldr_python _ldr_candidate
 fi
 STAMP="$_ldr_venv/.ldr-installed"
 # Reinstalls when setup.py or the lock file changed since the last installation.

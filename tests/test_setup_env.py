@@ -1,0 +1,92 @@
+"""``run/setup_env.sh`` picks a Python 3.11, or says in one line how to get one (issue 55,
+item 6: on Ubuntu 24.04's Python 3.12, pip ended in a ``distutils`` traceback)."""
+
+import os
+import stat
+import subprocess
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SETUP = os.path.join(ROOT, "run", "setup_env.sh")
+
+# A stand-in interpreter: answers the version check and --version as Python VERSION would;
+# "-m venv DIR" makes a venv whose pip fails (nothing is installed).
+FAKE_PYTHON = """#!/bin/sh
+case "$1" in
+  --version) echo "Python {version}" ;;
+  -c) [ "{version}" = "${{VERSION_OK:-3.11}}.9" ] && exit 0 || exit 1 ;;
+  -m) mkdir -p "$3/bin" && printf '#!/bin/sh\\nexit 1\\n' > "$3/bin/python" &&
+      chmod +x "$3/bin/python" ;;
+esac
+"""
+
+
+def _executable(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+
+
+class SetupEnvTest(unittest.TestCase):
+    def setUp(self):
+        import tempfile
+
+        self.dir = tempfile.mkdtemp()
+        self.bin = os.path.join(self.dir, "bin")
+        os.makedirs(self.bin)
+        # Only what the script needs before it installs: no Python 3.11, uv or pyenv.
+        for tool in ("dirname",):
+            os.symlink(subprocess.check_output(["which", tool], text=True).strip(),
+                       os.path.join(self.bin, tool))  # fmt: skip
+        _executable(os.path.join(self.bin, "python3"), FAKE_PYTHON.format(version="3.12.3"))
+        self.venv = os.path.join(self.dir, "venv")
+
+    def _run(self, **env):
+        environment = {"PATH": self.bin, "HOME": self.dir, "LDR_VENV": self.venv}
+        environment.update(env)
+        return subprocess.run(
+            ["/bin/bash", SETUP], env=environment, capture_output=True, text=True, timeout=60
+        )
+
+    def test_python_3_12_only_is_one_line_saying_how_to_get_3_11(self):
+        result = self._run()
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(
+            result.stderr,
+            "[setup] training needs Python 3.11 (TensorFlow 2.13 has no wheel for Python"
+            " 3.12.3): install it (uv python install 3.11; pyenv install 3.11; or python3.11"
+            " from the deadsnakes PPA on Ubuntu) and run again, or give"
+            " PYTHON=/path/to/python3.11\n",
+        )
+        self.assertFalse(os.path.exists(self.venv))
+
+    def test_a_python_given_that_is_not_3_11_is_named(self):
+        python = os.path.join(self.bin, "python3")
+        result = self._run(PYTHON=python)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(
+            result.stderr,
+            "[setup] PYTHON=%s is not Python 3.11 (Python 3.12.3): training needs Python 3.11"
+            " (TensorFlow 2.13); give PYTHON=/path/to/python3.11\n" % python,
+        )
+        self.assertFalse(os.path.exists(self.venv))
+
+    def test_uv_python_is_used_when_python3_is_another_version(self):
+        uv_python = os.path.join(self.dir, "uv-python", "python3.11")
+        os.makedirs(os.path.dirname(uv_python))
+        _executable(uv_python, FAKE_PYTHON.format(version="3.11.9"))
+        _executable(
+            os.path.join(self.bin, "uv"),
+            '#!/bin/sh\n[ "$1 $2 $3" = "python find 3.11" ] && echo %s\n' % uv_python,
+        )
+        result = self._run()
+        self.assertIn(
+            "[setup] creating %s with %s (Python 3.11.9)" % (self.venv, uv_python), result.stdout
+        )
+        # The stand-in venv's pip fails: the script says so and stops (nothing installed).
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("[setup] installation failed", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
