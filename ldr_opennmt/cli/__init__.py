@@ -8,6 +8,17 @@ through :func:`ldr_opennmt.errors.run_main`; nothing in the package imports them
 """
 
 import argparse
+import os
+import warnings
+
+# The commands' own output first: TensorFlow's C++ start-up lines (oneDNN, CUDA stubs, CPU
+# features, TensorRT) and TensorFlow Addons' end-of-life notice printed a dozen lines before
+# `--help`'s usage. A level the user set is kept; errors (level 2 shows them) still print.
+# Only the commands import this package (the library itself changes nothing on import).
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+warnings.filterwarnings(
+    "ignore", message=r"\s*TensorFlow Addons \(TFA\) has ended", category=UserWarning
+)
 
 
 def positive_int(text):

@@ -65,7 +65,32 @@ def main(argv=None):
     return errors.run_main(errors.PACKAGE_PROG, _main, argv)
 
 
+#: What ``ldr-main --help`` adds after ``onmt-main``'s usage.
+ADDITIONS = """
+ldr-main adds to onmt-main (every onmt-main option and run type above works unchanged):
+  ldr-main --list-families [--user_module FILE ...]
+                        print the registered model families and their capabilities
+  ldr-main check-family NAME [--user_module FILE ...]
+                        check that a family keeps the extension contract (one line each)
+  ldr-main --config CONFIG ... predict_domains --features_file ... --output_dir DIR
+                        label text files with a domain classifier's predicted domains
+  the run types train, eval, infer, export, score: per-domain corpora (data: train_corpora,
+  eval_corpora), domain labels, the training lock and checks (docs/ldr-main.md)"""
+
+
+def _help_requested(argv):
+    return any(arg in ("-h", "--help") for arg in argv) and _run_type(argv) is None
+
+
 def _main(argv):
+    if _help_requested(argv) and not argv[:1] == [CHECK_FAMILY]:
+        # OpenNMT-tf's parser prints onmt-main's usage and exits; ldr-main's additions follow.
+        try:
+            return onmt_main.run_onmt_main(argv, Runner)
+        except SystemExit as e:
+            if e.code in (0, None):
+                print(ADDITIONS)
+            raise
     if LIST_FAMILIES in argv or LIST_FAMILIES.replace("-", "_") in argv:
         return list_families_main(argv)
     if argv[:1] in ([CHECK_FAMILY], [CHECK_FAMILY.replace("-", "_")]):
