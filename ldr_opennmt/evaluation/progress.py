@@ -6,9 +6,13 @@ A system's label modes are translated in one inference run (one model load): its
 the test set (every domain's sentences, in domain order) repeated once per mode.
 :class:`TranslationProgress` is the listener that run calls after each translation, in input
 order (``Runner.infer``'s ``listener``), so it knows the mode and the domain of each.
+Where standard error is not a terminal (a log file, a pipeline, CI), the bars are off and one
+line is written when a system's mode starts and one when it ends, with its time.
 """
 
 import collections
+import sys
+import time
 
 import tensorflow as tf
 from tqdm import tqdm
@@ -23,9 +27,10 @@ class TranslationProgress:
       modes: The label modes, in the order the run translates them.
       counts: ``{domain: test sentences}``, in the order of the test set.
       disable: tqdm's ``disable`` (``None``: only on a terminal).
+      log: Where the lines written instead of a disabled bar go (default: standard error).
     """
 
-    def __init__(self, system, modes, counts, disable=None):
+    def __init__(self, system, modes, counts, disable=None, log=None):
         self.system = system
         self.modes = list(modes)
         self.counts = collections.OrderedDict(counts)
@@ -36,6 +41,10 @@ class TranslationProgress:
         #: ``{(mode, domain): translations that stopped at the limit}``.
         self.stopped = collections.Counter()
         self._bar = None
+        self._log = log
+        self._started = None
+        self._mode = None
+        self._done = 0
         self._domain_ends = []
         end = 0
         for domain, count in self.counts.items():
@@ -61,14 +70,37 @@ class TranslationProgress:
                 unit="sentence",
                 disable=self.disable,
             )
+            self._mode = mode
+            self._started = time.monotonic()
+            self._done = 0
+            if self._lines():
+                self._say("%s (%s): translating %d sentences" % (self.system, mode, self.total))
         self._bar.update(1)
+        self._done += 1
         self.limit = limit
         if stopped:
             self.stopped[(mode, domain)] += 1
         self.index += 1
 
+    def _lines(self):
+        """Whether lines replace the bar: tqdm left it off (``disable=None``: not a
+        terminal); an explicit ``disable=True`` is quiet."""
+        return self.disable is None and self._bar.disable
+
+    def _say(self, line):
+        line = "[eval] " + line
+        if self._log is not None:
+            self._log(line)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
     def _close(self):
         if self._bar is not None:
+            if self._lines():
+                self._say(
+                    "%s (%s): %d sentences translated in %.1f s"
+                    % (self.system, self._mode, self._done, time.monotonic() - self._started)
+                )
             self._bar.close()
             self._bar = None
 

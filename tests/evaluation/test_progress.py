@@ -57,6 +57,25 @@ class TranslationProgressTest(tf.test.TestCase):
         for mode in ("oracle", "wrong"):
             self.assertRegex(text, r"LDR \(%s\): 100%%.*5/5" % mode)
 
+    def test_a_line_per_system_and_mode_when_not_on_a_terminal(self):
+        # Issue 55 item 7: in a log file or a pipeline (StringIO is no terminal) the bars are
+        # off, and each mode says when it starts and ends.
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            progress = TranslationProgress("LDR", ["oracle", "wrong"], COUNTS)
+            for _ in range(10):
+                progress(False, 7)
+            progress.report()
+        lines = stderr.getvalue().splitlines()
+        self.assertLen(lines, 4, lines)
+        self.assertEqual(lines[0], "[eval] LDR (oracle): translating 5 sentences")
+        self.assertRegex(
+            lines[1], r"^\[eval\] LDR \(oracle\): 5 sentences translated in \d+\.\d s$"
+        )
+        self.assertEqual(lines[2], "[eval] LDR (wrong): translating 5 sentences")
+        self.assertRegex(lines[3], r"^\[eval\] LDR \(wrong\): 5 sentences translated in")
+        self.assertNotIn("%", stderr.getvalue())  # No bar.
+
 
 if __name__ == "__main__":
     tf.test.main()
