@@ -9,6 +9,7 @@ through :func:`ldr_opennmt.errors.run_main`; nothing in the package imports them
 
 import argparse
 import os
+import sys
 import warnings
 
 # The commands' own output first: TensorFlow's C++ start-up lines (oneDNN, CUDA stubs, CPU
@@ -31,3 +32,45 @@ def positive_int(text):
     if value < 1:
         raise argparse.ArgumentTypeError("must be a positive integer, got %r" % text)
     return value
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` that takes each long option in both spellings.
+
+    The package's options are spelled as OpenNMT-tf spells its own (``--model_dir``,
+    ``--features_file``), except some older ones (``--dev-size``): each is accepted with
+    ``_`` or ``-`` between its words (``--dev_size`` and ``--dev-size``, ``--model-dir`` and
+    ``--model_dir``), so nobody has to remember which; ``--help`` shows the declared one.
+    Sub-parsers (``add_subparsers``) are of this class too.
+    """
+
+    def _known_options(self):
+        return {
+            option
+            for action in self._actions
+            for option in action.option_strings
+            if option.startswith("--")
+        }
+
+    def _respelled(self, args):
+        known = self._known_options()
+        result = []
+        for arg in args:
+            if arg == "--":
+                result.extend(args[len(result) :])
+                break
+            if arg.startswith("--") and len(arg) > 2:
+                name, sep, value = arg.partition("=")
+                if name not in known:
+                    for other in (name[:2] + name[2:].replace("-", "_"),
+                                  name[:2] + name[2:].replace("_", "-")):  # fmt: skip
+                        if other in known:
+                            arg = other + sep + value
+                            break
+            result.append(arg)
+        return result
+
+    def parse_known_args(self, args=None, namespace=None):
+        if args is None:
+            args = sys.argv[1:]
+        return super().parse_known_args(self._respelled(list(args)), namespace)

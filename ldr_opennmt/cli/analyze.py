@@ -22,7 +22,6 @@ the mixing paper), ``histograms.png`` (Figure 9) and ``proportions.md`` (per lay
 proportion per domain and, with labels, argmax accuracy).
 """
 
-import argparse
 import collections
 import os
 import sys
@@ -30,6 +29,7 @@ import sys
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import errors, hooks, registry
 from ldr_opennmt.analysis import parameters, polysemy, proportions
+from ldr_opennmt.cli import ArgumentParser
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import factorized
 from ldr_opennmt.utils import read_lines, write_lines_atomic
@@ -177,7 +177,7 @@ def main(argv=None):
 
 
 def _main(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ldr-analyze", description=__doc__.split("\n")[0].replace("``", "")
     )
     subparsers = parser.add_subparsers(dest="command", required=True)

@@ -17,12 +17,11 @@ is written outside ``--out`` nor through a symbolic link (see
 :mod:`ldr_opennmt.data.corpus`).
 """
 
-import argparse
 import collections
 import sys
 
 from ldr_opennmt import errors, hooks
-from ldr_opennmt.cli import positive_int
+from ldr_opennmt.cli import ArgumentParser, positive_int
 from ldr_opennmt.data import corpus, parallel_files, sources
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.names import check_path_name
@@ -42,7 +41,7 @@ def main(argv=None):
 
 
 def _main(argv):
-    parser = argparse.ArgumentParser(prog="ldr-data", description="Build multi-domain corpora.")
+    parser = ArgumentParser(prog="ldr-data", description="Build multi-domain corpora.")
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build a corpus directory")
     build.add_argument("name", help="corpus name: %s" % ", ".join(CORPORA))

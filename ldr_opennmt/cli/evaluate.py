@@ -18,12 +18,11 @@ directory (``ensemble.json``)::
     ldr-eval fit-ensemble --corpus data/default --system PA=runs/pa.yml [--per-domain 200]
 """
 
-import argparse
 import os
 import sys
 
 from ldr_opennmt import errors, hooks
-from ldr_opennmt.cli import positive_int
+from ldr_opennmt.cli import ArgumentParser, positive_int
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import contrastive, evaluate
 from ldr_opennmt.names import check_unique
@@ -44,7 +43,7 @@ def _main(argv):
         return _contrastive_main(argv[1:])
     if argv[:1] == [FIT_ENSEMBLE]:
         return _fit_ensemble_main(argv[1:])
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ldr-eval",
         # The docstring's first line, as plain text (--help shows it as it is).
         description=__doc__.split("\n")[0].replace("``", ""),
@@ -153,7 +152,7 @@ def _named_values(items, option):
 
 
 def _fit_ensemble_main(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ldr-eval %s" % FIT_ENSEMBLE,
         description="Fit the ens-learned weights of models with domain views (maximum "
         "likelihood of balanced dev data of their domains) and store them in each model "
@@ -192,7 +191,7 @@ def _fit_ensemble_main(argv):
 
 
 def _contrastive_main(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ldr-eval %s" % CONTRASTIVE,
         description="Contrastive test of domain-dependent lexical choice: does a system score "
         "the reference above variants that use another domain's translation of a word?",

@@ -14,17 +14,17 @@ step) is printed and recorded in the manifest (basename, step, sha256). An exist
 ``--output_dir`` is refused before the model is loaded.
 """
 
-import argparse
 import os
 import sys
 
 from ldr_opennmt import errors, hooks, onmt_main
+from ldr_opennmt.cli import ArgumentParser
 from ldr_opennmt.serving import ct2_export
 from ldr_opennmt.training.runner import Runner
 
 
 def _parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ldr-export", description="Fast-inference exports of a multi-domain model."
     )
     subparsers = parser.add_subparsers(dest="format", required=True)

@@ -39,7 +39,7 @@ from ldr_opennmt import command_line, config_loader
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import errors, gpu, hooks, onmt_main, registry
 from ldr_opennmt.checks import family as family_check
-from ldr_opennmt.cli import families
+from ldr_opennmt.cli import ArgumentParser, families
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 from ldr_opennmt.training import corpora as corpora_lib
@@ -105,7 +105,7 @@ def _main(argv):
 
 def list_families_main(argv):
     """``ldr-main --list-families``: the family registry as a Markdown table."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ldr-main %s" % LIST_FAMILIES,
         description="Print the registered model families and their capabilities.",
     )
@@ -125,7 +125,7 @@ def list_families_main(argv):
 
 def check_family_main(argv):
     """``ldr-main check-family NAME``: the family's conformance checks, one line each."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ldr-main %s" % CHECK_FAMILY,
         description="Check that a model family keeps the extension contract: build it tiny, "
         "train it a few steps in each mode it declares, export and translate it.",
@@ -184,7 +184,7 @@ def _prediction_path(output_dir, features_file):
 
 
 def predict_domains_main(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ldr-main ... %s" % PREDICT_DOMAINS,
         description="Label text with a trained domain classifier.",
     )
