@@ -6,11 +6,14 @@ import subprocess
 import sys
 import unittest
 
+import pytest
+
 from ldr_opennmt.cli import main as main_cli
 
 BIN = os.path.dirname(sys.executable)
 
 
+@pytest.mark.e2e
 class HelpTest(unittest.TestCase):
     def test_help_prints_the_usage_and_nothing_of_tensorflow(self):
         # As a user runs them: without run/setup_env.sh's TF_CPP_MIN_LOG_LEVEL and
