@@ -4,7 +4,10 @@
 # transitive dependency, with hashes; refreshed by `bash run/lock_serve.sh`), and the package
 # itself, and puts its ldr-serve and ldr-translate on PATH. They serve and translate the
 # directories of `ldr-export ctranslate2`, which the training environment (.venv, Python
-# 3.11, CTranslate2 3.24) writes; a SavedModel needs the training environment.
+# 3.11, CTranslate2 3.24) writes; a SavedModel needs the training environment. The package's
+# other commands (ldr-main, ldr-data, ldr-eval, ldr-export, ...) need TensorFlow: they are
+# removed from .venv-serve/bin (ldr_opennmt/serving/runtime.py), so that with both
+# environments on PATH they are the training environment's.
 #
 #   source run/setup_serve.sh     # then: ldr-serve --model_dir export/ct2
 #
@@ -46,6 +49,9 @@ if [ ! -f "$_ldr_serve_stamp" ] || [ "$(cat "$_ldr_serve_stamp")" != "$_ldr_serv
   fi
 fi
 if [ -n "$_ldr_serve_ok" ]; then
+  # Every time (cheap): pip writes every console script again on each installation.
+  "$_ldr_serve_venv/bin/python" -m ldr_opennmt.serving.runtime "$_ldr_serve_venv/bin" ||
+    echo "[serve] warning: could not remove the training commands from $_ldr_serve_venv/bin" >&2
   export PATH="$_ldr_serve_venv/bin:$PATH"
 else
   echo "[serve] installation failed" >&2

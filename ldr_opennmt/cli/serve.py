@@ -69,7 +69,12 @@ def parse_args(argv):
         ("max_beam_size", int, "Largest beam_size a request may ask for."),
         ("inter_threads", int, "Batches decoded at once per domain (worker threads)."),
         ("intra_threads", int, "Threads per batch (0: CTranslate2's default)."),
-        ("read_timeout_s", float, "Seconds a request body may take to arrive (408 after)."),
+        (
+            "read_timeout_s",
+            float,
+            "Seconds a request's line and headers, and then its body, may take to arrive (408 "
+            "after).",
+        ),
         (
             "limit_concurrency",
             int,

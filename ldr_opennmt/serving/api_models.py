@@ -190,7 +190,9 @@ def request_models(max_sentences, max_beam_size):
         )
         api_key: Optional[StrictStr] = Field(None, description="Accepted and ignored.")
         domain: Optional[StrictStr] = Field(
-            None, description="ldr-serve's extension: the domain of every text."
+            None,
+            description="ldr-serve's extension: the domain of every text; absent, null or "
+            "auto: the domain the classifier picks for each text (--classifier), else generic.",
         )
 
     class DetectRequest(_Strict):
@@ -244,7 +246,14 @@ class LibreTranslateResponse(pydantic.BaseModel):
     translatedText: Union[str, List[str]]
     alternatives: Optional[Union[List[str], List[List[str]]]] = None
     detectedLanguage: Optional[Union[DetectedLanguage, List[DetectedLanguage]]] = None
-    domain: Optional[Union[str, List[str]]] = None
+    domain: Optional[Union[str, List[str]]] = Field(
+        None, description="The domain each text was translated with."
+    )
+    domain_choice: Optional[Union[str, List[str]]] = Field(
+        None,
+        description="How it was chosen: 'given', 'classifier', 'generic: no label' (no "
+        "classifier), or 'ignored: WHY' (the model reads no label).",
+    )
     warnings: Optional[List[str]] = None
 
 

@@ -13,8 +13,10 @@ answers 503 itself), closes idle keep-alive connections (``--timeout_keep_alive_
 request body must arrive within ``--read_timeout_s`` (408). Its HTTP protocol is
 :class:`~ldr_opennmt.serving.http_io.H11Protocol` (:func:`server_config`): headers over 64 KiB
 (431), both ``Content-Length`` and ``Transfer-Encoding`` (400) and what is not HTTP/1.1 are
-answered ``{"error": ...}`` before the application. The port is bound before any model is
-loaded: a port in use is one line, exit 2 (:func:`bind`).
+answered ``{"error": ...}`` before the application, and a request line and headers must also
+arrive within ``--read_timeout_s`` (408). The port is bound before any model is loaded: a
+port in use is one line, exit 2 (:func:`bind`). Once it listens, ``ldr-serve`` says so on
+stderr in two lines: its URL, and the domains it serves (:func:`startup_lines`).
 """
 
 import contextlib
@@ -22,12 +24,14 @@ import errno
 import json
 import os
 import socket
+import sys
 
 import fastapi
 from fastapi import responses
 
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models, http_io, libretranslate
+from ldr_opennmt.serving import server as server_lib
 from ldr_opennmt.serving.backend_kinds import RequestError
 from ldr_opennmt.serving.metrics import CONTENT_TYPE, Metrics
 from ldr_opennmt.serving.server import Server
@@ -71,7 +75,7 @@ def _answers(schema, *statuses):
 
 BODY_ERRORS = (
     (400, "Malformed body (not JSON, not UTF-8), or the client went away"),
-    (408, "The body did not arrive within --read_timeout_s"),
+    (408, "The headers or the body did not arrive within --read_timeout_s"),
     (413, "Body larger than --max_request_bytes"),
     (
         415,
@@ -326,7 +330,7 @@ def server_config(app, log_level="info"):
     import uvicorn  # pylint: disable=import-outside-toplevel
 
     options = app.state.server.options
-    return uvicorn.Config(
+    config = uvicorn.Config(
         app,
         http=http_io.H11Protocol,
         log_level=log_level,
@@ -334,6 +338,43 @@ def server_config(app, log_level="info"):
         timeout_keep_alive=options.timeout_keep_alive_s,
         access_log=options.access_log,
     )
+    # The head of a request has --read_timeout_s, as its body (408 after).
+    setattr(config, http_io.HEAD_TIMEOUT_ATTRIBUTE, options.read_timeout_s)
+    return config
+
+
+def startup_lines(app, sock):
+    """What ``ldr-serve`` prints when it listens: its URL, and what it serves.
+
+    Args:
+      app: The application of :func:`create_app`.
+      sock: Its listening socket.
+
+    Returns:
+      Two lines (without line ends).
+    """
+    server = app.state.server
+    host, port = sock.getsockname()[:2]
+    url = "http://%s:%d" % ("[%s]" % host if ":" in host else host, port)
+    options, backend = server.options, server.backend
+    details = [backend.kind, "loaded on first use" if options.lazy else "loaded"]
+    if server.source_language and server.target_language:
+        details.append("%s to %s" % (server.source_language, server.target_language))
+    if backend.ignored is not None:
+        unlabelled = "every text is translated as generic (the model reads no domain label)"
+    elif server.default_unlabelled == server_lib.UNLABELLED_CLASSIFIER:
+        unlabelled = "text without a domain gets the domain the classifier picks%s" % (
+            " (--classifier %s)" % options.classifier if options.classifier else ""
+        )
+    else:
+        unlabelled = "text without a domain is translated as generic (no --classifier)"
+    pages = any(getattr(route, "path", None) == "/docs" for route in app.routes)
+    return [
+        "ldr-serve: listening on %s (%sCtrl-C stops)"
+        % (url, "API pages: %s/docs; " % url if pages else ""),
+        "ldr-serve: %s: domains %s (%s); %s"
+        % (options.model_dir, ", ".join(backend.labels), ", ".join(details), unlabelled),
+    ]
 
 
 def serve(options, host="127.0.0.1", port=8000, log_level="info", sock=None):
@@ -343,5 +384,16 @@ def serve(options, host="127.0.0.1", port=8000, log_level="info", sock=None):
 
     sock = sock or bind(host, port)
     app = create_app(options)
-    uvicorn.Server(server_config(app, log_level)).run(sockets=[sock])
+    lines = startup_lines(app, sock)
+
+    class _Server(uvicorn.Server):
+        """uvicorn's server, saying where it listens and what it serves once it does (at
+        every log level: uvicorn's own line is INFO)."""
+
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if self.started:
+                print("\n".join(lines), file=sys.stderr, flush=True)
+
+    _Server(server_config(app, log_level)).run(sockets=[sock])
     return 0

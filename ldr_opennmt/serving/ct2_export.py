@@ -24,6 +24,11 @@ it there). Each model carries the tokenizers of the model's configuration
 (``source_tokenization``), or else those of the corpus its vocabularies come from
 (``ldr-data``'s ``tokenizer.LANG.yml`` and BPE model beside ``vocab.LANG``), so that it
 translates raw text; an export without them is said in one line.
+
+The manifest records the language pair (``source_language``, ``target_language``: what
+``ldr-serve``'s ``GET /languages`` lists and ``POST /detect`` answers) where the corpus knows
+it (:func:`corpus_languages`): the vocabularies of a corpus built by ``ldr-data`` are
+``vocab.SRC`` and ``vocab.TGT`` beside its ``corpus.json``.
 """
 
 import filecmp
@@ -122,6 +127,63 @@ def describe_checkpoint(info, checkpoint_path):
     )
 
 
+#: A language code as a file suffix: ISO 639-1, with a region or script (``pt-BR``,
+#: ``zh_Hans``). Longer codes are taken from a ``corpus.json`` only.
+_LANGUAGE_SUFFIX = re.compile(r"^[a-z]{2}(?:[-_][A-Za-z0-9]{2,4})?\Z")
+#: The file ``ldr-data`` writes beside a corpus's vocabularies.
+CORPUS_INFO = "corpus.json"
+
+
+def _corpus_info(directory):
+    """The languages of the ``corpus.json`` in :obj:`directory`, or ``None``."""
+    try:
+        with open(os.path.join(directory, CORPUS_INFO), encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    languages = info.get("source_lang"), info.get("target_lang")
+    if not all(isinstance(lang, str) and lang for lang in languages):
+        return None
+    return languages
+
+
+def corpus_languages(vocabularies):
+    """The language pair of a model's corpus, from its vocabularies' names.
+
+    ``ldr-data`` writes ``vocab.SRC`` and ``vocab.TGT`` beside the corpus's ``corpus.json``
+    (``source_lang``, ``target_lang``). The pair is the vocabularies' suffixes (source first:
+    a model trained in the other direction on the same corpus gets its own direction) when
+    ``corpus.json`` names those two languages, or, without a ``corpus.json``, when both are
+    two-letter codes (``vocab.en``, ``vocab.pt-BR``; not ``vocab.src``).
+
+    Args:
+      vocabularies: ``{"source": path, "target": path}``.
+
+    Returns:
+      ``(source, target)``, or ``(None, None)`` when the corpus does not say.
+    """
+    paths = [vocabularies.get(side) for side in ("source", "target")]
+    suffixes = []
+    for path in paths:
+        name = os.path.basename(path) if isinstance(path, str) and "://" not in path else ""
+        if not name.startswith("vocab.") or name == "vocab.":
+            return None, None
+        suffixes.append(name[len("vocab.") :])
+    if suffixes[0] == suffixes[1]:
+        return None, None
+    for path in paths:
+        recorded = _corpus_info(os.path.dirname(os.path.abspath(path)))
+        if recorded is not None:
+            if set(recorded) == set(suffixes):
+                return tuple(suffixes)
+            return None, None  # A corpus of other languages: the names say nothing.
+    if all(_LANGUAGE_SUFFIX.match(suffix) for suffix in suffixes):
+        return tuple(suffixes)
+    return None, None
+
+
 def make_manifest(model, domains, quantization, checkpoint=None):
     """The manifest of an export (a JSON-serializable dict; paths relative to the export).
 
@@ -133,6 +195,9 @@ def make_manifest(model, domains, quantization, checkpoint=None):
     """
     source = folding.source_embedder(model)
     target = model.labels_inputter
+    source_language, target_language = corpus_languages(
+        {"source": source.vocabulary_file, "target": target.vocabulary_file}
+    )
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -146,6 +211,9 @@ def make_manifest(model, domains, quantization, checkpoint=None):
         # Basenames: each model directory holds CTranslate2's copy of the vocabularies.
         "source_vocabulary": os.path.basename(source.vocabulary_file),
         "target_vocabulary": os.path.basename(target.vocabulary_file),
+        # The language pair, where the corpus says it (ldr-serve's GET /languages).
+        "source_language": source_language,
+        "target_language": target_language,
         "quantization": quantization,
         "ctranslate2_version": ctranslate2.__version__,
     }

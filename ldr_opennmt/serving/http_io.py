@@ -12,8 +12,11 @@ the offline API pages.
   before the application: a request line and headers over :data:`MAX_HEAD_BYTES` (431),
   ``Content-Length`` together with ``Transfer-Encoding`` (400: the shape of request smuggling
   behind a proxy, RFC 9112 section 6.3), a transfer coding other than chunked (501), what is
-  not HTTP/1.1 (400). The connection is then closed without a reset: the answer and a FIN
-  are sent, and what the client still sends is read and dropped for up to
+  not HTTP/1.1 (400), and a request line and headers that do not arrive within
+  ``--read_timeout_s`` (408: a client that sends half a head, or nothing, does not hold its
+  connection; a kept-alive connection is idle until the first byte of its next request, and
+  uvicorn's keep-alive timeout closes it). The connection is then closed without a reset: the
+  answer and a FIN are sent, and what the client still sends is read and dropped for up to
   :data:`LINGER_S`, so that a client still sending sees the answer.
 * :func:`install_error_handlers`: every answer that is not a success is ``{"error": "one
   line"}``, unknown routes (404) and methods (405) included, and a message never holds what
@@ -118,7 +121,10 @@ async def read_body(request, limit, timeout_s, accepted=(JSON,)):
         raise RequestError(
             415,
             "Content-Type: %s, expected %s"
-            % (api_models.short(kind or "none"), " or ".join(accepted)),
+            % (
+                api_models.short(kind) if kind else "missing",
+                " or ".join(accepted),
+            ),
         )
     charset = _charset(request)
     if charset not in (None, "utf-8", "utf8"):
@@ -166,11 +172,18 @@ async def read_body(request, limit, timeout_s, accepted=(JSON,)):
         raise RequestError(413, "body: more than the limit of %d bytes" % limit)
     data = b"".join(chunks)
     try:
-        return kind, data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise RequestError(
             400, "body: not UTF-8 (byte 0x%02x at byte %d)" % (data[e.start], e.start)
         ) from None
+    if kind == FORM and JSON in accepted and text.lstrip()[:1] in ("{", "["):
+        # curl -d without -H 'Content-Type: application/json' says form: the body is JSON.
+        raise RequestError(
+            415,
+            "Content-Type: %s, but the body is JSON: send it with Content-Type: %s" % (FORM, JSON),
+        )
+    return kind, text
 
 
 #: Statuses after which the connection is closed (the body may not have been read).
@@ -248,6 +261,15 @@ def head_too_large(limit):
     return "headers: more than the limit of %d bytes (the request line and header fields)" % limit
 
 
+#: The attribute of uvicorn's configuration that gives :class:`H11Protocol` its head timeout.
+HEAD_TIMEOUT_ATTRIBUTE = "ldr_head_timeout_s"
+
+
+def head_timed_out(timeout_s):
+    """The message of a 408: the request line and headers did not arrive in time."""
+    return "headers: not received within %g s (--read_timeout_s)" % timeout_s
+
+
 #: The 400 of a request with both framings.
 BOTH_FRAMINGS = (
     "headers: Content-Length and Transfer-Encoding together: a request has one or the other "
@@ -320,9 +342,10 @@ def _raw_answer(status, message, default_headers):
 class H11Protocol(h11_impl.H11Protocol):
     """uvicorn's h11 protocol, whose refusals (a request that is not HTTP/1.1, a head over
     :data:`MAX_HEAD_BYTES` or uvicorn's ``h11_max_incomplete_event_size``, both framings, an
-    unknown transfer coding) are ``{"error": ...}`` with their status (431, 400, 501) and
-    ``Connection: close``; the connection is then closed without a reset (see the module
-    docstring). They come before the application: no access log line, no metrics.
+    unknown transfer coding, a head not received within :attr:`head_timeout_s`) are
+    ``{"error": ...}`` with their status (431, 400, 501, 408) and ``Connection: close``; the
+    connection is then closed without a reset (see the module docstring). They come before
+    the application: no access log line, no metrics.
 
     uvicorn answers them itself with a plain-text 400 and closes the connection at once, so
     that a client still sending (200 KB of headers) gets a reset and no answer.
@@ -333,6 +356,14 @@ class H11Protocol(h11_impl.H11Protocol):
         self.conn = _Connection(config.h11_max_incomplete_event_size or MAX_HEAD_BYTES)
         self._closing = None  # The timer that closes a refused connection.
         self._dropped = 0
+        #: Seconds a request line and headers may take to arrive (``--read_timeout_s``, set
+        #: on the configuration by :func:`ldr_opennmt.serving.app.server_config`).
+        self.head_timeout_s = getattr(config, HEAD_TIMEOUT_ATTRIBUTE, None)
+        self._head_timer = None
+
+    def connection_made(self, transport):
+        super().connection_made(transport)
+        self._watch_head()
 
     def data_received(self, data):
         if self._closing is None:
@@ -345,9 +376,38 @@ class H11Protocol(h11_impl.H11Protocol):
     def handle_events(self):
         if self._closing is None:
             super().handle_events()
+            self._watch_head()
+
+    def _watch_head(self):
+        """Starts the head timer while a head is awaited (a new connection, or the first bytes
+        of the next request on a kept-alive one: an idle one is uvicorn's keep-alive
+        timeout's), and stops it once the head is in."""
+        awaiting = (
+            self._closing is None
+            and self.head_timeout_s is not None
+            and self.conn.their_state is h11.IDLE
+            and (self.cycle is None or bool(self.conn.trailing_data[0]))
+        )
+        if awaiting and self._head_timer is None:
+            self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_timed_out)
+        elif not awaiting and self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self):
+        self._head_timer = None
+        if self._closing is not None or self.transport.is_closing():
+            return
+        self.conn.refusal = 408, head_timed_out(self.head_timeout_s)
+        self.conn.refused_in_body = False
+        self.send_400_response("")
 
     def send_400_response(self, msg):
-        """Answers a refused request (uvicorn calls it on :class:`h11.RemoteProtocolError`)."""
+        """Answers a refused request (uvicorn calls it on :class:`h11.RemoteProtocolError`;
+        the head timer, when a head is late)."""
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
         status, message = self.conn.refusal or (400, "not a valid HTTP/1.1 request")
         LOGGER.info("refused by the HTTP protocol: %d %s", status, message)
         cycle = self.cycle if self.conn.refused_in_body else None
@@ -365,6 +425,9 @@ class H11Protocol(h11_impl.H11Protocol):
     def connection_lost(self, exc):
         if self._closing is not None:
             self._closing.cancel()
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
         super().connection_lost(exc)
 
     def shutdown(self):

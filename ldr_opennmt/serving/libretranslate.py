@@ -6,13 +6,17 @@ OpenNMT-py's REST server's.
   refused), ``alternatives`` (alternative translations per text, by beam search) and
   ``api_key`` (accepted and ignored: put authentication in front of the server, see
   docs/serving.md), as JSON or as a form (``application/x-www-form-urlencoded``, what the
-  ``libretranslatepy`` client sends). The answer is ``translatedText`` (a list when ``q`` is),
-  with ``alternatives`` and ``detectedLanguage`` (``source: auto``) as LibreTranslate gives
-  them, and ``domain``: the domain each text was translated with. A request may name the
-  domain in the extra field ``domain`` (else the server's default for unlabelled text: its
-  classifier, or ``generic``). ``GET /languages`` lists the export's language pair, and
-  ``POST /detect`` answers the source language with confidence 100 (the model translates
-  from one language).
+  ``libretranslatepy`` client sends). Each text is split into its sentences
+  (:mod:`ldr_opennmt.serving.sentences`), which are translated as one batch and put back in
+  their places, line breaks kept, as LibreTranslate does. The answer is ``translatedText``
+  (a list when ``q`` is), with ``alternatives`` and ``detectedLanguage`` (``source: auto``)
+  as LibreTranslate gives them, and ``domain`` and ``domain_choice``: the domain each text
+  was translated with and how it was chosen. A request may name the domain in the extra
+  field ``domain``; without it, or with ``"domain": "auto"`` (TartuNLP's convention), each
+  text gets the server's default for unlabelled text: the domain its classifier picks for
+  the text as a whole (``--classifier``), else ``generic``. ``GET /languages`` lists the
+  export's language pair, and ``POST /detect`` answers the source language with confidence
+  100 (the model translates from one language: there is nothing to detect).
 * OpenNMT-py: ``POST /translator/translate`` with ``[{"src": "text", "id": 100}]`` answers
   ``[[{"src", "tgt", "n_best", "pred_score"}]]`` (``id`` is accepted: one model), and an
   item may name its ``domain``.
@@ -20,7 +24,7 @@ OpenNMT-py's REST server's.
 
 import urllib.parse
 
-from ldr_opennmt.serving import api_models
+from ldr_opennmt.serving import api_models, sentences
 from ldr_opennmt.serving.backend_kinds import CTRANSLATE2, RequestError
 
 AUTO = "auto"
@@ -97,6 +101,38 @@ def _check_language(field, code, expected, auto):
     )
 
 
+def _split(texts, names, limit):
+    """The sentences of LibreTranslate's texts.
+
+    Returns:
+      ``(layouts, sentences, names, groups)``: each text's :class:`~ldr_opennmt.serving.
+      sentences.Layout`, and for every sentence its text, its field name (``q``, ``q[1]``;
+      ``q, sentence 2`` in a text of several) and the index of its text.
+
+    Raises:
+      RequestError: 422 on a text without a sentence, or more than :obj:`limit` sentences.
+    """
+    layouts, all_sentences, all_names, groups = [], [], [], []
+    for index, (text, name) in enumerate(zip(texts, names)):
+        layout = sentences.split(text)
+        if not layout.sentences:
+            raise RequestError(422, "%s: empty text" % name)
+        layouts.append(layout)
+        count = len(layout.sentences)
+        all_sentences += layout.sentences
+        all_names += (
+            [name] if count == 1 else ["%s, sentence %d" % (name, k + 1) for k in range(count)]
+        )
+        groups += [index] * count
+    if len(all_sentences) > limit:
+        raise RequestError(
+            422,
+            "q: %d sentences, more than this server's limit of %d per request (--max_sentences): "
+            "send the text in parts" % (len(all_sentences), limit),
+        )
+    return layouts, all_sentences, all_names, groups
+
+
 def prepare(server, body):
     """Checks a LibreTranslate body (decoded).
 
@@ -115,31 +151,54 @@ def prepare(server, body):
     _check_language("source", request.source, server.source_language, auto=True)
     _check_language("target", request.target, server.target_language, auto=False)
     texts, names, single = _texts(request.q)
+    layouts, parts, part_names, groups = _split(texts, names, server.options.max_sentences)
+    domain = request.domain
+    if domain == AUTO and AUTO not in server.backend.labels:
+        domain = None  # TartuNLP's "auto": the server's way with unlabelled text.
     alternatives = request.alternatives or 0
     num_hypotheses = alternatives + 1
     beam_size = None
     if alternatives and server.backend.kind == CTRANSLATE2:
         beam_size = num_hypotheses
     checked = server.prepare(
-        texts,
-        [request.domain] * len(texts),
-        ["domain"] * len(texts),
+        parts,
+        [domain] * len(parts),
+        ["domain"] * len(parts),
         beam_size=beam_size,
         num_hypotheses=num_hypotheses if alternatives else None,
-        names=names,
+        names=part_names,
+        groups=groups,
     )
     detected = None
     if request.source == AUTO:
-        detected = {"language": server.source_language or AUTO, "confidence": 100.0}
+        detected = (
+            {"language": server.source_language, "confidence": 100.0}
+            if server.source_language
+            else {"language": AUTO, "confidence": 0.0}
+        )
 
     def _answer(native):
         translations = native["translations"]
-        answer = {"translatedText": [t["text"] for t in translations]}
-        if alternatives:
-            answer["alternatives"] = [t["hypotheses"][1:] for t in translations]
+        answer = {"translatedText": [], "alternatives": [], "domain": [], "domain_choice": []}
+        start = 0
+        for layout in layouts:
+            own = translations[start : start + len(layout.sentences)]
+            start += len(layout.sentences)
+            answer["translatedText"].append(layout.join([t["text"] for t in own]))
+            answer["alternatives"].append(
+                [
+                    layout.join([t["hypotheses"][min(k, len(t["hypotheses"]) - 1)] for t in own])
+                    for k in range(1, num_hypotheses)
+                ]
+            )
+            # A text's sentences share its domain (given, the classifier's for the text, or
+            # generic).
+            answer["domain"].append(own[0]["domain"])
+            answer["domain_choice"].append(own[0]["domain_choice"])
+        if not alternatives:
+            del answer["alternatives"]
         if detected is not None:
-            answer["detectedLanguage"] = [detected] * len(translations)
-        answer["domain"] = [t["domain"] for t in translations]
+            answer["detectedLanguage"] = [detected] * len(layouts)
         if single:
             answer = {key: value[0] for key, value in answer.items()}
         if native.get("warnings"):
@@ -161,7 +220,8 @@ def languages(server):
 
 
 def detect(server, body):
-    """``POST /detect``: the source language, confidence 100, for each text.
+    """``POST /detect``: the source language, confidence 100, for each text (the export
+    translates from one language: the answer is that language, whatever the text).
 
     Raises:
       RequestError: 422 on a wrong body, 501 when the server's source language is unknown.

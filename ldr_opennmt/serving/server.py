@@ -50,7 +50,6 @@ at the start of a sentence is removed, with a note in the answer's ``warnings``.
 
 import asyncio
 import json
-import os
 import sys
 import threading
 
@@ -58,6 +57,7 @@ from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models, backends, batching, http_io
+from ldr_opennmt.serving import manifest as manifest_lib
 from ldr_opennmt.serving.backend_kinds import RequestError
 
 PROG = "ldr-serve"
@@ -186,7 +186,9 @@ class Options:
 class _Request:
     """A checked request: its sentences, how each was routed, and the decoding options."""
 
-    def __init__(self, sentences, routes, tokens, unlabelled, beam_size, num_hypotheses):
+    def __init__(
+        self, sentences, routes, tokens, unlabelled, beam_size, num_hypotheses, groups=None
+    ):
         self.sentences = sentences
         #: Per sentence ``[route, domain, choice]``: the backend's label (a CTranslate2
         #: domain, a SavedModel label), the domain answered and how it was chosen; route
@@ -196,6 +198,9 @@ class _Request:
         self.unlabelled = unlabelled
         self.beam_size = beam_size
         self.num_hypotheses = num_hypotheses
+        #: Per sentence, the text it belongs to (``None``: each sentence is its own): the
+        #: classifier labels a text as a whole, and its sentences get that label.
+        self.groups = groups
 
 
 class Server:
@@ -220,10 +225,7 @@ class Server:
                         file=sys.stderr,
                     )
                 else:
-                    # pylint: disable=import-outside-toplevel
-                    from ldr_opennmt.serving.domain_classifier import DomainClassifier
-
-                    classifier = DomainClassifier(options.classifier)
+                    classifier = _classifier_class()(options.classifier)
             self.classifier = classifier
             self._check_classifier()
         except BaseException:
@@ -457,6 +459,7 @@ class Server:
         num_hypotheses=None,
         warnings=(),
         names=None,
+        groups=None,
     ):
         """Checks and routes sentences (valid Unicode) with their labels.
 
@@ -468,6 +471,9 @@ class Server:
           beam_size, num_hypotheses: The request's (``None``: the backend's defaults).
           warnings: Notes so far.
           names: The request field of each sentence (default ``sentences[i]``).
+          groups: The text each sentence belongs to (e.g. its index in LibreTranslate's
+            ``q``): the classifier labels each text as a whole. ``None``: each sentence
+            alone.
 
         Returns:
           A :class:`_Request`.
@@ -487,8 +493,9 @@ class Server:
             self._tokenize(i, sentence, route or domains_lib.GENERIC, names[i])
             for i, (sentence, (route, _, _)) in enumerate(zip(sentences, routes))
         ]
-        request = _Request(sentences, routes, tokens, unlabelled, beam_size, num_hypotheses)
+        request = _Request(sentences, routes, tokens, unlabelled, beam_size, num_hypotheses, groups)
         request.warnings = list(warnings) + notes
+        request.names = names
         return request
 
     # Translation.
@@ -513,10 +520,19 @@ class Server:
         pending = [i for i, (route, _, _) in enumerate(request.routes) if route is None]
         if not pending:
             return
-        items = []
+        groups = request.groups or range(len(request.sentences))
+        members = {}  # Each text's pending sentences, in order.
         for i in pending:
-            tokens = self.classifier.tokenize(request.sentences[i])
-            items.append(tokens or request.tokens[i])
+            members.setdefault(groups[i], []).append(i)
+        members = list(members.values())
+        items = []
+        for indices in members:
+            tokens = self.classifier.tokenize(" ".join(request.sentences[i] for i in indices))
+            tokens = tokens or [token for i in indices for token in request.tokens[i]]
+            if len(indices) > 1:
+                # A text's domain from its first --max_sentence_tokens tokens.
+                tokens = tokens[: self.options.max_sentence_tokens]
+            items.append(tokens)
         job = batching.Job(items)
         jobs.append(job)
         self.classifier_queue.put(job)
@@ -524,16 +540,21 @@ class Server:
             results = await asyncio.wrap_future(job.future)
         except Exception as e:  # pylint: disable=broad-except
             raise RequestError(500, "classification failed: %s" % _one_line(e)) from None
-        for i, (domain, posterior) in zip(pending, results):
-            if request.unlabelled == ENS_SOFT:
-                label = self.classifier.soft_label(posterior)
-                request.routes[i] = [label, label, ENSEMBLE]
-            else:
+        for indices, (domain, posterior) in zip(members, results):
+            label = (
+                self.classifier.soft_label(posterior) if request.unlabelled == ENS_SOFT else None
+            )
+            for i in indices:
+                if label is not None:
+                    request.routes[i] = [label, label, ENSEMBLE]
+                    continue
                 request.routes[i] = [domain, domain, CLASSIFIER]
                 if self.backend.kind == backends.CTRANSLATE2 and domain != domains_lib.GENERIC:
                     # The tokens of the domain's own tokenizer (the same in an export of
                     # ldr-export ctranslate2, whose models share their assets).
-                    request.tokens[i] = self._tokenize(i, request.sentences[i], domain)
+                    request.tokens[i] = self._tokenize(
+                        i, request.sentences[i], domain, request.names[i]
+                    )
 
     async def _translate(self, request):
         jobs = []
@@ -693,6 +714,27 @@ class Server:
         return _public_tree(health)
 
 
+def _classifier_class():
+    """:class:`~ldr_opennmt.serving.domain_classifier.DomainClassifier`.
+
+    Raises:
+      UserError: where TensorFlow is not installed (the serving runtime): the classifier is
+        a SavedModel.
+    """
+    try:
+        # pylint: disable=import-outside-toplevel
+        from ldr_opennmt.serving.domain_classifier import DomainClassifier
+    except ImportError as e:
+        if (e.name or "").split(".")[0] not in ("tensorflow", "opennmt", "keras"):
+            raise
+        raise UserError(
+            "--classifier: the domain classifier is a SavedModel, which needs the training "
+            "environment (TensorFlow is not installed here: %s); serve without --classifier, "
+            "or run in the training environment (source run/setup_env.sh)" % e
+        ) from None
+    return DomainClassifier
+
+
 def _one_line(error):
     lines = [line for line in str(error).splitlines() if line.strip()]
     return lines[-1] if lines else type(error).__name__
@@ -710,19 +752,12 @@ def _public_tree(value):
 
 
 def _languages(options):
-    """``(source, target)`` language codes: the options', else the export manifest's
-    ``source_language`` and ``target_language`` (``None`` when unknown)."""
+    """``(source, target)`` language codes: the options', else those the export's manifest
+    records (:func:`~ldr_opennmt.serving.manifest.read_manifest`: ``source_language`` and
+    ``target_language``); ``None`` when unknown (a SavedModel records none)."""
     recorded = {}
-    try:
-        with open(os.path.join(options.model_dir, "manifest.json"), encoding="utf-8") as f:
-            recorded = json.load(f)
-    except (OSError, ValueError):
-        pass
-    if not isinstance(recorded, dict):
-        recorded = {}
+    if manifest_lib.is_export(options.model_dir):
+        recorded = manifest_lib.read_manifest(options.model_dir)
     source = options.source_language or recorded.get("source_language")
     target = options.target_language or recorded.get("target_language")
-    return (
-        source if isinstance(source, str) and source else None,
-        target if isinstance(target, str) and target else None,
-    )
+    return source or None, target or None

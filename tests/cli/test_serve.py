@@ -1,10 +1,16 @@
-"""``ldr-serve``'s command line: options checked, and the port, before anything is loaded."""
+"""``ldr-serve``'s command line: options checked, and the port, before anything is loaded;
+``--help`` of ``ldr-serve`` and ``ldr-translate`` (issue 55 item 7): the usage, and nothing of
+TensorFlow, in the training environment and without TensorFlow."""
 
+import os
 import socket
+import subprocess
+import sys
 import unittest
 
 from ldr_opennmt.cli import serve as serve_cli
 from tests import helpers
+from tests.serving.no_tensorflow import run_without_tensorflow
 
 
 class ServeCommandLineTest(unittest.TestCase):
@@ -43,6 +49,24 @@ class ServeCommandLineTest(unittest.TestCase):
         self.assertEqual(
             (args.cors_origins, args.compute_type, args.access_log), ([], "default", True)
         )
+
+
+class HelpTest(unittest.TestCase):
+    def test_help_is_the_usage_and_nothing_of_tensorflow(self):
+        # As a user runs them: without run/setup_env.sh's TF_CPP_MIN_LOG_LEVEL.
+        env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL",)}
+        for name in ("serve", "translate"):
+            code = "from ldr_opennmt.cli import %s\n%s.main(['--help'])\n" % (name, name)
+            with self.subTest(command=name):
+                result = subprocess.run(
+                    [sys.executable, "-c", code], capture_output=True, text=True, env=env
+                )
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertTrue(result.stdout.startswith("usage: ldr-%s " % name), result.stdout)
+                self.assertEqual(result.stderr, "")
+                # Where TensorFlow cannot be imported (the serving runtime): the same usage.
+                status, stdout, stderr = run_without_tensorflow(code, env=env)
+                self.assertEqual((status, stdout, stderr), (0, result.stdout, ""))
 
 
 if __name__ == "__main__":

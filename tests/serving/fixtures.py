@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -65,13 +66,30 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def tiny_model(directory, family="ldr_transformer", params=None, seed=5):
+def tiny_model(directory, family="ldr_transformer", params=None, seed=5, languages=None):
     """A built tiny model of :obj:`family` with random weights and raw-text tokenizers.
+
+    Args:
+      languages: ``(source, target)``: the vocabularies are named and placed as those of a
+        corpus of ``ldr-data build files`` (``vocab.SRC``, ``vocab.TGT`` beside its
+        ``corpus.json``), whose export records the language pair.
 
     Returns:
       ``(model, data configuration)``.
     """
-    paths = corpus.write_corpus(os.path.join(directory, "corpus"), count=20)
+    corpus_dir = os.path.join(directory, "corpus")
+    paths = corpus.write_corpus(corpus_dir, count=20)
+    if languages:
+        for key, lang in zip(("src_vocab", "tgt_vocab"), languages):
+            vocabulary = os.path.join(corpus_dir, "vocab.%s" % lang)
+            os.replace(paths[key], vocabulary)
+            paths[key] = vocabulary
+        with open(os.path.join(corpus_dir, "corpus.json"), "w") as f:
+            json.dump(
+                {"domains": list(corpus.DOMAINS), "source_lang": languages[0],
+                 "target_lang": languages[1]},
+                f,
+            )  # fmt: skip
     model = helpers.FAMILIES[family]()
     if isinstance(model, models.TTMTransformer):  # Its domain tokens in the vocabulary.
         with open(paths["tgt_vocab"], "a") as f:
@@ -165,6 +183,7 @@ class ServerProcess:
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True
         )
         self.ready = False
+        self._printed = ""  # What output_so_far read.
 
     def wait(self, timeout=180):
         """Waits until ``GET /health`` answers (raises if the server exits first)."""
@@ -190,9 +209,22 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        output = self.process.stdout.read()
+        output = self._printed + self.process.stdout.read()
         self.process.stdout.close()
         return output
+
+    def output_so_far(self):
+        """What the server has printed so far (stdout and stderr), without waiting for it to
+        end."""
+        descriptor = self.process.stdout.fileno()
+        chunks = []
+        while select.select([descriptor], [], [], 0.2)[0]:
+            chunk = os.read(descriptor, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        self._printed += b"".join(chunks).decode("utf-8", "replace")
+        return self._printed
 
     def _request(self, request):
         try:

@@ -12,6 +12,7 @@ import threading
 import parameterized
 from starlette.testclient import TestClient
 
+from ldr_opennmt.serving import app as app_lib
 from ldr_opennmt.serving import server as server_lib
 from tests.serving import fake_backend
 from tests.serving.fake_backend import FakeModel, expected
@@ -56,6 +57,33 @@ class AppTest(fake_backend.AppTestCase):
         self.assertEqual(
             self.post(body, headers={"Content-Type": "application/json; charset=UTF-8"})[0], 200
         )
+
+    def test_a_json_body_without_its_content_type_is_a_415(self):
+        # No Content-Type at all, or curl -d's default (a form): the body is not read as a
+        # LibreTranslate form (was: 422 "q: missing (LibreTranslate's form body)").
+        body = json.dumps({"sentences": ["a b"]})
+        for path in ("/translate", "/detect"):
+            response = self.client.post(path, content=body)
+            self.assertEqual(response.status_code, 415, response.text)
+            self.assertEqual(
+                response.json(),
+                {
+                    "error": "Content-Type: missing, expected application/json or "
+                    "application/x-www-form-urlencoded"
+                },
+            )
+            for data in (body, "  [1]"):
+                response = self.client.post(
+                    path,
+                    content=data,
+                    headers={"Content-Type": "application/x-www-form-urlencoded"},
+                )
+                self.assertEqual(response.status_code, 415, response.text)
+                self.assertEqual(
+                    response.json()["error"],
+                    "Content-Type: application/x-www-form-urlencoded, but the body is JSON: "
+                    "send it with Content-Type: application/json",
+                )
 
     def test_bodies_must_be_utf8_json(self):
         self.assert_error(self.post(b"{not json"), 400, "^body: not valid JSON")
@@ -241,6 +269,31 @@ class AppTest(fake_backend.AppTestCase):
             self.assertEqual(response.headers["access-control-allow-origin"], "https://app.example")
             response = client.get("/health", headers={"Origin": "https://other.example"})
             self.assertNotIn("access-control-allow-origin", response.headers)
+
+    # What ldr-serve says at start (its real process: test_server.py).
+
+    def test_startup_lines_say_the_url_and_what_is_served(self):
+        sock = app_lib.bind("127.0.0.1", 0)
+        self.addCleanup(sock.close)
+        url = "http://127.0.0.1:%d" % sock.getsockname()[1]
+        listening = "ldr-serve: listening on %s (API pages: %s/docs; Ctrl-C stops)" % (url, url)
+        self.assertEqual(
+            app_lib.startup_lines(self.app, sock),
+            [
+                listening,
+                "ldr-serve: /nonexistent/abs/dir/export: domains medical, software, generic "
+                "(ctranslate2, loaded, en to fr); text without a domain is translated as generic "
+                "(no --classifier)",
+            ],
+        )
+        application = fake_backend.app(classifier=fake_backend.FakeClassifier(), lazy=True)
+        with TestClient(application):
+            self.assertEqual(
+                app_lib.startup_lines(application, sock)[1],
+                "ldr-serve: /nonexistent/abs/dir/export: domains medical, software, generic "
+                "(ctranslate2, loaded on first use); text without a domain gets the domain the "
+                "classifier picks",
+            )
 
     # Docs.
 

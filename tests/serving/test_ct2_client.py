@@ -6,9 +6,6 @@ serving runtime)."""
 import json
 import os
 import shutil
-import subprocess
-import sys
-import textwrap
 from unittest import mock
 
 import tensorflow as tf
@@ -19,34 +16,9 @@ from ldr_opennmt.serving.translator import Translator
 from tests import helpers
 from tests.serving import fixtures, test_manifest
 from tests.serving.fixtures import run_client
+from tests.serving.no_tensorflow import run_without_tensorflow
 
 SENTENCES, LABELS = fixtures.CLIENT_SENTENCES, fixtures.CLIENT_LABELS
-
-#: Run first in a subprocess: TensorFlow and OpenNMT-tf cannot be imported.
-BLOCKER = textwrap.dedent("""
-    import sys
-
-    class _Blocker:
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("tensorflow", "opennmt", "keras", "tensorflow_addons"):
-                raise ModuleNotFoundError("No module named %r (blocked)" % name, name=name)
-            return None
-
-    sys.meta_path.insert(0, _Blocker())
-    """)
-
-
-def run_without_tensorflow(code, *args, stdin=""):
-    """Runs :obj:`code` after :data:`BLOCKER` in a fresh interpreter: (status, out, err)."""
-    result = subprocess.run(
-        [sys.executable, "-c", BLOCKER + textwrap.dedent(code), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    )
-    return result.returncode, result.stdout, result.stderr
 
 
 class CTranslate2ClientTest(helpers.SharedDirTestCase):

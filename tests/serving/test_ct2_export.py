@@ -4,6 +4,7 @@ assets), and a corpus without them is said in one line."""
 
 import contextlib
 import io
+import json
 import os
 import shutil
 
@@ -104,6 +105,42 @@ class CorpusTokenizersTest(helpers.SharedDirTestCase):
             r"export translates tokenized text only",
         )
         self.assertFalse(os.path.exists(os.path.join(output_dir, "generic", "assets.extra")))
+
+    def test_the_manifest_records_the_corpus_languages(self):
+        # Issue 55 item 4: GET /languages was empty for an export of ldr-data's corpus.
+        manifest = ct2_export.make_manifest(self.model, ["generic"], None)
+        self.assertEqual((manifest["source_language"], manifest["target_language"]), ("en", "fr"))
+
+        def languages(source, target, corpus_json=None):
+            directory = os.path.join(self.dir, "languages", source + "-" + target)
+            os.makedirs(directory, exist_ok=True)
+            info = os.path.join(directory, ct2_export.CORPUS_INFO)
+            if corpus_json is not None:
+                with open(info, "w") as f:
+                    json.dump(corpus_json, f)
+            elif os.path.exists(info):
+                os.remove(info)
+            return ct2_export.corpus_languages(
+                {
+                    "source": os.path.join(directory, source),
+                    "target": os.path.join(directory, target),
+                }
+            )
+
+        corpus_json = {"source_lang": "en", "target_lang": "fr"}
+        # ldr-data's corpus, in its direction or the other (the vocabularies say which).
+        self.assertEqual(languages("vocab.en", "vocab.fr", corpus_json), ("en", "fr"))
+        self.assertEqual(languages("vocab.fr", "vocab.en", corpus_json), ("fr", "en"))
+        # A corpus.json of other languages, or unreadable: the names are not trusted / are.
+        self.assertEqual(languages("vocab.de", "vocab.fr", corpus_json), (None, None))
+        self.assertEqual(languages("vocab.de", "vocab.fr", ["not", "a", "corpus"]), ("de", "fr"))
+        # Without a corpus.json: two-letter codes only.
+        self.assertEqual(languages("vocab.pt-BR", "vocab.en"), ("pt-BR", "en"))
+        self.assertEqual(languages("vocab.src", "vocab.tgt"), (None, None))
+        self.assertEqual(languages("src.vocab", "tgt.vocab"), (None, None))
+        self.assertEqual(languages("vocab.en", "vocab.en"), (None, None))
+        corpus_json = {"source_lang": "haw", "target_lang": "en"}
+        self.assertEqual(languages("vocab.haw", "vocab.en", corpus_json), ("haw", "en"))
 
     def test_saved_model_assets_carry_the_corpus_tokenizers(self):
         asset_dir = os.path.join(self.dir, "assets")

@@ -7,6 +7,7 @@ library would send."""
 import gzip
 import json
 import logging
+import select
 import socket
 import time
 import unittest
@@ -298,6 +299,46 @@ class HttpEdgesTest(unittest.TestCase):
             while still_open():
                 self.assertLess(time.monotonic(), deadline, "the connection is still open")
                 time.sleep(0.05)
+            sock.close()
+
+
+class HeadTimeoutTest(unittest.TestCase):
+    def test_a_head_not_received_in_time_is_a_408_and_closed(self):
+        # Issue 56: --read_timeout_s bounded bodies only; a client that sent half a head (or
+        # nothing) held its connection forever.
+        with LiveServer(fake_backend.app(read_timeout_s=0.5)) as live:
+            expected = "headers: not received within 0.5 s (--read_timeout_s)"
+            for data in (b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\n", b""):
+                sock = socket.create_connection(("127.0.0.1", live.port), timeout=10)
+                sock.sendall(data)
+                start = time.monotonic()
+                answer = _read_all(sock)  # Returns once the server has closed it.
+                sock.close()
+                self.assertLess(time.monotonic() - start, 4, data)
+                status, headers, message = _error(answer)
+                self.assertEqual((status, message), (408, expected), data)
+                self.assertEqual(headers["connection"], "close")
+            # A kept-alive connection idle between requests is not timed (uvicorn's
+            # keep-alive timeout, 5 s, is); the half head of its next request is.
+            sock = socket.create_connection(("127.0.0.1", live.port), timeout=10)
+            sock.sendall(_head("Content-Length: %d" % len(BODY)) + BODY)
+            answer = sock.recv(65536)
+            while not answer.endswith(b"}"):
+                answer += sock.recv(65536)
+            self.assertEqual(_status(answer), 200, answer)
+            time.sleep(1.0)
+            self.assertEqual(select.select([sock], [], [], 0)[0], [])  # Nothing sent: open.
+            sock.sendall(b"POST /translate HTTP/1.1\r\n")
+            status, _, message = _error(_read_all(sock))
+            sock.close()
+            self.assertEqual((status, message), (408, expected))
+            # A whole request in pieces within the time is served.
+            sock = socket.create_connection(("127.0.0.1", live.port), timeout=10)
+            request = _head("Content-Length: %d" % len(BODY), "Connection: close") + BODY
+            for piece in (request[:20], request[20:60], request[60:]):
+                sock.sendall(piece)
+                time.sleep(0.1)
+            self.assertEqual(_status(_read_all(sock)), 200)
             sock.close()
 
 

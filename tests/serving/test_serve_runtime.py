@@ -76,6 +76,10 @@ class ServeRuntimeTest(helpers.SharedDirTestCase):
         )
         result = self._run("python", "-c", code)
         self.assertEqual(result.stdout, "True 4 []\n", result.stderr)
+        # Its commands: the serving ones only (issue 55 item 5: ldr-main, ldr-data... died
+        # there with a ModuleNotFoundError traceback, first on PATH).
+        commands = sorted(name for name in os.listdir(self.bin) if name.startswith("ldr-"))
+        self.assertEqual(commands, ["ldr-serve", "ldr-translate"])
 
     def test_translate_gives_the_translations_of_ctranslate2_3(self):
         result = self._run("ldr-translate", *self.argv)
@@ -96,6 +100,17 @@ class ServeRuntimeTest(helpers.SharedDirTestCase):
             result.stderr,
             r"^ldr-serve: error: --model_dir: a SavedModel needs the training environment "
             r"\(TensorFlow is not installed here: [^\n]*\n$",
+        )
+        # So does the domain classifier (was: a ModuleNotFoundError traceback).
+        result = self._run(
+            "ldr-serve", "--model_dir", self.export, "--classifier", saved,
+            "--port", str(fixtures.free_port()),
+        )  # fmt: skip
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertRegex(
+            result.stderr,
+            r"^ldr-serve: error: --classifier: the domain classifier is a SavedModel, which "
+            r"needs the training environment \(TensorFlow is not installed here: [^\n]*\n$",
         )
 
     def test_serve_gives_the_translations_of_ctranslate2_3(self):

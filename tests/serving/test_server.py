@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 
 import ctranslate2
+import libretranslatepy
 import pytest
 import tensorflow as tf
 
@@ -41,8 +42,9 @@ DECODING = ("--max_decoding_length", str(MAX_LENGTH))
 
 
 def _export(directory):
-    """A tiny LDR model with tokenizers, its checkpoint, and its CTranslate2 export."""
-    model, _ = fixtures.tiny_model(directory)
+    """A tiny LDR model with tokenizers, trained (randomly) on the files of an English to
+    French corpus of ``ldr-data build files``, its checkpoint, and its CTranslate2 export."""
+    model, _ = fixtures.tiny_model(directory, languages=("en", "fr"))
     return fixtures.ct2_directory(model, directory)
 
 
@@ -117,6 +119,57 @@ class ServerTest(helpers.SharedDirTestCase):
         self.assertIsNotNone(assets_lib.load_tokenizer(path, "source"))
         outputs = {d: tuple(self._expected(s, d)[0] for s in SOURCES) for d in DOMAINS}
         self.assertEqual(len(set(outputs.values())), len(DOMAINS), outputs)
+
+    def test_it_says_where_it_listens_and_what_it_serves(self):
+        lines = self.server.output_so_far().splitlines()
+        self.assertIn(
+            "ldr-serve: listening on http://127.0.0.1:%d (API pages: http://127.0.0.1:%d/docs; "
+            "Ctrl-C stops)" % (self.server.port, self.server.port),
+            lines,
+        )
+        self.assertIn(
+            "ldr-serve: %s: domains medical, religious, software, generic (ctranslate2, loaded, "
+            "en to fr); text without a domain is translated as generic (no --classifier)"
+            % self.model_dir,
+            lines,
+        )
+
+    def test_libretranslatepy_client_on_the_corpus_languages(self):
+        # Issue 55 item 4: the export of a corpus's files records its languages (GET
+        # /languages was empty, POST /detect a 501), and a text of three sentences is
+        # translated sentence by sentence in one batch (it was one invented sentence).
+        client = libretranslatepy.LibreTranslateAPI("http://127.0.0.1:%d" % self.server.port)
+        self.assertEqual(
+            client.languages(),
+            [
+                {"code": "en", "name": "English", "targets": ["fr"]},
+                {"code": "fr", "name": "French", "targets": []},
+            ],
+        )
+        self.assertEqual(client.detect("The big cell."), [{"language": "en", "confidence": 100.0}])
+        sentences = ["The big cell.", "A host is here!", "Spirit now?"]
+        before = self.server.get("/health")[1]["queues"]["generic"]
+        translated = client.translate(" ".join(sentences), "auto", "fr")
+        after = self.server.get("/health")[1]["queues"]["generic"]
+        self.assertEqual(translated, " ".join(self._expected(s, "generic")[0] for s in sentences))
+        self.assertNotEqual(translated, self._expected(" ".join(sentences), "generic")[0])
+        self.assertEqual(
+            (after["batches"] - before["batches"], after["sentences"] - before["sentences"]),
+            (1, 3),
+        )
+        status, answer = self.server.post(
+            {"q": "\n".join(sentences), "source": "auto", "target": "fr", "domain": "auto"}
+        )
+        self.assertEqual(status, 200, answer)
+        self.assertEqual(
+            answer,
+            {
+                "translatedText": "\n".join(self._expected(s, "generic")[0] for s in sentences),
+                "detectedLanguage": {"language": "en", "confidence": 100.0},
+                "domain": "generic",
+                "domain_choice": "generic: no label",
+            },
+        )
 
     def test_domain_per_request(self):
         for domain in DOMAINS:
