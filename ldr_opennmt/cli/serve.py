@@ -3,11 +3,11 @@
 See :mod:`ldr_opennmt.serving.server` and docs/serving.md.
 """
 
-import argparse
 import inspect
 import sys
 
 from ldr_opennmt import errors
+from ldr_opennmt.cli import ArgumentParser
 
 PROG = "ldr-serve"
 
@@ -36,7 +36,7 @@ def _serving_module(name):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=PROG,
         description="Serves a multi-domain model with a JSON API (POST /translate, GET /domains, "
         "GET /health, GET /metrics, /docs; LibreTranslate's POST /translate, GET /languages and "

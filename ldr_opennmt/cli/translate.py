@@ -8,10 +8,10 @@ missing. Ctrl-C stops it with one line (``ldr-translate: interrupted``, exit sta
 and no output file.
 """
 
-import argparse
 import sys
 
 from ldr_opennmt import errors
+from ldr_opennmt.cli import ArgumentParser
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import manifest, textio
 
@@ -19,7 +19,7 @@ PROG = "ldr-translate"
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=PROG,
         description="Translates text with an exported multi-domain SavedModel, or with the "
         "CTranslate2 models of ldr-export ctranslate2 (each line with its domain's model).",
