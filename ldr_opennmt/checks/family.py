@@ -9,6 +9,14 @@ why:
 
 * ``build``: it builds, initializes (every domain layer has its region count) and creates
   its variables;
+* ``outputs``: what OpenNMT-tf reads from the model has the shapes it needs: the training
+  logits are floats of ``[batch, target length, target vocabulary size]`` (the size
+  OpenNMT-tf gives the target vocabulary, its special tokens and ``<unk>`` included), the
+  logits of each step of a beam search are as wide, the predictions have ``tokens``,
+  ``length`` and ``log_probs``, and each word embedding has a row per vocabulary entry;
+* ``dropout``: the builder passes its ``dropout`` argument on: built with ``dropout=0`` (as
+  every check builds it) two training passes give the same loss, built with ``dropout=0.5``
+  they do not;
 * ``label``: the domain id reaches the layers: the label changes the translation's scores
   when the family says labels are needed, and changes nothing when it says they are not;
 * ``generic``: the ``generic`` label and a domain absent from the batch give no gradient to
@@ -27,10 +35,12 @@ why:
   another family's.
 
 The modes come from the family's declaration (``domain_training_modes``), so a mode the
-package adds later is checked too; the routing of a mode this check has no expectation for
-is skipped, its training invariants still checked.
+package adds later is checked too; the routing of a mode this check has no expectation for,
+or of every mode when two training passes differ (the ``dropout`` check says why), is
+skipped, its training invariants still checked.
 """
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -52,6 +62,8 @@ PASS, FAIL, SKIP = "pass", "fail", "skip"
 #: The checks, in the order they run (``modes``: one line per declared mode).
 CHECKS = (
     "build",
+    "outputs",
+    "dropout",
     "label",
     "ensembles",
     "generic",
@@ -66,6 +78,13 @@ MAX_LENGTH = 6
 STEPS = 2
 #: Gradients computed two ways agree to this tolerance (float32 sums in another order).
 ATOL, RTOL = 1e-6, 1e-4
+#: The beam of the ``outputs`` check's beam search (the other checks decode greedily).
+BEAM_WIDTH = 2
+#: The dropout of the second model of the ``dropout`` check (the checks' model has none).
+DROPOUT = 0.5
+#: What OpenNMT-tf's translation, scoring and SavedModel read from the predictions: name,
+#: rank (``[batch, hypotheses, time]`` or ``[batch, hypotheses]``) and dtype kind.
+PREDICTIONS = (("tokens", 3, "string"), ("length", 2, "integer"), ("log_probs", 2, "floating"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +158,8 @@ class FamilyCheck:
         self.references = None
         self.model = None
         self.caps = None
+        self.random_training = None
+        self.stopped = None
 
     def run(self, report=None):
         """Runs every check in order.
@@ -160,32 +181,45 @@ class FamilyCheck:
             if report is not None:
                 report(result)
 
-        stopped = None
+        self.stopped = None
         for name in CHECKS:
-            step = getattr(self, "_" + name)
             if name in self.skip:
                 _add(Result(name, SKIP, "not asked for"))
                 continue
-            if stopped is not None:
-                _add(Result(name, SKIP, "not checked: %s failed" % stopped))
+            if self.stopped is not None:
+                _add(Result(name, SKIP, "not checked: %s failed" % self.stopped))
                 continue
-            try:
-                for result in step():
-                    _add(result)
-            except _Stop as e:
-                _add(Result(name, FAIL, str(e)))
-                stopped = name
-            except UserError as e:
-                _add(Result(name, FAIL, _one_line(e)))
-            except Exception as e:  # noqa: BLE001 - a family's failure is a check's result.
-                _add(Result(name, FAIL, "%s: %s" % (type(e).__name__, _one_line(e))))
+            for result in self._step(name):
+                _add(result)
         return results
+
+    def rerun(self, name):
+        """Runs the check :obj:`name` again, on the model that :meth:`run` built (a test
+        changes that model between runs rather than building one per defect).
+
+        Returns:
+          The list of :class:`Result`.
+        """
+        return list(self._step(name))
+
+    def _step(self, name):
+        """The results of the check :obj:`name`: its own, or one ``fail`` naming what it
+        raised (a failure of ``build`` sets :attr:`stopped`)."""
+        try:
+            yield from getattr(self, "_" + name)()
+        except _Stop as e:
+            yield Result(name, FAIL, str(e))
+            self.stopped = name
+        except UserError as e:
+            yield Result(name, FAIL, _one_line(e))
+        except Exception as e:  # noqa: BLE001 - a family's failure is a check's result.
+            yield Result(name, FAIL, "%s: %s" % (type(e).__name__, _one_line(e)))
 
     # -- building and data ------------------------------------------------------------
 
-    def _new_model(self, family=None, paths=None):
+    def _new_model(self, family=None, paths=None, sizes=None, create_variables=True):
         family = family or self.family
-        model = family.build_tiny()
+        model = family.builder(**sizes) if sizes else family.build_tiny()
         params = {
             "beam_width": 1,
             "maximum_decoding_length": MAX_LENGTH,
@@ -193,7 +227,8 @@ class FamilyCheck:
             "learning_rate": 0.01,
         }
         model.initialize(data.data_config(paths or self.paths), params=params)
-        model.create_variables()
+        if create_variables:
+            model.create_variables()
         return model
 
     def _build(self):
@@ -264,6 +299,116 @@ class FamilyCheck:
                 outputs["log_probs"].numpy(),
             )
         return self.translations[label]
+
+    # -- outputs ----------------------------------------------------------------------
+
+    def _outputs(self):
+        model = self.model
+        size = model.labels_inputter.vocabulary_size
+        problems = []
+        # Training (teacher forcing): OpenNMT-tf's compute_loss reads outputs["logits"] (or
+        # the outputs themselves when they are not a dict), one row per target position.
+        outputs, _ = model(self.features, self.labels, training=True)
+        logits = outputs.get("logits") if isinstance(outputs, dict) else outputs
+        batch, length = self.labels["ids_out"].shape.as_list()
+        if logits is None:
+            problems.append("its training outputs have no logits (compute_loss reads them)")
+        else:
+            problems += _logits_problems("the training logits", logits, size, batch, length)
+        # A beam search (no other check runs one): the logits of each step (the decoder
+        # called on one position), then the predictions.
+        widths = []
+        with _params(model, beam_width=BEAM_WIDTH), _step_logits(model, widths):
+            predictions = model.infer(self._source_features("d0"))
+        step = [w for w in widths if w != size]
+        if step:
+            problems.append(
+                "the logits of a beam search step have %s entries where the target vocabulary "
+                "has %d" % (step[0], size)
+            )
+        problems += _predictions_problems(predictions, len(self.sources))
+        problems += _embedding_problems(model)
+        if problems:
+            yield Result("outputs", FAIL, "; ".join(problems))
+            return
+        yield Result(
+            "outputs",
+            PASS,
+            "training logits %s (target vocabulary %d), %s; predictions %s; embeddings of "
+            "the vocabulary sizes"
+            % (
+                logits.shape.as_list(),
+                size,
+                (
+                    "as wide at each step of a beam search of %d" % BEAM_WIDTH
+                    if widths
+                    else "the beam search's steps not seen (no decoder.call)"
+                ),
+                ", ".join(key for key, _, _ in PREDICTIONS),
+            ),
+        )
+
+    # -- dropout ----------------------------------------------------------------------
+
+    # Why a check of its own. The routing of each mode (_routing) compares the mode's
+    # gradients with those of the true-label and generic passes, recomputed, to 1e-6: it
+    # holds only if two training passes at the same weights give the same output. Every
+    # check builds the family with dropout=0 (registry.TINY_SIZES), the only way this check
+    # has to turn dropout off: the rates live in the family's layers, under names it
+    # chooses, so zeroing them here would rely on guesses and hide the defect. A training
+    # pass that is random all the same means the builder ignores its dropout argument (or
+    # a layer trains with another random op). That is reported here, by name, and the
+    # modes then leave their routing unchecked instead of blaming the gradients for noise.
+    def _training_is_random(self):
+        """Whether two training passes at the same weights give different losses
+        (cached)."""
+        if self.random_training is None:
+            first, second = (
+                float(self.model.compute_training_loss(self.features, self.labels)[0])
+                for _ in range(2)
+            )
+            self.random_training = not np.isclose(first, second, atol=ATOL, rtol=RTOL)
+        return self.random_training
+
+    def _dropout(self):
+        asked = _tiny_sizes(self.family).get("dropout")
+        if asked:
+            yield Result("dropout", SKIP, "its tiny model has dropout %s (tiny=)" % asked)
+            return
+        if self._training_is_random():
+            rates = _dropout_rates(self.model)
+            yield Result(
+                "dropout",
+                FAIL,
+                "built with dropout=0, two training passes at the same weights give different "
+                "losses: %s"
+                % (
+                    "its layers keep dropout (%s): the builder does not pass its dropout "
+                    "argument on" % rates
+                    if rates
+                    else "a random op in training? (the gradient checks need dropout=0 to "
+                    "make training deterministic)"
+                ),
+            )
+            return
+        sizes = dict(_tiny_sizes(self.family), dropout=DROPOUT)
+        noisy = self._new_model(sizes=sizes, create_variables=False)
+        first, second = (
+            float(noisy.compute_training_loss(self.features, self.labels)[0]) for _ in range(2)
+        )
+        if np.isclose(first, second, atol=ATOL, rtol=RTOL):
+            yield Result(
+                "dropout",
+                FAIL,
+                "built with dropout=%s, two training passes give the same loss: the builder "
+                "ignores its dropout argument (training would never drop out)" % DROPOUT,
+            )
+            return
+        yield Result(
+            "dropout",
+            PASS,
+            "training is deterministic with dropout=0 and random with dropout=%s" % DROPOUT,
+        )
 
     # -- label ------------------------------------------------------------------------
 
@@ -378,6 +523,12 @@ class FamilyCheck:
         expected = _expected_coefficients(mode, model)
         if expected is None:
             why.append("routing not checked (no expectation for this mode)")
+        elif self._training_is_random():
+            # Noise, not routing, would make the gradients differ (see the dropout check).
+            why.append(
+                "routing not checked: two training passes at the same weights differ "
+                "(the dropout check says why)"
+            )
         else:
             problem = self._routing(mixed, gradients, expected, optimizer.iterations)
             if problem:
@@ -566,6 +717,138 @@ class FamilyCheck:
             )
             return
         yield Result("checkpoint", FAIL, "a checkpoint of %s restores into it" % other_name)
+
+
+def _tiny_sizes(family):
+    """The size arguments that :meth:`registry.Family.build_tiny` gives the builder."""
+    return dict(registry.TINY_SIZES[family.architecture], **family.tiny)
+
+
+@contextlib.contextmanager
+def _params(model, **values):
+    """Sets entries of ``model.params`` for the duration of the block."""
+    before = {key: model.params.get(key) for key in values}
+    model.params.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                model.params.pop(key, None)
+            else:
+                model.params[key] = value
+
+
+@contextlib.contextmanager
+def _step_logits(model, widths):
+    """Appends to :obj:`widths` the width of the logits of each decoding step of
+    ``model.decoder`` (OpenNMT-tf's decoders take one position as ``[batch, depth]`` inputs
+    and return ``(logits, state, attention)``), for the duration of the block."""
+    decoder = getattr(model, "decoder", None)
+    call = getattr(decoder, "call", None)
+    if call is None:
+        yield
+        return
+
+    def _call(inputs, *args, **kwargs):
+        result = call(inputs, *args, **kwargs)
+        if isinstance(inputs, tf.Tensor) and inputs.shape.rank == 2:
+            widths.append(result[0].shape[-1])
+        return result
+
+    decoder.call = _call
+    try:
+        yield
+    finally:
+        del decoder.call  # The class's method again.
+
+
+def _logits_problems(what, logits, size, batch, length):
+    """What is wrong with :obj:`logits`, which should be floats ``[batch, length, size]``."""
+    if not isinstance(logits, tf.Tensor):
+        return ["%s are a %s, not a tensor" % (what, type(logits).__name__)]
+    problems = []
+    if not logits.dtype.is_floating:
+        problems.append("%s are %s, not floats" % (what, logits.dtype.name))
+    shape = logits.shape.as_list() if logits.shape.rank is not None else None
+    if shape is None or len(shape) != 3:
+        problems.append(
+            "%s have the shape %s, not [batch, target length, target vocabulary]" % (what, shape)
+        )
+        return problems
+    if shape[-1] != size:
+        problems.append(
+            "%s have %s entries where the target vocabulary has %d (OpenNMT-tf's size: its "
+            "file's tokens, the special tokens included, and <unk>)" % (what, shape[-1], size)
+        )
+    if shape[1] != length:
+        problems.append(
+            "%s cover %s target positions where the target has %d (its tokens and </s>)"
+            % (what, shape[1], length)
+        )
+    if shape[0] != batch:
+        problems.append("%s have %s sentences where the batch has %d" % (what, shape[0], batch))
+    return problems
+
+
+def _predictions_problems(predictions, batch):
+    """What is wrong with the predictions of a beam search of :obj:`batch` sentences."""
+    if not isinstance(predictions, dict):
+        return ["its predictions are a %s, not a dict" % type(predictions).__name__]
+    missing = [key for key, _, _ in PREDICTIONS if key not in predictions]
+    if missing:
+        return [
+            "its predictions have no %s (translation and the SavedModel read %s)"
+            % (", ".join(missing), ", ".join(key for key, _, _ in PREDICTIONS))
+        ]
+    problems = []
+    for key, rank, kind in PREDICTIONS:
+        value = predictions[key]
+        dtype = tf.as_dtype(value.dtype)
+        right_kind = dtype == tf.string if kind == "string" else getattr(dtype, "is_" + kind)
+        shape = value.shape.as_list() if value.shape.rank is not None else None
+        if not right_kind or shape is None or len(shape) != rank or shape[0] != batch:
+            problems.append(
+                "the prediction %s is %s of the shape %s, not %s of rank %d (%d sentences first)"
+                % (key, dtype.name, shape, kind, rank, batch)
+            )
+    return problems
+
+
+def _embedding_problems(model):
+    """Word embeddings (OpenNMT-tf's ``WordEmbedder``) without one row per entry of their
+    vocabulary (``<unk>`` included): an unknown word would read outside the table."""
+    problems = []
+    for embedder in model.submodules:
+        if not isinstance(embedder, opennmt.inputters.WordEmbedder):
+            continue  # (The source inputter's embedding is a property that may refuse.)
+        table = getattr(embedder, "embedding", None)
+        if table is None:
+            continue
+        if table.shape[0] != embedder.vocabulary_size:
+            problems.append(
+                "the embedding %s has %s rows where its vocabulary has %d entries"
+                % (table.name, table.shape[0], embedder.vocabulary_size)
+            )
+    return problems
+
+
+def _dropout_rates(model):
+    """``"dropout 0.1 in A, B"``: the non-zero dropout rates of the model's layers (the
+    attributes that OpenNMT-tf and Keras name ``*dropout``, and Keras' ``Dropout.rate``)."""
+    rates = {}
+    for layer in model.submodules:
+        names = [name for name in vars(layer) if name.endswith("dropout")]
+        if isinstance(layer, tf.keras.layers.Dropout):
+            names.append("rate")
+        for name in names:
+            value = getattr(layer, name, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                rates.setdefault(value, set()).add(type(layer).__name__)
+    return "; ".join(
+        "%s %s in %s" % ("dropout", rate, ", ".join(sorted(classes)[:3]))
+        for rate, classes in sorted(rates.items())
+    )
 
 
 def _reference_family(family):

@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+from unittest import mock
 
 import opennmt
 import tensorflow as tf
@@ -106,13 +107,31 @@ class _UndeclaredDense(opennmt.layers.Dense, DomainSpecificLayer):
         return outputs * (1 + tf.tensordot(one_hot, self.scales - 1, 1))
 
 
+class _ShortEmbedder(opennmt.inputters.WordEmbedder):
+    """A word embedding one row short of its vocabulary (no row for <unk>), whose lookup
+    reads zeros past the table, as a GPU's does (on a CPU, the lookup of <unk> fails: the
+    build check fails on the placeholder batch, whose words are unknown)."""
+
+    def build(self, input_shape):
+        self.vocabulary_size -= 1
+        super().build(input_shape)
+        self.vocabulary_size += 1
+
+    def call(self, features, training=None):
+        ids = features["ids"]
+        inside = ids < tf.shape(self.embedding, out_type=ids.dtype)[0]
+        outputs = tf.nn.embedding_lookup(self.embedding, tf.where(inside, ids, 0))
+        return outputs * tf.cast(inside, outputs.dtype)[..., tf.newaxis]
+
+
 class _Broken(MultiDomainTransformer):
     layer_class = _ScaledDense
+    source_embedder = opennmt.inputters.WordEmbedder
     default_domain_training = procedure.PROCEDURE1
 
     def __init__(self, **sizes):
         super().__init__(
-            opennmt.inputters.WordEmbedder(sizes["num_units"]),
+            self.source_embedder(sizes["num_units"]),
             opennmt.inputters.WordEmbedder(sizes["num_units"]),
             **transformer_arguments(**sizes),
         )
@@ -139,6 +158,60 @@ class _Undeclared(_Broken):
     layer_class = _UndeclaredDense
 
 
+class _ShortSourceEmbedding(_Broken):
+    source_embedder = _ShortEmbedder
+
+
+class _OneMode(_Broken):
+    """Trains in one mode only (one mode line: a shorter test)."""
+
+    domain_training_modes = (procedure.PROCEDURE1,)
+    domain_training_reason = "a test family trains with Procedure 1"
+
+
+class _HostileDense(opennmt.layers.Dense):
+    """The output layer of :class:`_Hostile`: drops the last vocabulary entry when its
+    model's defect says so."""
+
+    def call(self, inputs):
+        logits = super().call(inputs)
+        step = inputs.shape.rank == 2  # One decoding step: [batch, depth].
+        if _Hostile.defect == "vocabulary" or (_Hostile.defect == "step" and step):
+            logits = logits[..., :-1]
+        return logits
+
+
+class _Hostile(_Broken):
+    """A family whose outputs break as :attr:`defect` says, after it is built (one
+    built model for every defect)."""
+
+    defect = None
+
+    def __init__(self, **sizes):
+        if _Hostile.defect == "fixed_dropout":  # It ignores its dropout argument.
+            sizes = dict(sizes, dropout=0.0)
+        super().__init__(**sizes)
+
+    def initialize(self, data_config, params=None):
+        super().initialize(data_config, params=params)
+        plain = self.decoder.output_layer
+        self.decoder.output_layer = _HostileDense(plain.units, use_bias=plain.use_bias)
+
+    def call(self, features, labels=None, training=None, step=None):
+        outputs, predictions = super().call(features, labels, training=training, step=step)
+        if outputs is not None:
+            logits = outputs["logits"]
+            outputs = {
+                "time": dict(outputs, logits=logits[:, :-1]),
+                "dtype": dict(outputs, logits=tf.cast(logits, tf.int32)),
+                "no_logits": {"scores": logits},
+                "noise": dict(outputs, logits=logits + tf.random.normal(tf.shape(logits))),
+            }.get(self.defect if training else None, outputs)
+        if predictions is not None and self.defect == "predictions":
+            predictions = {("scores" if k == "log_probs" else k): v for k, v in predictions.items()}
+        return outputs, predictions
+
+
 class _AlwaysJoint(_Broken):
     """Overrides compute_gradients: every mode trains as joint."""
 
@@ -146,11 +219,13 @@ class _AlwaysJoint(_Broken):
         return procedure.compute_gradients(self, features, labels, optimizer, "joint", **kwargs)
 
 
-def _register(name, model_class):
+def _register(name, model_class, **fixed):
+    """Registers :obj:`model_class` as the family :obj:`name`, its builder giving it the
+    :obj:`fixed` arguments whatever it is asked for (a builder that drops them)."""
     registry.register(
         registry.Family(
             name=name,
-            builder=lambda **sizes: model_class(**sizes),
+            builder=lambda **sizes: model_class(**dict(sizes, **fixed)),
             title=name,
             paper="tests",
             summary="A broken family.",
@@ -188,8 +263,8 @@ class ExamplesTest(tf.test.TestCase):
 
     def test_a_family_that_reads_no_label_serves_without_a_domain_input(self):
         # Labels for training only (ML, AdvL, domain mixing): no domain input is right.
-        skip = ("label", "ensembles", "generic", "modes", "ctranslate2", "checkpoint")
-        results = _check(self, "ml_transformer", skip=skip)
+        skip = ("outputs", "dropout", "label", "ensembles", "generic", "modes")
+        results = _check(self, "ml_transformer", skip=skip + ("ctranslate2", "checkpoint"))
         self.assertEqual(_failures(results), [])
         self.assertRegex(
             [r.line() for r in results if r.name == "savedmodel"][0],
@@ -200,7 +275,9 @@ class ExamplesTest(tf.test.TestCase):
 class BrokenFamiliesTest(tf.test.TestCase):
     """Each defect fails the check that is about it, saying why."""
 
-    FAST = ("ensembles", "savedmodel", "checkpoint")
+    FAST = ("outputs", "dropout", "ensembles", "savedmodel", "checkpoint")
+    #: Every check but build.
+    ALL = family_check.CHECKS[1:]
 
     def test_a_layer_that_does_not_read_the_domain(self):
         results = _check(self, _register("deaf", _Deaf), skip=self.FAST + ("modes",))
@@ -227,6 +304,142 @@ class BrokenFamiliesTest(tf.test.TestCase):
         self.assertEqual(_statuses(results)["ctranslate2"], family_check.FAIL)
         self.assertRegex(_failures(results)[0], "the d0 fold translates .* where the model gives")
 
+    def test_logits_one_vocabulary_entry_short(self):
+        # Issue 56 item 4: the example with an output layer one entry short passed every
+        # check (the targets never hold <unk>, the last entry).
+        name, path = EXAMPLES[0]
+        registry.load_user_module(path)
+        example = type(registry.get(name).build_tiny())
+
+        class ShortLogits(example):
+            def initialize(self, data_config, params=None):
+                super().initialize(data_config, params=params)
+                layer = self.decoder.output_layer
+                self.decoder.output_layer = type(layer)(layer.units - 1)
+                self.set_layer_regions(data_config, 0, "short")
+
+        skip = set(self.ALL) - {"outputs"}
+        results = _check(self, _register("short_logits", ShortLogits), skip=skip)
+        self.assertEqual(len(_failures(results)), 1)
+        self.assertRegex(
+            _failures(results)[0],
+            r"^fail  outputs: the training logits have 21 entries where the target vocabulary "
+            r"has 22 \(OpenNMT-tf's size: .*\); the logits of a beam search step have 21 "
+            r"entries where the target vocabulary has 22 \(",
+        )
+
+    def test_a_source_embedding_one_row_short(self):
+        skip = set(self.ALL) - {"outputs"}
+        results = _check(self, _register("short_embedding", _ShortSourceEmbedding), skip=skip)
+        self.assertEqual([r.name for r in results if r.status == family_check.FAIL], ["outputs"])
+        self.assertRegex(
+            _failures(results)[0],
+            r"^fail  outputs: the embedding .*embedding:0 has 21 rows where its vocabulary has "
+            r"22 entries \(",
+        )
+
+    def test_a_builder_that_drops_dropout(self):
+        # It ignores its dropout argument (dropout 0.1): the routing of the modes compared
+        # noisy gradients and blamed them; the dropout check names the cause, and the
+        # modes leave their routing unchecked.
+        name = _register("noisy", _OneMode, dropout=0.1)
+        results = _check(self, name, skip=set(self.ALL) - {"dropout", "modes"})
+        self.assertEqual([r.name for r in results if r.status == family_check.FAIL], ["dropout"])
+        self.assertRegex(
+            _failures(results)[0],
+            r"^fail  dropout: built with dropout=0, two training passes at the same weights "
+            r"give different losses: its layers keep dropout \(dropout 0.1 in .*"
+            r"MultiHeadAttention.*\): the builder does not pass its dropout argument on \(",
+        )
+        self.assertRegex(
+            [r.line() for r in results if r.name == "mode procedure1"][0],
+            r"^pass  mode procedure1: routing not checked: two training passes at the same "
+            r"weights differ \(the dropout check says why\); 2 steps on d0",
+        )
+
+
+class OneModelTest(tf.test.TestCase):
+    """The outputs and dropout checks, on one built model whose outputs break after it is
+    built (one build for every defect)."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.directory = tempfile.mkdtemp()
+        name = _register("hostile", _Hostile)
+        skip = set(family_check.CHECKS[1:]) - {"outputs", "dropout"}
+        cls.check = family_check.FamilyCheck(registry.get(name), cls.directory, skip=skip)
+        cls.results = cls.check.run()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.directory, ignore_errors=True)
+        super().tearDownClass()
+
+    def test_unbroken(self):
+        self.assertEqual(_failures(self.results), [])
+        why = {r.name: r.why for r in self.results}
+        self.assertEqual(
+            why["outputs"],
+            "training logits [6, 6, 22] (target vocabulary 22), as wide at each step of a beam "
+            "search of 2; predictions tokens, length, log_probs; embeddings of the vocabulary "
+            "sizes",
+        )
+        self.assertEqual(
+            why["dropout"], "training is deterministic with dropout=0 and random with dropout=0.5"
+        )
+
+    @parameterized.expand(
+        [
+            (
+                "vocabulary",
+                r"^the training logits have 21 entries where the target vocabulary has 22 .*; "
+                r"the logits of a beam search step have 21 entries where .* 22$",
+            ),
+            ("step", r"^the logits of a beam search step have 21 entries where the target .*22$"),
+            ("time", r"^the training logits cover 5 target positions where the target has 6 "),
+            ("dtype", r"^the training logits are int32, not floats$"),
+            ("no_logits", r"^its training outputs have no logits \(compute_loss reads them\)$"),
+            (
+                "predictions",
+                r"^its predictions have no log_probs \(translation and the SavedModel read "
+                r"tokens, length, log_probs\)$",
+            ),
+        ]
+    )
+    def test_a_defect(self, defect, message):
+        with mock.patch.object(_Hostile, "defect", defect):
+            results = self.check.rerun("outputs")
+        self.assertEqual([(r.name, r.status) for r in results], [("outputs", family_check.FAIL)])
+        self.assertRegex(results[0].why, message)
+
+    def test_a_builder_without_dropout(self):
+        # Built with dropout=0.5, it has none (a second model: the build comes after).
+        with mock.patch.object(_Hostile, "defect", "fixed_dropout"):
+            results = self.check.rerun("dropout")
+        self.assertEqual([(r.name, r.status) for r in results], [("dropout", family_check.FAIL)])
+        self.assertRegex(
+            results[0].why,
+            r"^built with dropout=0.5, two training passes give the same loss: the builder "
+            r"ignores its dropout argument \(training would never drop out\)$",
+        )
+
+    def test_a_random_op_in_training(self):
+        # Random although no layer keeps a dropout rate: the check cannot name one.
+        self.check.random_training = None
+        try:
+            with mock.patch.object(_Hostile, "defect", "noise"):
+                results = self.check.rerun("dropout")
+        finally:
+            self.check.random_training = None
+        self.assertEqual([(r.name, r.status) for r in results], [("dropout", family_check.FAIL)])
+        self.assertRegex(
+            results[0].why,
+            r"^built with dropout=0, two training passes at the same weights give different "
+            r"losses: a random op in training\? \(the gradient checks need dropout=0 to make "
+            r"training deterministic\)$",
+        )
+
 
 class CommandTest(tf.test.TestCase):
     def _run(self, argv):
@@ -237,18 +450,20 @@ class CommandTest(tf.test.TestCase):
 
     def test_one_line_per_check_and_exit_1_on_a_failure(self):
         _register("deaf", _Deaf)
-        skip = ["modes", "ensembles", "savedmodel", "ctranslate2", "checkpoint"]
-        status, stdout, _ = self._run(["check-family", "deaf", "--skip"] + skip)
+        skip = ["outputs", "dropout", "modes", "ensembles", "savedmodel", "ctranslate2"]
+        status, stdout, _ = self._run(["check-family", "deaf", "--skip"] + skip + ["checkpoint"])
         self.assertEqual(status, 1, stdout)
         lines = stdout.splitlines()
         self.assertEqual(lines[0], "check-family deaf")
         self.assertRegex(lines[1], r"^pass  build: _Deaf: ")
-        self.assertRegex(lines[2], r"^fail  label: the family needs labels, but d0 and d1 give")
-        self.assertRegex(lines[-1], r"^deaf: FAILED label \(8 checks, \d+ s\)$")
+        self.assertRegex(lines[2], r"^skip  outputs: not asked for ")
+        self.assertRegex(lines[3], r"^skip  dropout: not asked for ")
+        self.assertRegex(lines[4], r"^fail  label: the family needs labels, but d0 and d1 give")
+        self.assertRegex(lines[-1], r"^deaf: FAILED label \(10 checks, \d+ s\)$")
 
     def test_a_user_module_family_passes(self):
         name, path = EXAMPLES[1]
-        skip = ["modes", "savedmodel"]
+        skip = ["outputs", "dropout", "modes", "savedmodel"]  # ExamplesTest runs them all.
         argv = ["check-family", name, "--user_module", path, "--skip"] + skip
         status, stdout, _ = self._run(argv)
         self.assertEqual(status, 0, stdout)
