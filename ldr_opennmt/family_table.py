@@ -74,8 +74,12 @@ class Family:
         return self.builder(**sizes)
 
     def build_tiny(self, **overrides):
-        """A tiny model of this family (the tests' size: one layer of 16 units)."""
-        return self.builder(**dict(TINY_SIZES[self.architecture], **self.tiny, **overrides))
+        """A tiny model of this family (the tests' size: one layer of 16 units); an override
+        replaces the family's own tiny value (``dropout=0`` over a tiny ``dropout``)."""
+        sizes = dict(TINY_SIZES[self.architecture])
+        sizes.update(self.tiny)
+        sizes.update(overrides)
+        return self.builder(**sizes)
 
 
 _FAMILIES = collections.OrderedDict()

@@ -183,6 +183,22 @@ class RegistryTest(tf.test.TestCase):
         with self.assertRaisesRegex(UserError, "user module no_such_module_xyz"):
             registry.load_user_module("no_such_module_xyz")
 
+    def test_build_tiny_overrides_the_family_s_tiny_values(self):
+        # A key in both the family's tiny sizes and the overrides was a TypeError.
+        seen = {}
+
+        def builder(**kwargs):
+            seen.update(kwargs)
+            return "model"
+
+        family = dataclasses.replace(
+            registry.get("ldr_transformer"), builder=builder, tiny={"dropout": 0.3}
+        )
+        self.assertEqual(family.build_tiny(dropout=0.0), "model")
+        self.assertEqual(seen["dropout"], 0.0)
+        family.build_tiny()
+        self.assertEqual(seen["dropout"], 0.3)
+
     def test_a_directory_is_not_file_not_found(self):
         # Issue 56 item 5: a directory (or a FIFO) was reported as "file not found".
         directory = os.path.join(self.get_temp_dir(), "my_family")
