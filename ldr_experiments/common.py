@@ -521,10 +521,56 @@ class Steps:
         log("[%s] report: %s (total %.1f min)" % (self.name, path, total / 60))
 
 
+#: The default corpus, in the repository (its first stage builds it).
+DEFAULT_CORPUS = "data/default"
+
+
+def corpus_argument(value):
+    """The corpus directory of ``--corpus`` (``--data``): ``None`` is the default corpus
+    (:data:`DEFAULT_CORPUS`, relative to the repository as every path of the drivers); a
+    given directory is resolved from where the command runs (before the driver changes
+    directory) and must hold a corpus ``ldr-data build`` made (files, OPUS or default)."""
+    if value is None:
+        return DEFAULT_CORPUS
+    path = os.path.abspath(value)
+    if path == os.path.join(ROOT, DEFAULT_CORPUS):
+        return DEFAULT_CORPUS
+    return path
+
+
+def user_path(value):
+    """A path the user gave (``--out``, ``--config``), resolved from where the command runs;
+    ``None`` stays ``None`` (the driver's default, relative to the repository)."""
+    return None if value is None else os.path.abspath(value)
+
+
+def corpus_data_section(data_dir, info):
+    """The ``data`` entries of a corpus built by ``ldr-data`` (its ``corpus.json``:
+    :obj:`info`): per-domain training and dev corpora and the vocabularies, with the
+    corpus's domains and languages."""
+    source, target = info["source_lang"], info["target_lang"]
+
+    def corpora(split):
+        return {
+            domain: [
+                os.path.join(data_dir, "%s.%s.%s" % (split, domain, lang))
+                for lang in (source, target)
+            ]
+            for domain in info["domains"]
+        }
+
+    return {
+        "train_corpora": corpora("train"),
+        "eval_corpora": corpora("dev"),
+        "source_vocabulary": os.path.join(data_dir, "vocab.%s" % source),
+        "target_vocabulary": os.path.join(data_dir, "vocab.%s" % target),
+    }
+
+
 def prepare_corpus(data_dir, cache):
     """Builds the default corpus when :obj:`data_dir` is ``data/default``; otherwise
     checks that a corpus was built there (``ldr-data build ...``)."""
-    if data_dir == "data/default":
+    if data_dir == DEFAULT_CORPUS:
         return corpus_lib.build_default(data_dir, cache, log=log)
     return corpus_lib.load_info(data_dir)  # Fails clearly on a corpus not built.
 

@@ -177,6 +177,9 @@ class _Driver:
     phase: int = 0
     started: float = dataclasses.field(default_factory=time.time)
     lock: Any = None  # The engine's lock of the results directory (_lock_results).
+    # Where the command was started: a stage's process starts there too, so that the
+    # driver resolves the user's relative paths (--corpus, --out) as the command did.
+    cwd: str = dataclasses.field(default_factory=os.getcwd)
 
 
 #: The driver running in this process (set by :func:`driver`).
@@ -324,7 +327,7 @@ def write_plan(steps, stages, options, phase, driver_record):
             "command": driver_record.command,
             "argv": driver_record.argv,
         },
-        "root": os.getcwd(),  # The drivers' paths are relative to it.
+        "root": driver_record.cwd,  # The drivers' arguments are relative to it.
         "python": sys.executable,
         "lanes": options.lanes,
         "started": driver_record.started,

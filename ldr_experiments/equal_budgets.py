@@ -131,3 +131,67 @@ class Stage2Budget:
                 ),
             )
         )
+
+
+#: The most passes over its domain's training data that a fine-tuning takes: on a small corpus
+#: (a few hundred pairs per domain) the budget's ``finetune_steps`` are cut to it, and every
+#: budget that follows from them (the stage 2's) with them. The default corpus's smallest domain
+#: holds about 90 batches of 1024 tokens: 250 steps are under 3 passes, below the cap.
+MAX_FINETUNE_EPOCHS = 10
+
+
+def batches_per_epoch(info, domain, batch_size):
+    """Batches of :obj:`batch_size` tokens in one pass over a domain's training data (its
+    words on the longer side: the BPE tokens are at least as many); ``None`` when the corpus
+    records no word counts."""
+    train = info["stats"][domain]["train"]
+    words = [value for key, value in train.items() if key.startswith("words_")]
+    if not words:
+        return None
+    return max(1, int(math.ceil(max(words) / float(batch_size))))
+
+
+def fit_to_corpus(budget, info):
+    """Fits the budgets that depend on the corpus to its sizes (``corpus.json``: :obj:`info`),
+    in place: FT_<domain>'s steps to at most :data:`MAX_FINETUNE_EPOCHS` passes over the
+    smallest domain, the test sentences to the smallest test set.
+
+    Returns:
+      One sentence per budget the corpus decided (for the log and the report); none when
+      the budget fits as it is (the default corpus).
+    """
+    notes = []
+    domains = info["domains"]
+    passes = {d: batches_per_epoch(info, d, budget["batch_size"]) for d in domains}
+    passes = {d: n for d, n in passes.items() if n is not None}
+    smallest = min(passes, key=passes.get) if passes else None
+    cap = MAX_FINETUNE_EPOCHS * passes[smallest] if passes else None
+    if cap is not None and budget.get("finetune_steps") and budget["finetune_steps"] > cap:
+        notes.append(
+            "FT_<domain> %d steps instead of the budget's %d: %d passes over the smallest"
+            " domain's training data (%s: %d batches of %d tokens)"
+            % (
+                cap,
+                budget["finetune_steps"],
+                MAX_FINETUNE_EPOCHS,
+                smallest,
+                passes[smallest],
+                budget["batch_size"],
+            )
+        )
+        budget["finetune_steps"] = cap
+    tests = {
+        d: int(info["stats"][d]["test"]["pairs"]) for d in domains if "test" in info["stats"][d]
+    }
+    fewest = min(tests, key=tests.get) if tests else None
+    if (
+        fewest is not None
+        and budget.get("eval_sentences")
+        and budget["eval_sentences"] > tests[fewest]
+    ):
+        notes.append(
+            "evaluation on %d test sentences per domain instead of the budget's %d: the"
+            " corpus's smallest test set (%s)" % (tests[fewest], budget["eval_sentences"], fewest)
+        )
+        budget["eval_sentences"] = tests[fewest]
+    return notes

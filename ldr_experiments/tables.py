@@ -454,6 +454,11 @@ def write_report(
         ),
         "",
     ]
+    if plan.corpus_budget_notes:
+        lines += [
+            "Budgets fitted to the corpus: %s." % "; ".join(plan.corpus_budget_notes),
+            "",
+        ]
     lines += advl_choice_lines
     lines += [
         "## Corpus",
@@ -670,8 +675,18 @@ def _arguments(argv):
         help="a budget entry (repeatable; e.g. --set eval_sentences=5 --set finetune_steps=2:"
         " the paper-scale path on tiny budgets)",
     )
-    parser.add_argument("--config", default=demo.DATA_CONFIG, help="data configuration")
-    parser.add_argument("--data", default="data/default", help="corpus directory")
+    parser.add_argument(
+        "--config",
+        help="data configuration (default: %s, with the data paths of --corpus)" % demo.DATA_CONFIG,
+    )
+    parser.add_argument(
+        "--corpus",
+        "--data",
+        dest="data",
+        help="a corpus ldr-data built (files, opus or default): its domains, languages and"
+        " sizes are read from it (default: the default corpus, %s, built first)"
+        % common.DEFAULT_CORPUS,
+    )
     parser.add_argument("--out", help="results directory (default results/tables[-quick])")
     parser.add_argument("--cache", default=DEFAULT_CACHE)
     parser.add_argument(
@@ -688,6 +703,12 @@ def _arguments(argv):
         "(e.g. --mixed_precision,--jit_compile on GPUs)",
     )
     args = parser.parse_args(argv)
+    # The user's paths are the user's (from where the command runs): resolved before the
+    # driver works from the repository's root.
+    args.data = common.corpus_argument(args.data)
+    args.config = common.user_path(args.config) or demo.DATA_CONFIG
+    args.out = common.user_path(args.out)
+    args.advl_choice = common.user_path(args.advl_choice)
     key = "quick" if args.quick else ("paper" if args.scale == "paper" else "default")
     budget = dict(BUDGETS[key])
     for name, value in (("steps", args.steps), ("stage2_steps", args.stage2_steps)):
@@ -740,7 +761,7 @@ def main(argv=None):
     plan = TablesPlan(args, budget, steps, runs)
     start = engine.started()  # The command's start, also in a stage's process.
 
-    if args.data == "data/default":
+    if args.data == common.DEFAULT_CORPUS:
         steps.run_stages([plan.corpus_stage()])
     info = corpus_lib.load_info(args.data)  # Fails in one line on a corpus not built.
     plan.write_data_config(info)

@@ -43,6 +43,8 @@ for _stage in PLAN["stages"]:
         resources:
             **_resources(_stage["kind"]),
         localrule: _stage["kind"] == "local"
+        # The command's own directory: the driver resolves the user's relative paths
+        # (--corpus, --out) from there, as the command did.
         shell:
             "cd {params.root:q} && "
             "{params.python} -m ldr_experiments.engine stage {params.plan:q} {params.name:q}"

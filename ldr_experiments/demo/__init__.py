@@ -109,7 +109,13 @@ def _arguments(argv):
         % (BUDGETS["default"]["steps"], BUDGETS["quick"]["steps"]),
     )
     parser.add_argument("--out", help="results directory (default results/demo[-quick])")
-    parser.add_argument("--data", default="data/default", help="corpus directory")
+    parser.add_argument(
+        "--corpus",
+        "--data",
+        dest="data",
+        help="a corpus ldr-data built (files, opus or default): its domains and languages are"
+        " read from it (default: the default corpus, %s, built first)" % common.DEFAULT_CORPUS,
+    )
     parser.add_argument("--cache", default=DEFAULT_CACHE)
     args = parser.parse_args(argv)
     budget = dict(BUDGETS["quick" if args.quick else "default"])
@@ -117,10 +123,9 @@ def _arguments(argv):
         if args.steps < 1:
             raise SystemExit("--steps must be >= 1, got %d" % args.steps)
         budget["steps"] = args.steps
-    if args.data != "data/default":
-        raise SystemExit(
-            "the demo's data configuration reads data/default; use --data data/default"
-        )
+    # The user's paths are the user's (from where the command runs).
+    args.data = common.corpus_argument(args.data)
+    args.out = common.user_path(args.out)
     args.out = args.out or ("results/demo-quick" if args.quick else "results/demo")
     args.mode = ("quick" if args.quick else "default") + (", --full" if args.full else "")
     return args, budget
@@ -135,7 +140,8 @@ def main(argv=None):
     plan = Plan(args, budget, steps)
     start = engine.started()  # The command's start, also in a stage's process.
 
-    steps.run_stages([plan.corpus_stage()])
+    if args.data == common.DEFAULT_CORPUS:
+        steps.run_stages([plan.corpus_stage()])  # A corpus of the user's is theirs: read only.
     info = corpus_lib.load_info(args.data)
     plan.write_data_config(info)
     # Two lanes (one core each on the README's 2-core machine) run the stages side by side,

@@ -4,7 +4,7 @@ import json
 import os
 import time
 
-from ldr_experiments import baselines, common, engine
+from ldr_experiments import baselines, common, engine, equal_budgets
 from ldr_experiments.demo.runs import (
     BASELINE,
     CLASSIFIER_DEF,
@@ -71,6 +71,7 @@ class Plan:
         self.report_layout = REPORT_LAYOUT
         self.data_config = None  # Written once the corpus is there (write_data_config).
         self.domains = self.source = self.target = None
+        self.corpus_budget_notes = []
         self.trained = []
 
     # Paths.
@@ -118,12 +119,21 @@ class Plan:
         )
 
     def write_data_config(self, info):
-        """Writes the data configuration every system trains with (after the corpus)."""
+        """Writes the data configuration every system trains with (after the corpus). On a
+        corpus other than the default one, with the default configuration, its ``data``
+        paths are the corpus's (:func:`ldr_experiments.common.corpus_data_section`): its
+        domains and languages, read from its ``corpus.json``."""
         self.domains = info["domains"]
         self.source, self.target = info["source_lang"], info["target_lang"]
+        #: The budgets the corpus decided (equal_budgets.fit_to_corpus), said in the report.
+        self.corpus_budget_notes = equal_budgets.fit_to_corpus(self.budget, info)
+        for note in self.corpus_budget_notes:
+            common.log("[%s] %s" % (self.steps.name, note))
+        config = common.load_yaml(self.data_config_source)
+        if self.data != common.DEFAULT_CORPUS and self.data_config_source == DATA_CONFIG:
+            config["data"].update(common.corpus_data_section(self.data, info))
         self.data_config = common.write_config(
-            common.load_yaml(self.data_config_source),
-            os.path.join(self.steps.configs_dir, "data.yml"),
+            config, os.path.join(self.steps.configs_dir, "data.yml")
         )
 
     def items_stage(self):
@@ -165,7 +175,7 @@ class Plan:
                 # Targets that start with a domain token (TTM): a target vocabulary with
                 # the domain tokens appended.
                 data["target_vocabulary"] = baselines.domain_token_vocabulary(
-                    self.data_config_source,
+                    self.data_config,
                     os.path.join(self.steps.configs_dir, "%s_target_vocabulary.txt" % slug),
                 )
             config = common.train_config(slug, params, dict(run.train), budget, runs_dir, data=data)

@@ -384,7 +384,8 @@ class DomainTokensTest(tf.test.TestCase):
             tables.demo.baselines, "domain_token_vocabulary", return_value=written
         ) as vocabulary:
             plan.training_stages(plan.runs)
-        vocabulary.assert_called_once_with(tables.demo.DATA_CONFIG, written)
+        # The data configuration written for the corpus (its own paths), not the default.
+        vocabulary.assert_called_once_with(plan.data_config, written)
         ttm = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "ttm.yml"))
         self.assertEqual(ttm["data"]["target_vocabulary"], written)
         mixed = config_loader.load_config_file(os.path.join(plan.steps.configs_dir, "mixed.yml"))
@@ -406,3 +407,112 @@ class OutputLayerTest(tf.test.TestCase):
     def test_a_checkpoint_without_an_output_kernel_is_tied(self):
         self.assertTrue(common.output_layer_tied(self._checkpoint("tied", False)))
         self.assertFalse(common.output_layer_tied(self._checkpoint("own", True)))
+
+
+class CorpusOfYourOwnTest(tf.test.TestCase):
+    """Issue 55 item 1: the tables (and the demo) on any corpus ldr-data built, its domains,
+    languages and sizes read from it, the budgets that depend on it fitted and said."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        import tempfile
+
+        from ldr_opennmt.data import parallel_files
+        from tests import corpus as tiny
+
+        cls.dir = tempfile.mkdtemp()
+        files = {}
+        for domain, seed_domain in (("med", "medical"), ("law", "religious")):
+            pairs = tiny.make_pairs(seed_domain, 60, seed=3)
+            paths = tuple(os.path.join(cls.dir, "%s.%s" % (domain, lang)) for lang in ("de", "en"))
+            for i, path in enumerate(paths):
+                tiny.write_lines(path, [pair[i] for pair in pairs])
+            files[domain] = paths
+        cls.corpus = os.path.join(cls.dir, "mine")
+        cls.info = parallel_files.build_files(files, cls.corpus, bpe_merges=20, log=lambda _: None)
+
+    def test_the_corpus_argument_is_the_user_s_path(self):
+        cwd = os.getcwd()
+        os.chdir(self.dir)
+        try:
+            args, _ = tables._arguments(["--corpus", "mine", "--out", "res"])
+            self.assertEqual(args.data, self.corpus)
+            self.assertEqual(args.out, os.path.join(self.dir, "res"))
+            args, _ = tables._arguments(["--data", "mine"])  # The former name.
+            self.assertEqual(args.data, self.corpus)
+        finally:
+            os.chdir(cwd)
+        args, _ = tables._arguments([])
+        self.assertEqual(args.data, common.DEFAULT_CORPUS)
+        self.assertEqual(args.config, tables.demo.DATA_CONFIG)
+        self.assertEqual(
+            common.corpus_argument(os.path.join(common.ROOT, "data/default")), "data/default"
+        )
+
+    def test_the_data_configuration_is_the_corpus_s_and_the_budgets_fit_it(self):
+        with open(os.path.join(self.corpus, "DONE"), "rb") as f:
+            done = f.read()
+        root = self.get_temp_dir()
+        steps = common.Steps(os.path.join(root, "out"), name="tables")
+        args = types.SimpleNamespace(
+            data=self.corpus, cache=None, scale="small", config=tables.demo.DATA_CONFIG
+        )
+        plan = tables.TablesPlan(
+            args, dict(tables.BUDGETS["default"]), steps, tables.table_runs(["factorized_pa"])
+        )
+        plan.write_data_config(self.info)
+        self.assertEqual((plan.domains, plan.source, plan.target), (["med", "law"], "de", "en"))
+        data = config_loader.load_config_file(plan.data_config)["data"]
+        self.assertEqual(
+            data["train_corpora"],
+            {
+                d: [os.path.join(self.corpus, "train.%s.%s" % (d, lang)) for lang in ("de", "en")]
+                for d in ("med", "law")
+            },
+        )
+        self.assertEqual(data["eval_corpora"]["law"][0], os.path.join(self.corpus, "dev.law.de"))
+        self.assertEqual(data["target_vocabulary"], os.path.join(self.corpus, "vocab.en"))
+        # The rest of the recipe is the default configuration's.
+        default = common.load_yaml(tables.demo.DATA_CONFIG)
+        self.assertEqual(
+            config_loader.load_config_file(plan.data_config)["train"], default["train"]
+        )
+        # FT steps and test sentences from the corpus's sizes, said; stage 2 follows FT.
+        tests = self.info["stats"]["med"]["test"]["pairs"]
+        self.assertEqual(plan.budget["eval_sentences"], tests)
+        self.assertEqual(plan.budget["finetune_steps"], 10)  # 10 passes of one batch each.
+        self.assertLen(plan.corpus_budget_notes, 2)
+        self.assertIn(
+            "FT_<domain> 10 steps instead of the budget's 250", plan.corpus_budget_notes[0]
+        )
+        self.assertIn(
+            "evaluation on %d test sentences per domain instead of the budget's 200" % tests,
+            plan.corpus_budget_notes[1],
+        )
+        self.assertIn("FT_<domain>'s 10 batches", plan.stage2.rule())
+        stages = {stage.name for stage in plan.training_stages(plan.runs)}
+        self.assertEqual({"ft_med", "ft_law"} & stages, {"ft_med", "ft_law"})
+        # The user's corpus is read, never written.
+        with open(os.path.join(self.corpus, "DONE"), "rb") as f:
+            self.assertEqual(f.read(), done)
+
+    def test_the_default_corpus_keeps_its_budgets(self):
+        # Every seeded row of the default corpus stays as it was: nothing to fit.
+        info = {
+            "domains": DOMAINS,
+            "stats": {
+                d: {
+                    "train": {"pairs": n, "words_en": 11 * n, "words_fr": 13 * n},
+                    "test": {"pairs": 500},
+                }
+                for d, n in DEFAULT_SIZES.items()
+            },
+        }
+        budget = dict(tables.BUDGETS["default"])
+        self.assertEqual(tables.equal_budgets.fit_to_corpus(budget, info), [])
+        self.assertEqual(budget, tables.BUDGETS["default"])
+
+
+if __name__ == "__main__":
+    tf.test.main()
