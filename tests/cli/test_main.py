@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from ldr_opennmt import models
+from ldr_opennmt import errors, models
 from ldr_opennmt.cli import main as cli
 from ldr_opennmt.cli import translate
 from ldr_opennmt.models import procedure
@@ -19,7 +19,7 @@ from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 
 MAX_LENGTH = 5
-DEFINITION = """from ldr_opennmt import models
+DEFINITION = """from ldr_opennmt import errors, models
 
 
 def model():
@@ -242,8 +242,11 @@ class InferExportTest(helpers.SharedDirTestCase):
         with mock.patch.object(
             opennmt.models.SequenceToSequence, "print_prediction", _print_then_die
         ):
-            with self.assertRaises(KeyboardInterrupt):
-                self._infer(output)
+            status, stderr = self._infer(output)
+        # Ctrl-C: one line and 130 (issue 56), no traceback, no predictions file.
+        self.assertEqual(status, errors.INTERRUPTED_STATUS, stderr[-3000:])
+        self.assertEqual(stderr.strip().splitlines()[-1], "ldr-opennmt: interrupted")
+        self.assertNotIn("Traceback", stderr)
         self.assertLen(calls, 3)
         self.assertEqual([f for f in os.listdir(self.dir) if "killed" in f], [])
 
@@ -287,8 +290,8 @@ class InferExportTest(helpers.SharedDirTestCase):
         with mock.patch.object(
             models.MultiDomainTransformer, "export_assets", side_effect=KeyboardInterrupt()
         ):
-            with self.assertRaises(KeyboardInterrupt):
-                self._export(export_dir)
+            status, stderr = self._export(export_dir)
+        self.assertEqual(status, errors.INTERRUPTED_STATUS, stderr[-3000:])
         self.assertEqual(os.listdir(parent), [])
         status, stderr = self._export(export_dir)
         self.assertIsNone(status, stderr[-3000:])
@@ -304,7 +307,7 @@ class InferExportTest(helpers.SharedDirTestCase):
         argv = ["--export", export_dir, "--domain", "medical", "--tokenized"]
         argv += ["--input", source, "--output", output]
         status, stderr = helpers.run_cli(translate.main, argv)
-        self.assertIsNone(status, stderr[-3000:])
+        self.assertEqual(status, 0, stderr[-3000:])
         translations = _read(output)
         self.assertLen(translations, 2)
         # The export keeps maximum_decoding_length; ldr-translate counts the stops.
