@@ -152,7 +152,10 @@ class Plan:
 
     def _build_items(self, maximum):
         os.makedirs(self.contrastive_dir, exist_ok=True)
-        contrastive.build_items(self.data, self.items_path, max_items=maximum)
+        # The package's seed words are the default corpus's (its domains, English-French);
+        # on another corpus the lexicon is found from the corpus alone.
+        seeds = {} if self.data == common.DEFAULT_CORPUS else {"seed_words": None}
+        contrastive.build_items(self.data, self.items_path, max_items=maximum, **seeds)
 
     # Stages 2 and 3: the trainings.
 

@@ -5,6 +5,7 @@ from unittest import mock
 import tensorflow as tf
 
 from ldr_experiments import common, tables
+from ldr_experiments.demo import plan as demo_plan
 from ldr_opennmt import config_loader, registry
 
 DOMAINS = ["medical", "religious", "software"]
@@ -496,6 +497,22 @@ class CorpusOfYourOwnTest(tf.test.TestCase):
         # The user's corpus is read, never written.
         with open(os.path.join(self.corpus, "DONE"), "rb") as f:
             self.assertEqual(f.read(), done)
+
+    def test_the_contrastive_lexicon_comes_from_the_corpus(self):
+        # The package's seed words name the default corpus's domains: another corpus's
+        # lexicon is found from the corpus alone (a seed word of 'software' was refused).
+        root = self.get_temp_dir()
+        steps = common.Steps(os.path.join(root, "out"), name="tables")
+        for data, expected in ((self.corpus, {"seed_words": None}), (common.DEFAULT_CORPUS, {})):
+            args = types.SimpleNamespace(
+                data=data, cache=None, scale="small", config=tables.demo.DATA_CONFIG
+            )
+            plan = tables.TablesPlan(
+                args, dict(tables.BUDGETS["quick"]), steps, tables.table_runs(["ldr_transformer"])
+            )
+            with mock.patch.object(demo_plan.contrastive, "build_items") as build:
+                plan._build_items(7)
+            build.assert_called_once_with(data, plan.items_path, max_items=7, **expected)
 
     def test_the_default_corpus_keeps_its_budgets(self):
         # Every seeded row of the default corpus stays as it was: nothing to fit.
