@@ -47,6 +47,11 @@ def parser():
 
 
 def main(argv=None):
+    if argv is None:
+        # The command as the user knows it, not `.../ldr_experiments/cli.py` (run/*.sh run
+        # `python -m ldr_experiments.cli`): what a results directory's lock names
+        # (engine.lock_results) and the drivers' usage lines.
+        sys.argv[0] = "ldr-experiments"
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv[:1])
     from ldr_opennmt import errors
@@ -55,13 +60,14 @@ def main(argv=None):
     from ldr_experiments import engine
 
     # A UserError (bad input) is one line naming the sub-command, and exit status 2; a failed
-    # stage one line naming its log, and exit status 1.
+    # stage one line naming its log, and exit status 1; SIGTERM (SIGINT, SIGHUP) while stages
+    # run stops them, then one line, and exit status 143 (130, 129).
     prog = "ldr-experiments %s" % args.command
     try:
         return errors.run_main(prog, module.main, argv[1:])
-    except engine.StageFailed as e:
+    except engine.StageFailed as e:  # Interrupted (a signal) too: 128 + its number.
         errors.report(prog, e)
-        return 1
+        return e.status
 
 
 if __name__ == "__main__":

@@ -262,6 +262,26 @@ def data_files(config):
     return found
 
 
+_LATEST = re.compile(r'^model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"\s*$', re.MULTILINE)
+
+
+def latest_step(model_dir):
+    """The step of the checkpoint that ``model_dir/checkpoint`` names (TensorFlow's record of
+    the latest complete checkpoint, what a training resumes from), or ``None``.
+
+    A checkpoint's files are not enough: TensorFlow writes ``ckpt-N_temp/``, moves its files
+    to ``ckpt-N.*``, and only then names ``ckpt-N`` in ``checkpoint``; a training killed in
+    between leaves a ``ckpt-N.index`` that ``checkpoint`` does not name, and the next run
+    resumes from the one it names (read without TensorFlow: the engine's process loads none).
+    """
+    try:
+        with open(os.path.join(model_dir, "checkpoint"), encoding="utf-8") as f:
+            match = _LATEST.search(f.read())
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(match.group(1)) if match else None
+
+
 def checkpoint_digest(path):
     """The SHA-256 of a checkpoint's files (:func:`ldr_opennmt.stamps.checkpoint_digest`):
     :obj:`path` is a checkpoint prefix, or a model directory (its latest checkpoint).
@@ -303,6 +323,8 @@ class Steps:
         self.name = name
         self.options = list(options)
         self.out = out = results_directory(out)
+        # One command at a time here (refused in one line), before anything else is written.
+        engine.lock_results(out)
         self.runs_dir, self.configs_dir, self.logs_dir, self.stages_dir = (
             os.path.join(out, d) for d in ("runs", "configs", "logs", STAGES_DIR)
         )
@@ -344,10 +366,12 @@ class Steps:
 
         Its stamp is :func:`training_stamp`; its output the checkpoint of
         :obj:`final_step`; it owns ``model_dir`` (removed when the stamp differs). A
-        training killed half-way continues from its last checkpoint; a model directory
-        trained before stamps existed, with the final checkpoint, is kept (adopted). Its log
-        is ``logs/<slug>.train.log``; its time and training speed go to the report as
-        ``train <title>``.
+        training killed half-way continues from its last checkpoint (the one
+        ``model_dir/checkpoint`` names, :func:`latest_step`; a ``ckpt-N.index`` it does not
+        name was left by a run killed while it wrote it); a model directory trained before
+        stamps existed, with the final checkpoint, is kept (adopted). Its log is
+        ``logs/<slug>.train.log``; its time and training speed go to the report as ``train
+        <title>``.
         """
         command = ["ldr-main", "--model", model_def, "--config", *config_paths]
         command += ["--auto_config"] + self.options + list(options) + ["train"]
@@ -359,7 +383,8 @@ class Steps:
         label = title if "train" in progress.split() else "train %s" % title
 
         def run(cores):
-            if os.path.exists(final):
+            # Its checkpoint file names the final checkpoint (latest_step): not only its files.
+            if (latest_step(model_dir) or 0) >= final_step and os.path.exists(final):
                 log("[%s] %s %s: already trained (%s)" % (self.name, progress, label, final))
                 return
             run_streaming([self.ldr_main] + command[1:], log_path, cores=cores, tag=slug)

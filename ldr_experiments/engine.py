@@ -16,6 +16,11 @@ runs (:func:`code_digest`) or a stage it comes after changed, and is skipped oth
 killed half-way resumes (a half-done stage reruns and continues from its last checkpoint); a dry
 run lists what would run and why; ``--dag`` draws the plan.
 
+Added here: one command at a time on a results directory (:func:`lock_results`: a second one is
+refused in one line), and SIGTERM, SIGINT or SIGHUP to the engine stops Snakemake and every
+stage under it before the engine ends (:func:`_stopped_by_signals`): nothing keeps writing into
+the results directory unseen, and the same command resumes.
+
 Why Snakemake: the common engine of research computing, pure Python (installs from PyPI beside
 TensorFlow 2.13 at 9.15), with a SLURM executor maintained by its authors, provenance-based
 reruns (parameters, code, inputs) and dry runs with reasons. Nextflow needs a JVM and Groovy
@@ -39,11 +44,14 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
+from ldr_opennmt import locks
 from ldr_opennmt.errors import UserError
 
 #: Where a results directory keeps the engine's plans, markers, lane locks and Snakemake's
@@ -176,7 +184,8 @@ class _Driver:
     options: Options
     phase: int = 0
     started: float = dataclasses.field(default_factory=time.time)
-    lock: Any = None  # The engine's lock of the results directory (_lock_results).
+    # The results directories this command holds (lock_results): realpath -> locks' key.
+    locks: Dict[str, str] = dataclasses.field(default_factory=dict)
     # Where the command was started: a stage's process starts there too, so that the
     # driver resolves the user's relative paths (--corpus, --out) as the command did.
     cwd: str = dataclasses.field(default_factory=os.getcwd)
@@ -198,6 +207,19 @@ class StageDone(Exception):
 
 class StageFailed(RuntimeError):
     """A stage failed: ``ldr-experiments`` says so in one line (its log is named), exit 1."""
+
+    status = 1
+
+
+class Interrupted(StageFailed):
+    """The engine was stopped by a signal (SIGTERM, SIGINT, SIGHUP) while its stages ran: it
+    stopped them (:func:`_stop_tree`) before it ended. ``ldr-experiments`` says so in one line
+    and exits with 128 + the signal's number (143 for SIGTERM), as a process the signal ended.
+    """
+
+    def __init__(self, signum, message):
+        super().__init__(message)
+        self.status = 128 + signum
 
 
 def driver(command):
@@ -221,8 +243,8 @@ def driver(command):
                     print("\n" + _engine_help())
                 raise
             finally:
-                if _DRIVER.lock is not None:
-                    _DRIVER.lock.close()  # The results directory is free again.
+                for key in _DRIVER.locks.values():
+                    locks.release(key)  # The results directory is free again.
                 _DRIVER = previous
 
         return wrapped
@@ -369,7 +391,7 @@ def snakemake_command(plan_path, options, forced=(), targets=()):
         config.append("mem_mb_per_training=%d" % options.mem_mb_per_training)
         config.append("minutes_per_training=%d" % options.minutes_per_training)
     command += ["--directory", directory, "--config"] + config
-    # --nolock: the engine's own lock (_lock_results) keeps other engines out.
+    # --nolock: the engine's own lock (lock_results) keeps other engines out.
     command += ["--rerun-incomplete", "--printshellcmds", "--show-failed-logs", "--nolock"]
     command += ["--rerun-triggers", "mtime", "params", "input", "code"]
     if options.executor == "slurm":
@@ -422,8 +444,7 @@ def run(steps, stages, lanes):
         return
     record = _DRIVER
     options = dataclasses.replace(record.options, lanes=min(record.options.lanes, lanes or 1))
-    if record.lock is None:
-        record.lock = _lock_results(steps)
+    lock_results(steps.out)  # Taken when the driver made its Steps; here for any other.
     record.phase += 1
     plan = write_plan(steps, stages, options, record.phase, record)
     if options.dag:
@@ -484,30 +505,41 @@ _STAGE_RULE = re.compile(r"^\s*(?:local)?rule (stage_\w+):")
 _STAGE_LINE = re.compile(r"^\s*\[(?![A-Z][a-z]{2} [A-Z][a-z]{2} )")
 
 
-def _lock_results(steps):
-    """Takes the engine's lock of a results directory (``OUT/workflow/engine.lock``, held
-    until this process ends): one engine at a time there, refused in one line. With it held,
-    whatever Snakemake left locked there was left by a run that was killed: Snakemake runs
-    with ``--nolock`` (its own lock would refuse every run after a ``kill -9``)."""
-    directory = os.path.join(os.path.abspath(steps.out), WORKFLOW_DIR)
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, "engine.lock")
-    handle = open(path, "a+", encoding="utf-8")
+def lock_results(out):
+    """Takes the lock of the results directory :obj:`out` for the command running in this
+    process, held until the command ends (:func:`driver`): one command at a time on a results
+    directory, a second one refused in one line, ``OUT is in use by pid N: COMMAND``, before
+    it writes anything there but the directory's marker. It is the training lock of
+    :mod:`ldr_opennmt.locks` (an ``fcntl.flock`` on ``OUT/.ldr-opennmt.lock``): the operating
+    system releases it when the command ends, ``kill -9`` included, so no stale lock is ever
+    left. Snakemake runs with ``--nolock`` (its own lock, under ``.snakemake/locks``, would
+    outlive a ``kill -9`` and refuse every run after it): with this lock held, nothing else
+    runs there. Nothing is taken in a stage's process (its engine holds the lock) nor outside
+    a command (a test, a notebook)."""
+    if _DRIVER is None or _SELECTED is not None:
+        return
+    key = os.path.realpath(out)
+    if key in _DRIVER.locks:
+        return
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        owner = handle.read().strip() or "another process"
-        handle.close()
+        _DRIVER.locks[key] = locks.acquire(out)
+    except UserError as e:
+        if "another training uses" not in str(e):
+            raise  # Not held by another process: the lock file cannot be opened.
         raise UserError(
-            "%s: another ldr-experiments runs on this results directory (%s): wait for it,"
-            " or give another --out" % (steps.out, owner)
-        )
-    handle.seek(0)
-    handle.truncate()
-    handle.write("pid %d\n" % os.getpid())
-    handle.flush()
-    return handle
+            "%s is in use by %s: wait for it to end, or give another --out"
+            % (out, _lock_holder(key))
+        ) from None
+
+
+def _lock_holder(directory):
+    """What the lock file of :obj:`directory` says about its holder (``pid N: COMMAND``)."""
+    try:
+        with open(os.path.join(directory, locks.LOCK_FILE), encoding="utf-8") as f:
+            text = " ".join(f.read().split())
+    except OSError:
+        text = ""
+    return text or "another process"
 
 
 def _run_here(steps, stages):
@@ -524,10 +556,113 @@ def _run_here(steps, stages):
     steps.record_timings(stages)
 
 
+#: The signals that stop the engine: it stops its stages first (:func:`_stop_tree`).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+#: Seconds the engine's stages have to end after SIGTERM, before SIGKILL.
+STOP_GRACE_S = 20.0
+
+
+def _stop_tree(pid, grace=STOP_GRACE_S):
+    """Stops Snakemake (:obj:`pid`) and every process under it: its jobs' shells, the stages'
+    processes, their ``ldr-main`` and ``ldr-eval``. Snakemake gets SIGINT (it then cancels its
+    jobs, ``scancel`` on SLURM; after SIGTERM it would wait for them to finish), the others
+    SIGTERM; those alive after :obj:`grace` seconds get SIGKILL. The processes are looked up
+    again until none is left: one started meanwhile, or whose parent ended first (it is then
+    no longer under Snakemake), is stopped too."""
+    import psutil  # A dependency of Snakemake.
+
+    def alive(process):
+        try:
+            return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def signal_(process, signum):
+        try:
+            process.send_signal(signum)
+        except psutil.Error:
+            pass
+
+    try:
+        root = psutil.Process(pid)
+    except psutil.Error:
+        return
+    seen, deadline = {root.pid: root}, time.monotonic() + grace
+    signal_(root, signal.SIGINT)
+    while True:
+        for process in list(seen.values()):
+            try:
+                children = process.children(recursive=True)
+            except psutil.Error:
+                continue
+            for child in children:
+                if child.pid not in seen:
+                    seen[child.pid] = child
+                    signal_(child, signal.SIGTERM)
+        left = [process for process in seen.values() if alive(process)]
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            for process in left:
+                signal_(process, signal.SIGKILL)
+            return
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def _stopped_by_signals():
+    """While the block runs, SIGTERM, SIGINT or SIGHUP to this process stops the process the
+    block gives to what it yields (``watch(process)``: Snakemake) and everything under it
+    (:func:`_stop_tree`, in a thread: the block goes on reading its output until it ends);
+    then :class:`Interrupted` is raised. Without it, SIGTERM would end the engine alone and
+    leave Snakemake and its stages running, unseen, writing into the results directory after
+    its lock was released."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda process: None  # Signals are the main thread's.
+        return
+    received, watched, stoppers = [], [], []
+
+    def stop_watched():
+        if received and watched and not stoppers:
+            stoppers.append(threading.Thread(target=_stop_tree, args=(watched[0].pid,)))
+            stoppers[0].start()
+
+    def on_signal(signum, frame):
+        received.append(signum)
+        stop_watched()
+
+    def watch(process):
+        watched.append(process)
+        stop_watched()  # A signal that came before.
+
+    # Before Snakemake starts: no moment where a signal would end this process alone.
+    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
+    try:
+        yield watch
+        for stopper in stoppers:
+            stopper.join()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if received:
+        raise Interrupted(
+            received[0],
+            "stopped by %s: the stages that were running were stopped; run the same command"
+            " again: what finished is kept, what was stopped runs again"
+            % signal.Signals(received[0]).name,
+        )
+
+
 def _call_snakemake(command, steps):
     """Runs Snakemake with its output in ``OUT/workflow/snakemake.log`` and its summary lines
     (jobs, reasons, errors) on stderr; returns the stages it ran (or would run), by the
-    names of their rules."""
+    names of their rules.
+
+    Raises:
+      StageFailed: a stage failed.
+      Interrupted: a signal stopped the engine (:func:`_stopped_by_signals`).
+    """
     log_path = os.path.join(os.path.abspath(steps.out), WORKFLOW_DIR, "snakemake.log")
     keep = ("rule ", "reason:", "Error", "error", "Would run", "Nothing to be done", "jobs")
     pending = set()
@@ -537,19 +672,21 @@ def _call_snakemake(command, steps):
         # Snakemake's SLURM executor names the account after $USER, absent in some shells.
         env = dict(os.environ)
         env.setdefault("USER", getpass.getuser())
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-        )
-        for line in process.stdout:
-            log.write(line)
-            match = _STAGE_RULE.match(line)
-            if match:
-                pending.add(match.group(1))
-            if _STAGE_LINE.match(line):
-                sys.stderr.write(line)
-            elif any(k in line for k in keep):
-                sys.stderr.write("    [snakemake] %s\n" % line.rstrip())
-        process.wait()
+        with _stopped_by_signals() as watch:
+            process = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+            )
+            watch(process)
+            for line in process.stdout:
+                log.write(line)
+                match = _STAGE_RULE.match(line)
+                if match:
+                    pending.add(match.group(1))
+                if _STAGE_LINE.match(line):
+                    sys.stderr.write(line)
+                elif any(k in line for k in keep):
+                    sys.stderr.write("    [snakemake] %s\n" % line.rstrip())
+            process.wait()
     if process.returncode != 0:
         raise StageFailed(
             "a stage failed (Snakemake exit %d): its log is named above; the engine's log: %s"

@@ -7,7 +7,8 @@ write small files, run by Snakemake like the demo's.
 
 Each stage appends its name and its process's cores to ``runs.log``; ``--fail-once STAGE``
 makes that stage fail the first time it runs (a flag file), as a run killed half-way;
-``--slow STAGE`` makes it wait two minutes (to be killed).
+``--slow STAGE`` makes it wait two minutes (to be killed; its process's id in
+``started-STAGE``).
 """
 
 import argparse
@@ -35,7 +36,7 @@ def stages(steps, args):
                     % (name, cores, sorted(os.sched_getaffinity(0)), engine.started())
                 )
             if args.slow == name:
-                _write(os.path.join(out, "started-" + name), "")
+                _write(os.path.join(out, "started-" + name), "%d\n" % os.getpid())
                 time.sleep(120)  # Killed meanwhile (test_engine's KillTest).
             flag = os.path.join(out, "failed-" + name)
             if args.fail_once == name and not os.path.exists(flag):

@@ -166,6 +166,44 @@ if __name__ == "__main__":
     tf.test.main()
 
 
+class TrainStageTest(tf.test.TestCase):
+    """A training stage is done when ``checkpoint`` names its final checkpoint, not when the
+    final checkpoint's files are there: a run killed inside that checkpoint's write leaves them,
+    with ``checkpoint`` still naming the one before (the next run resumes from that one)."""
+
+    def test_final_checkpoint_files_not_named_by_checkpoint_are_trained_again(self):
+        steps = common.Steps(os.path.join(self.get_temp_dir(), "out"))
+        model_dir = os.path.join(steps.runs_dir, "mixed")
+        os.makedirs(model_dir)
+        for step in (4, 6):
+            for suffix in (".index", ".data-00000-of-00001"):
+                with open(os.path.join(model_dir, "ckpt-%d%s" % (step, suffix)), "w") as f:
+                    f.write("x")
+        stage = steps.train_stage("Mixed", "mixed", "model.py", ["run.yml"], model_dir, 6, "1/1")
+
+        def run(text):
+            with open(os.path.join(model_dir, "checkpoint"), "w") as f:
+                f.write(text)
+            with mock.patch.object(common, "run_streaming") as trained, mock.patch.object(
+                common, "log"
+            ) as log:
+                stage.run(None)
+            return trained.call_count, " ".join(c.args[0] for c in log.call_args_list)
+
+        # Killed after ckpt-6.index was written, before `checkpoint` named it.
+        self.assertEqual(
+            run('model_checkpoint_path: "ckpt-4"\nall_model_checkpoint_paths: "ckpt-4"\n'),
+            (1, ""),
+        )
+        self.assertEqual(common.latest_step(model_dir), 4)
+        count, text = run('model_checkpoint_path: "%s/ckpt-6"\n' % model_dir)
+        self.assertEqual(count, 0)
+        self.assertIn("already trained", text)
+        os.remove(os.path.join(model_dir, "checkpoint"))
+        self.assertIsNone(common.latest_step(model_dir))
+        self.assertEqual(run("")[0], 1)
+
+
 class FtGainSharesTest(tf.test.TestCase):
     def test_share_of_the_fine_tuned_gain_per_domain(self):
         def scores(medical, software):

@@ -8,6 +8,7 @@ Snakemake run whose jobs are real processes (about 10-25 s each here).
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -144,6 +145,62 @@ class EngineRunTest(unittest.TestCase):
             self.assertIn(name, text)
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: The toy driver as a command: a stopped run's one line and exit status, as ldr-experiments.
+DRIVER_COMMAND = """import sys
+from ldr_experiments import engine
+from tests.experiments import engine_driver
+try:
+    sys.exit(engine_driver.main(sys.argv[1:]))
+except engine.StageFailed as e:
+    sys.stderr.write("engine-test: error: %s\\n" % e)
+    sys.exit(e.status)
+"""
+
+
+def _start_driver(*args, stderr=subprocess.DEVNULL):
+    return subprocess.Popen(
+        [sys.executable, "-c", DRIVER_COMMAND] + list(args),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _wait_for_stage(test, out, name):
+    """The process id of the stage :obj:`name` once it runs (the driver's ``--slow``)."""
+    path = os.path.join(out, "started-" + name)
+    deadline = time.time() + 120
+    while not os.path.exists(path) or not _lines(path):
+        test.assertLess(time.time(), deadline, "stage %s never started" % name)
+        time.sleep(0.5)
+    return int(_lines(path)[0])
+
+
+def _processes_on(out):
+    """The processes whose command line names :obj:`out` (Snakemake, the stages)."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if any(out in part for part in process.info["cmdline"] or ()):
+            found.append(process)
+    return found
+
+
+def _ended(pid):
+    """Whether the process :obj:`pid` ended (gone, or a zombie its new parent did not reap)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 class KillTest(unittest.TestCase):
     """kill -9 of the whole command (engine, Snakemake, the stage's process), then the same
     command: it resumes, and a second engine on the same directory is refused meanwhile."""
@@ -152,33 +209,119 @@ class KillTest(unittest.TestCase):
         directory = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, directory)
         out = os.path.join(directory, "out")
-        code = "import sys\nfrom tests.experiments import engine_driver\n"
-        code += "sys.exit(engine_driver.main(sys.argv[1:]))\n"
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        process = subprocess.Popen(
-            [sys.executable, "-c", code, "--out", out, "--slow", "a"],
-            cwd=root,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        process = _start_driver("--out", out, "--slow", "a")
         try:
-            deadline = time.time() + 120
-            while not os.path.exists(os.path.join(out, "started-a")):
-                self.assertLess(time.time(), deadline, "stage a never started")
-                time.sleep(0.5)
-            # Another engine on the same directory meanwhile: one line, nothing run.
-            with self.assertRaisesRegex(UserError, "another ldr-experiments runs on this"):
+            _wait_for_stage(self, out, "a")
+            plan = os.path.join(out, "workflow", "phase-1.json")
+            with open(plan, "rb") as f:
+                before = f.read()
+            # Another engine on the same directory meanwhile (another --value, so that its
+            # plan would differ): one line naming the first, nothing written.
+            with self.assertRaises(UserError) as refused:
                 with redirect_stderr(io.StringIO()):
-                    engine_driver.main(["--out", out])
+                    engine_driver.main(["--out", out, "--value", "9"])
+            self.assertRegex(
+                str(refused.exception),
+                r"^%s is in use by pid %d: -c --out %s --slow a: wait for it to end, or"
+                r" give another --out$" % (re.escape(out), process.pid, re.escape(out)),
+            )
+            with open(plan, "rb") as f:
+                self.assertEqual(f.read(), before)
         finally:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        # No lock of Snakemake's left to refuse the next run (it runs with --nolock).
+        self.assertEqual(os.listdir(os.path.join(out, "workflow", ".snakemake", "locks")), [])
         stderr = io.StringIO()
         with redirect_stderr(stderr):
             self.assertEqual(engine_driver.main(["--out", out]), 0)
         self.assertIn("make a: reruns (the run that wrote them did not finish)", stderr.getvalue())
         self.assertEqual(_lines(os.path.join(out, "b.txt")), ["A=1"])
+
+
+class SigtermTest(unittest.TestCase):
+    """SIGTERM to the engine alone (``kill PID``, as a batch system or a careless user sends
+    it): its stages are stopped with it, nothing keeps running unseen, and the same command
+    resumes."""
+
+    def test_sigterm_stops_the_stages_then_the_same_command_resumes(self):
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        out = os.path.join(directory, "out")
+        process = _start_driver("--out", out, "--slow", "a", stderr=subprocess.PIPE)
+        try:
+            stage = _wait_for_stage(self, out, "a")
+            os.kill(process.pid, signal.SIGTERM)
+            _, stderr = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.assertEqual(process.returncode, 128 + signal.SIGTERM, stderr[-2000:])
+        self.assertEqual(
+            stderr.splitlines()[-1],
+            "engine-test: error: stopped by SIGTERM: the stages that were running were stopped;"
+            " run the same command again: what finished is kept, what was stopped runs again",
+        )
+        # Snakemake and the stages ended with the engine (SIGTERM alone ended the engine only).
+        deadline = time.time() + 10
+        while _processes_on(out) and time.time() < deadline:
+            time.sleep(0.2)
+        self.assertEqual(_processes_on(out), [])
+        self.assertTrue(_ended(stage))
+        self.assertFalse(os.path.exists(os.path.join(out, "a.txt")))
+        self.assertFalse(os.path.exists(os.path.join(out, "workflow", "done", "a")))
+        stderr = io.StringIO()
+        with redirect_stderr(stderr):
+            self.assertEqual(engine_driver.main(["--out", out]), 0)
+        self.assertIn("make a: reruns (the run that wrote them did not finish)", stderr.getvalue())
+        self.assertEqual(_lines(os.path.join(out, "b.txt")), ["A=1"])
+
+
+class ConcurrentCommandTest(unittest.TestCase):
+    """A second ``ldr-experiments`` on a results directory in use: one line, nothing written."""
+
+    def test_a_second_command_is_refused_in_one_line(self):
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        out = os.path.join(directory, "demo-quick")
+        os.makedirs(out)
+        with open(os.path.join(out, ".ldr-experiment"), "w") as f:
+            f.write("Written by the experiment drivers (run/).\n")
+        # The first command, as ldr-experiments demo names itself in the lock (engine.lock_results).
+        holder = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys; sys.argv = ['ldr-experiments', 'demo', '--quick']\n"
+                "from ldr_opennmt import locks\n"
+                "locks.acquire(%r); print('held', flush=True); sys.stdin.read()" % out,
+            ],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.addCleanup(holder.wait)
+        self.addCleanup(holder.stdin.close)
+        self.assertEqual(holder.stdout.readline(), "held\n")
+        before = sorted(os.listdir(out))
+        second = subprocess.run(
+            [sys.executable, "-m", "ldr_experiments.cli", "demo", "--quick", "--out", out],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        self.assertEqual(second.returncode, 2, second.stderr[-2000:])
+        self.assertEqual(
+            second.stderr.splitlines(),
+            [
+                "ldr-experiments demo: error: %s is in use by pid %d: ldr-experiments demo"
+                " --quick: wait for it to end, or give another --out" % (out, holder.pid)
+            ],
+        )
+        self.assertEqual(sorted(os.listdir(out)), before)  # Nothing written.
 
 
 class DryRunTest(unittest.TestCase):

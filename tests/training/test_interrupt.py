@@ -1,8 +1,11 @@
 """``kill -9`` in the middle of ``ldr-main train``: the next run resumes from the last
-complete checkpoint, with Procedure 1 and per-domain corpora."""
+complete checkpoint, with Procedure 1 and per-domain corpora, whatever a kill inside a
+checkpoint's write left."""
 
+import glob
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -72,11 +75,33 @@ class KillResumeTest(tf.test.TestCase):
         killed_at = _latest_step(model_dir)
         self.assertGreaterEqual(killed_at, 4)
 
-        process = _start(killed_at + 2)
+        # What a kill inside the next checkpoint's write leaves (killed there with strace's
+        # syscall injection, 2026-11-27): TensorFlow writes ckpt-N_temp/ (a data shard under a
+        # .tempstate name, then the shard and its index), moves the shard to ckpt-N.data-*,
+        # writes ckpt-N.index, removes ckpt-N_temp/, and only then names ckpt-N in
+        # `checkpoint`. Here both: a half-written temporary shard, and a ckpt-N (a copy of an
+        # older one) that `checkpoint` does not name.
+        prefix = os.path.join(model_dir, "ckpt-%d")
+        following = killed_at + 2
+        temp = prefix % following + "_temp"
+        os.makedirs(temp, exist_ok=True)
+        with open(
+            os.path.join(temp, "part-00000-of-00001.data-00000-of-00001.tempstate1"), "wb"
+        ) as f:
+            f.write(b"\0" * 100)
+        for name in glob.glob(prefix % killed_at + ".*"):
+            shutil.copy(name, prefix % following + name[len(prefix % killed_at) :])
+
+        process = _start(following)
         _, stderr = process.communicate(timeout=600)
         self.assertEqual(process.returncode, 0, stderr[-3000:])
         self.assertIn("Restored checkpoint %s/ckpt-%d" % (model_dir, killed_at), stderr)
-        self.assertEqual(_latest_step(model_dir), killed_at + 2)
+        self.assertEqual(_latest_step(model_dir), following)
+        # The checkpoint named is the one this run wrote, over the leftover.
+        step = tf.train.load_variable(
+            prefix % following, "optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE"
+        )
+        self.assertEqual(step, following)
 
 
 if __name__ == "__main__":
