@@ -22,7 +22,7 @@ that no build is using it).
 
 No input of a build may lie in ``out`` (by resolved path or, for a hard link, inode): a
 build from ``out/raw/train.med.en`` would overwrite the file it reads (each rebuild
-shrinking it), so it is refused before anything is read (:func:`check_inputs_outside`).
+shrinking it), so it is refused before anything is read (:func:`ldr_opennmt.data.staging.check_inputs_outside`).
 ``DONE`` is the build's stamp file (:mod:`ldr_opennmt.stamps`): it records the build's
 inputs (the corpus list, the options, the sha256 of every input zip or wheel, or of the
 pairs given) and the files written. A corpus whose stamp differs from the inputs of a new
@@ -55,7 +55,9 @@ from tqdm import tqdm
 
 from ldr_opennmt import domains as domain_names
 from ldr_opennmt import stamps
-from ldr_opennmt.data import filters, sources
+from ldr_opennmt.data import filters, sources, staging
+from ldr_opennmt.data.staging import STAGING_LOCK as _STAGING_LOCK  # noqa: F401 (the build's names)
+from ldr_opennmt.data.staging import STAGING_PREFIX, check_inputs_outside
 from ldr_opennmt.errors import UserError, not_utf8_error
 from ldr_opennmt.names import check_path_name
 from ldr_opennmt.reports import markdown_table
@@ -81,9 +83,6 @@ VOCAB_SIZE = 16000
 #: Written first into an output directory ldr-data creates (or finds empty): marks it as
 #: ldr-data's, so that a later build may write there again.
 OWNER_FILE = ".ldr-data"
-#: The prefix of a build's staging directory inside the output directory.
-STAGING_PREFIX = ".build."
-_STAGING_LOCK = ".lock"
 DONE_FILE = "DONE"
 
 
@@ -103,55 +102,6 @@ def check_domain_name(domain, where):
     check_path_name(domain, "domain name", where)
     domain_names.validate_domain_names([domain], where)
     return domain
-
-
-def check_inputs_outside(paths, out):
-    """Refuses an input file that lies in the output directory a build writes.
-
-    A build writes and, when rebuilding, replaces or removes files under ``out``: an input
-    there (``--out C --corpus med=C/raw/train.med.en,...``) would be overwritten by what
-    the build makes of it. Compared by resolved path (links followed) and by device and
-    inode (a hard link to a file of ``out``).
-
-    Args:
-      paths: ``(where, path)`` of each local input (where: the option that gave it).
-      out: The output directory, as given.
-
-    Raises:
-      UserError: ``PATH (WHERE): inside the output directory OUT: ...``.
-    """
-    root = os.path.realpath(out)
-    inodes = {}
-    if os.path.isdir(root):
-        for directory, _, names in os.walk(root):
-            for name in names:
-                path = os.path.join(directory, name)
-                try:
-                    info = os.lstat(path)
-                except OSError:
-                    continue
-                inodes[(info.st_dev, info.st_ino)] = path
-    for where, path in paths:
-        real = os.path.realpath(path)
-        inside = real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-        linked = None
-        try:
-            info = os.stat(path)
-            linked = inodes.get((info.st_dev, info.st_ino))
-        except OSError:
-            pass
-        if inside or linked:
-            raise UserError(
-                "%s (%s): %s the output directory %s: the build would overwrite it; copy the"
-                " input out of %s, or give another --out"
-                % (
-                    path,
-                    where,
-                    "inside" if inside else "a hard link to %s in" % linked,
-                    out,
-                    out,
-                )
-            )
 
 
 def dedupe(pairs):
@@ -237,6 +187,11 @@ def check_sizes(**sizes):
     for name, value in sizes.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise UserError("%s must be a positive integer, got %r" % (name, value))
+
+
+def check_given_sizes(**sizes):
+    """:func:`check_sizes` of the sizes given (``None``: chosen from the corpus)."""
+    check_sizes(**{name: value for name, value in sizes.items() if value is not None})
 
 
 def _learn_bpe(train_file, model_path, merges, root, lang, log, shown_path=None):
@@ -499,18 +454,8 @@ def build(
         raise UserError("no domain to build a corpus of")
     for domain in domain_pairs:
         check_domain_name(domain, "ldr-data")
-    check_sizes(
-        vocab_size=vocab_size,
-        **{
-            name: value
-            for name, value in (
-                ("dev_size", dev_size),
-                ("test_size", test_size),
-                ("bpe_merges", bpe_merges),
-            )
-            if value is not None
-        },
-    )
+    check_sizes(vocab_size=vocab_size)
+    check_given_sizes(dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges)
     for name, lang in (("source_lang", source_lang), ("target_lang", target_lang)):
         check_path_name(lang, "language suffix", name)
     if source_lang == target_lang:
@@ -580,57 +525,14 @@ def build(
     # The input is valid: from here on, files are written (never through a link).
     previous = read_stamp(root)
     _create_root(root)
-    _remove_abandoned_staging(root, log)
-    with _staging(root) as stage:
+    staging.remove_abandoned_staging(root, log)
+    with staging.staging(root) as stage:
         output = _Output(stage, final_root=root)
         info = _write_corpus(
             output, all_splits, filter_counts, stats, langs, bpe_merges, vocab_size, log
         )
         _publish(stage, root, output.written, previous, inputs, log)
     return info
-
-
-@contextlib.contextmanager
-def _staging(root):
-    """A staging directory of this build inside :obj:`root` (created exclusively, locked
-    while the build runs); removed with what is left in it when the block ends, whether it
-    failed or not (after :func:`_publish`, nothing is left)."""
-    stage = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root)
-    fd = os.open(os.path.join(stage, _STAGING_LOCK), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield stage
-    finally:
-        try:
-            shutil.rmtree(stage, ignore_errors=True)  # Made by mkdtemp above: ours.
-        finally:
-            os.close(fd)
-
-
-def _remove_abandoned_staging(root, log):
-    """Removes the staging directories of builds that were killed (their lock is free:
-    the OS released it with the process); one still locked belongs to a running build,
-    which is then refused."""
-    for name in sorted(os.listdir(root)):
-        path = os.path.join(root, name)
-        if not name.startswith(STAGING_PREFIX) or os.path.islink(path) or not os.path.isdir(path):
-            continue
-        try:
-            fd = os.open(os.path.join(path, _STAGING_LOCK), os.O_RDWR | os.O_NOFOLLOW)
-        except OSError:
-            continue  # Not a staging directory of ours (no lock file): left alone.
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise UserError(
-                    "%s: another ldr-data build is writing into this directory (%s): wait"
-                    " for it to end" % (root, path)
-                ) from None
-            log("[data] removing %s (left by a build that was stopped)" % path)
-            shutil.rmtree(path, ignore_errors=True)
-        finally:
-            os.close(fd)
 
 
 def _publish(stage, root, written, previous, inputs, log):
@@ -881,168 +783,10 @@ def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, 
     )
 
 
-#: The keys of an ``opus_sources:`` entry given as a mapping.
-OPUS_SOURCE_KEYS = ("url", "path", "sha256")
-
-
-def opus_source(location, sha256=None):
-    """One OPUS corpus: a zip path or URL and its optional expected sha256."""
-    return {"location": location, "sha256": sha256}
-
-
-def load_opus_sources(path):
-    """Reads the ``opus_sources:`` block of a YAML file: ``{domain: opus_source}``.
-
-    Each domain maps to a zip path or URL, or to a mapping with ``url:`` or
-    ``path:`` and an optional ``sha256:`` (the zip's ``sha256sum``), checked on
-    every build, cached downloads included::
-
-        opus_sources:
-          EMEA: EMEA.en-fr.zip
-          ECB: {url: https://.../ECB/v1/moses/en-fr.txt.zip, sha256: 9f86d08...}
-
-    The block can live in the training configuration (``ldr-main`` and
-    ``onmt-main`` ignore it), so that one file describes the corpus and its training.
-
-    Raises:
-      UserError: naming the file and domain on any invalid entry.
-    """
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise UserError("%s: cannot read (%s)" % (path, e.strerror or e)) from e
-    try:
-        config = yaml.safe_load(data.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise not_utf8_error(path, data, 1, e) from None
-    except yaml.YAMLError as e:
-        raise UserError("%s: not a valid YAML file (%s)" % (path, " ".join(str(e).split()))) from e
-    block = config.get("opus_sources") if isinstance(config, dict) else None
-    if not isinstance(block, dict) or not block:
-        raise UserError("%s: no opus_sources: mapping (domain: zip, url or {url, sha256})" % path)
-    zips = collections.OrderedDict()
-    for domain, entry in block.items():
-        check_domain_name(domain, "%s: opus_sources" % path)
-        where = "%s: opus_sources: %s" % (path, domain)
-        if isinstance(entry, str) and entry:
-            zips[domain] = opus_source(entry)
-            continue
-        if not isinstance(entry, dict):
-            raise UserError(
-                "%s: expected a zip path, a URL or {url, sha256}, got %r" % (where, entry)
-            )
-        unknown = sorted(set(map(str, entry)) - set(OPUS_SOURCE_KEYS))
-        if unknown:
-            raise UserError(
-                "%s: unknown key %s (known: %s)"
-                % (where, ", ".join(unknown), ", ".join(OPUS_SOURCE_KEYS))
-            )
-        locations = [entry[key] for key in ("url", "path") if key in entry]
-        if len(locations) != 1 or not isinstance(locations[0], str) or not locations[0]:
-            raise UserError("%s: give exactly one of url: and path:" % where)
-        sha256 = entry.get("sha256")
-        if sha256 is not None:
-            sha256 = sources.check_sha256(sha256, where)
-        zips[domain] = opus_source(locations[0], sha256)
-    return zips
-
-
-def build_opus(
-    zips,
-    out,
-    cache_dir,
-    dev_size=1000,
-    test_size=1000,
-    bpe_merges=30000,
-    source_lang="en",
-    target_lang="fr",
-    log=_stderr,
-    max_member_mb=sources.MAX_MEMBER_MB,
-    max_member_lines=sources.MAX_MEMBER_LINES,
-):
-    """Builds a corpus from OPUS Moses zips.
-
-    Every zip is read and checked (sha256 when given, UTF-8, aligned lines) before
-    anything is written under :obj:`out`.
-
-    Args:
-      zips: ``{domain: zip path or URL}``, or ``{domain: opus_source(location, sha256)}``
-        (see :func:`load_opus_sources`).
-      out: The output directory.
-      cache_dir: Where URLs are downloaded (cached by the whole URL).
-      dev_size: Dev sentences per domain.
-      test_size: Test sentences per domain.
-      bpe_merges: BPE merge operations per language.
-      source_lang: Source language suffix.
-      target_lang: Target language suffix.
-      log: Logging function.
-      max_member_mb: The most megabytes a member of a zip may expand to.
-      max_member_lines: The most lines a member of a zip may hold (both bounds refuse a
-        zip bomb before it is read whole, see :func:`ldr_opennmt.data.sources.zip_member_lines`).
-
-    The paper's defaults: 1000 dev and test sentences per domain, 30k BPE merges.
-
-    A corpus built in :obj:`out` from the same inputs (the domains in order, the sha256
-    of each zip's content, the corpus version and the options: the stamp in ``DONE``)
-    is reused; any other is rebuilt.
-    """
-    check_sizes(
-        dev_size=dev_size,
-        test_size=test_size,
-        bpe_merges=bpe_merges,
-        max_member_mb=max_member_mb,
-        max_member_lines=max_member_lines,
-    )
-    for domain in zips:
-        check_domain_name(domain, "ldr-data")
-    check_inputs_outside(
-        [
-            ("--corpus %s" % domain, source if isinstance(source, str) else source["location"])
-            for domain, source in zips.items()
-            if "://" not in (source if isinstance(source, str) else source["location"])
-        ],
-        out,
-    )
-    root = _output_root(out, log)
-    # Every zip is fetched (URLs, through the cache) and hashed first: the stamp holds
-    # the sha256 of what the corpus is made of, not the zips' names.
-    local = collections.OrderedDict()
-    for domain, source in zips.items():
-        if isinstance(source, str):
-            source = opus_source(source)
-        path, digest = sources.opus_zip(
-            source["location"], cache_dir=cache_dir, sha256=source.get("sha256"), log=log
-        )
-        local[domain] = (source["location"], path, digest)
-    base = {
-        "corpus": "opus",
-        "domains": [[domain, digest] for domain, (_, _, digest) in local.items()],
-    }
-    options = (dev_size, test_size, bpe_merges, VOCAB_SIZE, source_lang, target_lang)
-    info = _up_to_date(root, _stamp_inputs(base, *options), log)
-    if info is not None:
-        return info
-    domain_pairs = collections.OrderedDict()
-    for domain, (location, path, _) in tqdm(
-        local.items(), desc="reading", unit="corpus", disable=None
-    ):
-        domain_pairs[domain] = sources.moses_zip_pairs(
-            path,
-            source_lang=source_lang,
-            target_lang=target_lang,
-            max_bytes=max_member_mb << 20,
-            max_lines=max_member_lines,
-        )
-        log("[data] %s: %d raw pairs from %s" % (domain, len(domain_pairs[domain]), location))
-    return build(
-        domain_pairs,
-        root,
-        dev_size=dev_size,
-        test_size=test_size,
-        bpe_merges=bpe_merges,
-        source_lang=source_lang,
-        target_lang=target_lang,
-        log=log,
-        inputs=base,
-    )
+# The OPUS builder, a module of its own (imported last: it builds through this module).
+from ldr_opennmt.data.opus_corpus import (  # noqa: E402,F401
+    OPUS_SOURCE_KEYS,
+    build_opus,
+    load_opus_sources,
+    opus_source,
+)

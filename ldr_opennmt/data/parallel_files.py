@@ -234,17 +234,7 @@ def build_files(
         raise UserError("ldr-data build files needs at least one --corpus DOMAIN=SOURCE,TARGET")
     for domain in corpora:
         corpus.check_domain_name(domain, "ldr-data")
-    corpus.check_sizes(
-        **{
-            name: value
-            for name, value in (
-                ("dev_size", dev_size),
-                ("test_size", test_size),
-                ("bpe_merges", bpe_merges),
-            )
-            if value is not None
-        }
-    )
+    corpus.check_given_sizes(dev_size=dev_size, test_size=test_size, bpe_merges=bpe_merges)
     source_lang, target_lang = languages(corpora, source_lang, target_lang)
     for domain, files in corpora.items():
         for path in files:

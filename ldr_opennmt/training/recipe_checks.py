@@ -18,6 +18,8 @@ silently change a small run:
 
 import math
 
+import tensorflow as tf
+
 #: Batches accumulated per step above which a training without GPU is warned about.
 MAX_CPU_ACCUMULATION = 4
 
@@ -83,4 +85,15 @@ def recipe_warnings(config, num_replicas=1, on_gpu=False):
                     average,
                 )
             )
+    return found
+
+
+def warn(config, num_replicas=1):
+    """Logs one warning line per value of :obj:`config` (finalized) that will not do what the
+    recipe's numbers suggest (:func:`recipe_warnings`, on GPUs when TensorFlow sees one);
+    returns them."""
+    on_gpu = bool(tf.config.list_logical_devices("GPU"))
+    found = recipe_warnings(config, num_replicas, on_gpu)
+    for line in found:
+        tf.get_logger().warning(line)
     return found

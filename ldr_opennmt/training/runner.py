@@ -711,18 +711,9 @@ class Runner(compat.RunnerAdapter):
             return super().train(num_devices=num_devices, with_eval=with_eval, **kwargs)
 
     def warn_about_recipe(self, num_replicas=1):
-        """Logs one warning line for each value of the finalized configuration that will not
-        do what the recipe's numbers suggest (:mod:`ldr_opennmt.training.recipe_checks`:
-        batches accumulated on a CPU, checkpoints averaged across the training).
-
-        Returns:
-          The warnings logged.
-        """
-        on_gpu = bool(tf.config.list_logical_devices("GPU"))
-        found = recipe_checks.recipe_warnings(self.finalized_config(), num_replicas, on_gpu)
-        for line in found:
-            tf.get_logger().warning(line)
-        return found
+        """Logs :func:`ldr_opennmt.training.recipe_checks.warn` of the finalized configuration;
+        returns the warnings."""
+        return recipe_checks.warn(self.finalized_config(), num_replicas)
 
     def evaluate(self, features_file=None, labels_file=None, checkpoint_path=None):
         self.validate("eval")
