@@ -22,7 +22,7 @@ import sys
 
 from ldr_opennmt import errors, hooks
 from ldr_opennmt.cli import ArgumentParser, positive_int
-from ldr_opennmt.data import corpus, parallel_files, sources
+from ldr_opennmt.data import corpus, opus_corpus, parallel_files, sources
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.names import check_path_name
 from ldr_opennmt.utils import DEFAULT_CACHE
@@ -165,18 +165,18 @@ def _main(argv):
     else:
         zips = collections.OrderedDict()
         if args.config:
-            zips.update(corpus.load_opus_sources(args.config))
+            zips.update(opus_corpus.load_opus_sources(args.config))
         for item in args.corpus:
             domain, sep, location = item.partition("=")
             if not sep or not domain or not location:
                 raise UserError("--corpus expects DOMAIN=ZIP_OR_URL, got %r" % item)
             corpus.check_domain_name(domain, "--corpus %s" % item)
-            zips[domain] = corpus.opus_source(location)
+            zips[domain] = opus_corpus.opus_source(location)
         if not zips:
             raise UserError(
                 "ldr-data build opus needs --config YAML or at least one --corpus DOMAIN=ZIP"
             )
-        info = corpus.build_opus(
+        info = opus_corpus.build_opus(
             zips,
             args.out,
             args.cache,

@@ -781,12 +781,3 @@ def build_default(out, cache_dir, dev_size=500, test_size=500, bpe_merges=8000, 
         log=log,
         inputs=_default_base(),
     )
-
-
-# The OPUS builder, a module of its own (imported last: it builds through this module).
-from ldr_opennmt.data.opus_corpus import (  # noqa: E402,F401
-    OPUS_SOURCE_KEYS,
-    build_opus,
-    load_opus_sources,
-    opus_source,
-)

@@ -1,7 +1,7 @@
 """OPUS Moses zips as a corpus (``ldr-data build opus``): the ``opus_sources:`` block of a
 configuration, and the build that reads every zip (checked by its sha256, UTF-8, bounded)
-before :func:`ldr_opennmt.data.corpus.build` writes anything. Re-exported by
-:mod:`ldr_opennmt.data.corpus`, where it lived.
+before :func:`ldr_opennmt.data.corpus.build` writes anything. It lived in
+:mod:`ldr_opennmt.data.corpus`.
 """
 
 import collections

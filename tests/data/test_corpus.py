@@ -7,7 +7,7 @@ import zipfile
 import tensorflow as tf
 
 from ldr_opennmt.cli import data as cli
-from ldr_opennmt.data import corpus
+from ldr_opennmt.data import corpus, opus_corpus
 from ldr_opennmt.errors import UserError
 from tests import corpus as tiny
 from tests.helpers import assert_cli_error, run_cli
@@ -144,15 +144,17 @@ class CorpusTest(tf.test.TestCase):
             "  IT: {path: IT.zip}\n" % sha
         )
         self.assertEqual(
-            corpus.load_opus_sources(path),
+            opus_corpus.load_opus_sources(path),
             collections.OrderedDict(
                 [
-                    ("EMEA", corpus.opus_source("EMEA.zip")),
+                    ("EMEA", opus_corpus.opus_source("EMEA.zip")),
                     (
                         "ECB",
-                        corpus.opus_source("https://example.org/v1/en-fr.txt.zip", sha.lower()),
+                        opus_corpus.opus_source(
+                            "https://example.org/v1/en-fr.txt.zip", sha.lower()
+                        ),
                     ),
-                    ("IT", corpus.opus_source("IT.zip")),
+                    ("IT", opus_corpus.opus_source("IT.zip")),
                 ]
             ),
         )
@@ -160,7 +162,7 @@ class CorpusTest(tf.test.TestCase):
         for config in ("opus_en_fr.yml", "opus_en_de.yml"):
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             self.assertLen(
-                corpus.load_opus_sources(os.path.join(root, "data_configs", config)),
+                opus_corpus.load_opus_sources(os.path.join(root, "data_configs", config)),
                 4 if config == "opus_en_fr.yml" else 3,
             )
 
@@ -175,10 +177,10 @@ class CorpusTest(tf.test.TestCase):
         ):
             path = self._sources_file(text)
             with self.assertRaisesRegex(UserError, "^%s: .*%s" % (path, regex)):
-                corpus.load_opus_sources(path)
+                opus_corpus.load_opus_sources(path)
         path = self._sources_file(b"opus_sources:\n  EMEA: caf\xe9.zip\n")
         with self.assertRaises(UserError) as context:
-            corpus.load_opus_sources(path)
+            opus_corpus.load_opus_sources(path)
         self.assertEqual(
             str(context.exception), "%s:2: not UTF-8 (byte 0xe9 at byte 12 of the line)" % path
         )
