@@ -54,6 +54,9 @@ def main(argv=None):
         sys.argv[0] = "ldr-experiments"
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv[:1])
+    # The commands' settings of the logs (TensorFlow's C++ start-up lines and TensorFlow
+    # Addons' notice off, a level the user set kept): ldr_opennmt.cli sets them on import.
+    import ldr_opennmt.cli  # noqa: F401  pylint: disable=unused-import
     from ldr_opennmt import errors
 
     module = importlib.import_module("ldr_experiments." + COMMANDS[args.command][0])

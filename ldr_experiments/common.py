@@ -415,7 +415,7 @@ class Steps:
         log_path = os.path.join(self.logs_dir, "%s.log" % name)
         run_streaming([path] + command[1:], log_path, cores=cores, tag=name)
 
-    def run_stages(self, stages, lanes=None):
+    def run_stages(self, stages, lanes=None, ahead=False):
         """Runs :obj:`stages` through the workflow engine (:func:`ldr_experiments.engine.run`:
         up to :obj:`lanes` side by side on this machine, or one cluster job each), each after
         the stages it names among them, each skipped while its stamp matches.
@@ -423,8 +423,11 @@ class Steps:
         Args:
           stages: The :class:`Stage` list.
           lanes: How many may run side by side (``None``: one at a time).
+          ahead: Whether a dry run goes on to the stages after these before these have run
+            (the driver declares them without what these make: see
+            :func:`ldr_experiments.engine.planning_ahead`).
         """
-        engine.run(self, stages, lanes)
+        engine.run(self, stages, lanes, ahead=ahead)
 
     def _stamp_path(self, stage):
         return stage.stamp_path or os.path.join(self.stages_dir, stage.name + ".json")
@@ -561,6 +564,27 @@ def corpus_argument(value):
     if path == os.path.join(ROOT, DEFAULT_CORPUS):
         return DEFAULT_CORPUS
     return path
+
+
+def corpus_info(data_dir):
+    """The ``corpus.json`` of :obj:`data_dir`; in a dry run before the default corpus is built
+    (:func:`ldr_experiments.engine.planning_ahead`), what is known of it beforehand: its
+    domains and languages, no sizes (``"planned": True``; the budgets that depend on sizes are
+    set once it is built).
+
+    Raises:
+      UserError: on a corpus that is not built (outside such a dry run).
+    """
+    built = os.path.exists(os.path.join(data_dir, "corpus.json"))
+    if not built and data_dir == DEFAULT_CORPUS and engine.planning_ahead():
+        return {
+            "planned": True,
+            "domains": list(corpus_lib.DEFAULT_DOMAINS),
+            "source_lang": "en",
+            "target_lang": "fr",
+            "stats": {},
+        }
+    return corpus_lib.load_info(data_dir)
 
 
 def user_path(value):

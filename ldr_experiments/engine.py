@@ -189,6 +189,8 @@ class _Driver:
     # Where the command was started: a stage's process starts there too, so that the
     # driver resolves the user's relative paths (--corpus, --out) as the command did.
     cwd: str = dataclasses.field(default_factory=os.getcwd)
+    # In a dry run: an earlier phase has stages to run (planning_ahead).
+    pending_ahead: bool = False
 
 
 #: The driver running in this process (set by :func:`driver`).
@@ -268,6 +270,13 @@ def started():
 def selected():
     """The stage this process runs for the engine (``None`` in the engine's own process)."""
     return _SELECTED[0] if _SELECTED else None
+
+
+def planning_ahead():
+    """Whether this is a dry run in which an earlier phase's stages have not run: the driver
+    declares its later phases from what it knows beforehand (``ahead=True`` in
+    :func:`run`), and reads nothing those stages would make."""
+    return bool(_DRIVER and _SELECTED is None and _DRIVER.pending_ahead)
 
 
 # The code a stage depends on.
@@ -414,7 +423,7 @@ def snakemake_command(plan_path, options, forced=(), targets=()):
     return command
 
 
-def run(steps, stages, lanes):
+def run(steps, stages, lanes, ahead=False):
     """Runs :obj:`stages` (one call of :meth:`Steps.run_stages`) through Snakemake, or, in a
     stage's process, the stage selected (then raises :class:`StageDone`); outside a driver
     (no command: a test, a notebook), in this process, one at a time.
@@ -424,6 +433,9 @@ def run(steps, stages, lanes):
       stages: The stages, each after those it names among them (those of an earlier call
         have finished).
       lanes: How many may run side by side here (``None``: one at a time, with every core).
+      ahead: In a dry run where some of these would run: whether the driver declares the
+        stages after these without what these make (:func:`planning_ahead`), so that the dry
+        run lists them too; otherwise it stops here and says so.
 
     Raises:
       StageFailed: when a stage fails (its log is named).
@@ -489,7 +501,14 @@ def run(steps, stages, lanes):
             % (", ".join(n for n in options.only if n in names))
         )
         raise StageDone()
-    if options.dry_run and pending - set(checks):
+    if options.dry_run and pending - set(checks) and ahead:
+        if not record.pending_ahead:
+            sys.stderr.write(
+                "[engine] dry run: the stages after these are declared from what is known"
+                " before these run (the corpus's sizes are read once it is built)\n"
+            )
+        record.pending_ahead = True
+    elif options.dry_run and pending - set(checks):
         sys.stderr.write(
             "[engine] dry run: the stages after these are declared from what these make; run"
             " without --dry-run, then ask again\n"

@@ -41,7 +41,10 @@ DEFAULT_ALPHA = 0.0
 
 def corpus_sizes(info):
     """``{domain: training sentences}`` of a corpus's ``corpus.json`` (``info``), in its
-    domain order: the ``|C_d|`` of the sampling."""
+    domain order: the ``|C_d|`` of the sampling. A corpus not built yet
+    (:func:`ldr_experiments.common.corpus_info` in a dry run) counts as equal sizes."""
+    if info.get("planned"):
+        return {d: 1 for d in info["domains"]}
     return {d: int(info["stats"][d]["train"]["pairs"]) for d in info["domains"]}
 
 

@@ -762,8 +762,8 @@ def main(argv=None):
     start = engine.started()  # The command's start, also in a stage's process.
 
     if args.data == common.DEFAULT_CORPUS:
-        steps.run_stages([plan.corpus_stage()])
-    info = corpus_lib.load_info(args.data)  # Fails in one line on a corpus not built.
+        steps.run_stages([plan.corpus_stage()], ahead=True)
+    info = common.corpus_info(args.data)  # Fails in one line on a corpus not built.
     plan.write_data_config(info)
     lanes = 2
     in_lanes = budget["evaluate_in_lanes"]
@@ -773,8 +773,11 @@ def main(argv=None):
         parallel, evaluation = parallel + evaluation, []
     common.log("[tables] %d rows, %d stages" % (len(runs), len(parallel)))
     common.log("[tables] %s" % plan.stage2.rule())
-    steps.run_stages(demo._by_priority(parallel), lanes)
-    steps.run_stages(evaluation + [plan.score_stage(), plan.label_use_stage()])
+    steps.run_stages(demo._by_priority(parallel), lanes, ahead=True)
+    steps.run_stages(evaluation + [plan.score_stage(), plan.label_use_stage()], ahead=True)
+    if engine.planning_ahead():
+        common.log("[tables] dry run: then the report (%s)" % os.path.join(steps.out, "report.md"))
+        return 0
 
     loaded = {}
     for name, path in (

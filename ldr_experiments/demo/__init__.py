@@ -141,8 +141,9 @@ def main(argv=None):
     start = engine.started()  # The command's start, also in a stage's process.
 
     if args.data == common.DEFAULT_CORPUS:
-        steps.run_stages([plan.corpus_stage()])  # A corpus of the user's is theirs: read only.
-    info = corpus_lib.load_info(args.data)
+        # A corpus of the user's is theirs: read only.
+        steps.run_stages([plan.corpus_stage()], ahead=True)
+    info = common.corpus_info(args.data)
     plan.write_data_config(info)
     # Two lanes (one core each on the README's 2-core machine) run the stages side by side,
     # the longest first (_by_priority). With budget["evaluate_in_lanes"], each system is
@@ -159,8 +160,11 @@ def main(argv=None):
         "[demo] 2-5/6 %d stages (trainings, translations of %d test sentences per domain,"
         " contrastive scores)" % (len(parallel) + len(evaluation), budget["eval_sentences"])
     )
-    steps.run_stages(_by_priority(parallel), lanes)
-    steps.run_stages(evaluation + [plan.score_stage()])
+    steps.run_stages(_by_priority(parallel), lanes, ahead=True)
+    steps.run_stages(evaluation + [plan.score_stage()], ahead=True)
+    if engine.planning_ahead():
+        common.log("[demo] dry run: then the report (%s)" % os.path.join(steps.out, "report.md"))
+        return 0
 
     results, contrastive_results, classifier_scores = plan.results()
     spread = seed_spread(results)

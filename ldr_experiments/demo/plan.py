@@ -126,7 +126,9 @@ class Plan:
         self.domains = info["domains"]
         self.source, self.target = info["source_lang"], info["target_lang"]
         #: The budgets the corpus decided (equal_budgets.fit_to_corpus), said in the report.
-        self.corpus_budget_notes = equal_budgets.fit_to_corpus(self.budget, info)
+        self.corpus_budget_notes = (
+            [] if info.get("planned") else equal_budgets.fit_to_corpus(self.budget, info)
+        )
         for note in self.corpus_budget_notes:
             common.log("[%s] %s" % (self.steps.name, note))
         config = common.load_yaml(self.data_config_source)
@@ -154,8 +156,15 @@ class Plan:
         os.makedirs(self.contrastive_dir, exist_ok=True)
         # The package's seed words are the default corpus's (its domains, English-French);
         # on another corpus the lexicon is found from the corpus alone.
-        seeds = {} if self.data == common.DEFAULT_CORPUS else {"seed_words": None}
-        contrastive.build_items(self.data, self.items_path, max_items=maximum, **seeds)
+        # A corpus of one's own may have no word whose translation depends on its domain: the
+        # report then says the contrastive test was not run (and why) instead of stopping.
+        own = {} if self.data == common.DEFAULT_CORPUS else {"seed_words": None, "allow_none": True}
+        items = contrastive.build_items(self.data, self.items_path, max_items=maximum, **own)
+        if not items:
+            common.log(
+                "[%s] the contrastive test is not run: %s"
+                % (self.steps.name, contrastive.no_items_reason(self.items_path))
+            )
 
     # Stages 2 and 3: the trainings.
 

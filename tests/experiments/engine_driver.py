@@ -8,7 +8,8 @@ write small files, run by Snakemake like the demo's.
 Each stage appends its name and its process's cores to ``runs.log``; ``--fail-once STAGE``
 makes that stage fail the first time it runs (a flag file), as a run killed half-way;
 ``--slow STAGE`` makes it wait two minutes (to be killed; its process's id in
-``started-STAGE``).
+``started-STAGE``). ``--ahead`` runs a alone first, then b and c (two phases, as the demo's
+corpus and then the rest), declaring the second in a dry run before the first has run.
 """
 
 import argparse
@@ -78,9 +79,15 @@ def main(argv=None):
     parser.add_argument("--value", default="1")
     parser.add_argument("--fail-once")
     parser.add_argument("--slow")
+    parser.add_argument("--ahead", action="store_true")
     args = parser.parse_args(argv)
     steps = common.Steps(args.out, name="engine-test")
-    steps.run_stages(stages(steps, args), lanes=2)
+    if args.ahead:
+        first, *rest = stages(steps, args)
+        steps.run_stages([first], ahead=True)
+        steps.run_stages(rest, lanes=2)
+    else:
+        steps.run_stages(stages(steps, args), lanes=2)
     with open(os.path.join(steps.out, "timings.txt"), "w", encoding="utf-8") as f:
         f.write("".join("%s\n" % title for title, _ in steps.timings))
     return 0

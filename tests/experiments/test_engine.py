@@ -349,6 +349,20 @@ class DryRunTest(unittest.TestCase):
         self.assertIn("[engine] dry run: the stages after these are declared", log)
         self.assertEqual(len(_lines(os.path.join(out, "runs.log"))), 3)  # Nothing ran.
 
+    def test_the_later_phases_before_the_first_has_run(self):
+        # As the demo and the tables before the default corpus exists: the whole plan.
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        out = os.path.join(directory, "out")
+        stderr = io.StringIO()
+        with redirect_stderr(stderr):
+            self.assertEqual(engine_driver.main(["--out", out, "--ahead", "--dry-run"]), 0)
+        log = stderr.getvalue()
+        self.assertIn("[engine] dry run: the stages after these are declared from what is", log)
+        for name in "abc":
+            self.assertIn("rule stage_%s:" % name, log)
+        self.assertFalse(os.path.exists(os.path.join(out, "runs.log")))  # Nothing ran.
+
 
 class OutsideADriverTest(unittest.TestCase):
     """Steps.run_stages called as a library (no command): here, in order, one at a time."""

@@ -29,6 +29,7 @@ from ldr_opennmt.evaluation.contrastive.items import (
     build_items,
     items_summary,
     make_items,
+    no_items_reason,
     read_items,
 )
 from ldr_opennmt.evaluation.contrastive.lexicon import (

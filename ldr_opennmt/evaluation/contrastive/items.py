@@ -183,6 +183,10 @@ def _raw_pairs(corpus_dir, split, domain, src, tgt):
     return list(zip(sources, targets))
 
 
+#: The line of an empty items file's summary that says why it is empty.
+NO_ITEMS_PREFIX = "Not run: "
+
+
 def build_items(
     corpus_dir,
     out_path,
@@ -196,6 +200,7 @@ def build_items(
     min_share=0.5,
     min_shared=3,
     max_cross_share=0.2,
+    allow_none=False,
 ):
     """Builds the contrastive items of a corpus and writes them.
 
@@ -215,13 +220,18 @@ def build_items(
       min_share: See :func:`find_translations`.
       min_shared: See :func:`find_translations`.
       max_cross_share: See :func:`find_translations`.
+      allow_none: Where no item is found, write an empty items file and a summary saying why
+        (:func:`no_items_reason` reads it) instead of failing: the experiments on a corpus of
+        one's own, whose words may have no domain-dependent translation, report the
+        contrastive test as not run rather than stop.
 
     Returns:
       The list of items.
 
     Raises:
       UserError: on a missing or incomplete corpus, a bad seed file or split, an
-        :obj:`out_path` that its summary would replace (``.md``), or when no item is found.
+        :obj:`out_path` that its summary would replace (``.md``), or when no item is found
+        (unless :obj:`allow_none`).
     """
     stem = os.path.splitext(out_path)[0]
     if stem + ".md" == out_path:
@@ -262,14 +272,20 @@ def build_items(
         )
     ]
     items = make_items(lexicon, examples, domains, max_per_word=max_per_word, max_items=max_items)
+    out_dir = os.path.dirname(os.path.abspath(out_path))
     if not items:
-        raise UserError(
+        reason = (
             "no contrastive item found in %s (splits %s; %d words with domain-dependent "
             "translations): lower min_count (--min-count) or add words with hand senses to the "
             "seed file (%s)"
             % (corpus_dir, ", ".join(splits), len(lexicon), seed_words or "none given")
         )
-    out_dir = os.path.dirname(os.path.abspath(out_path))
+        if not allow_none:
+            raise UserError(reason)
+        os.makedirs(out_dir, exist_ok=True)
+        write_lines_atomic(out_path, [])
+        write_lines_atomic(stem + ".md", ["# Contrastive items", "", NO_ITEMS_PREFIX + reason])
+        return []
     os.makedirs(out_dir, exist_ok=True)
     write_lines_atomic(out_path, [json.dumps(item, ensure_ascii=False) for item in items])
     parameters = collections.OrderedDict(
@@ -311,6 +327,20 @@ def build_items(
     summary = items_summary(items, lexicon, domains, parameters, lengths)
     write_lines_atomic(stem + ".md", [summary])
     return items
+
+
+def no_items_reason(items_path):
+    """Why an items file that :func:`build_items` wrote with ``allow_none`` is empty (the
+    line of its summary), or ``None`` where it has items or no such summary."""
+    if os.path.exists(items_path) and any(line.strip() for line in read_lines(items_path)):
+        return None
+    summary = os.path.splitext(items_path)[0] + ".md"
+    if not os.path.exists(summary):
+        return None
+    for line in read_lines(summary):
+        if line.startswith(NO_ITEMS_PREFIX):
+            return line[len(NO_ITEMS_PREFIX) :]
+    return None
 
 
 def items_summary(items, lexicon, domains, parameters=None, lengths=None):
@@ -451,6 +481,6 @@ def read_items(path, domains=None):
                 )
         item.setdefault("id", "%s:%d" % (os.path.basename(path), number))
         items.append(item)
-    if not items:
+    if not items and no_items_reason(path) is None:  # Not a corpus without items.
         raise UserError("%s: no items" % path)
     return items

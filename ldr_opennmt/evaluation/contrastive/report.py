@@ -6,8 +6,8 @@ results."""
 import json
 import os
 
-from ldr_opennmt.reports import Panel, bar_chart, markdown_table
-from ldr_opennmt.utils import write_lines_atomic
+from ldr_opennmt.reports import Panel, bar_chart, markdown_table, pyplot
+from ldr_opennmt.utils import save_figure, write_lines_atomic
 
 RESULTS_FILE = "contrastive.json"
 TABLE_FILE = "contrastive.md"
@@ -36,6 +36,8 @@ def _metric_rows(results, metric, keys, name):
 
 def format_tables(results):
     """The accuracy, follow and label-effect tables of the results, in Markdown."""
+    if results.get("not_run"):
+        return "The contrastive test was not run: %s." % results["not_run"]
     domains = results["domains"]
     keys = list(domains) + ["all"]
     header = ["system"] + keys
@@ -93,6 +95,15 @@ def format_tables(results):
 
 def chart(results, path):
     """Writes the accuracy, follow and label-effect rates per domain as a PNG (a panel each)."""
+    if results.get("not_run"):
+        plt = pyplot()
+        figure = plt.figure(figsize=(6, 1.5))
+        figure.text(0.5, 0.5, "Contrastive test not run: no item found", ha="center")
+        try:
+            save_figure(figure, path)
+        finally:
+            plt.close(figure)
+        return
     keys = list(results["domains"]) + ["all"]
     metrics = [
         ("accuracy", "Reference above every variant (% items)"),

@@ -48,7 +48,12 @@ from ldr_opennmt import stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import evaluate as evaluate_lib
-from ldr_opennmt.evaluation.contrastive.items import ITEMS_FILE, build_items, read_items
+from ldr_opennmt.evaluation.contrastive.items import (
+    ITEMS_FILE,
+    build_items,
+    no_items_reason,
+    read_items,
+)
 from ldr_opennmt.evaluation.contrastive.report import write_report
 from ldr_opennmt.evaluation.systems import check_system_domains, check_system_names
 from ldr_opennmt.utils import read_lines, write_lines, write_lines_atomic
@@ -345,6 +350,8 @@ def evaluate(
         items_path = os.path.join(out_dir, ITEMS_FILE)
         build_items(corpus_dir, items_path)
     items = read_items(items_path, domains)
+    if not items:
+        return _not_run(items_path, systems, system_modes, modes, out_dir, domains, cache_only)
     tokenizers = (
         corpus_lib.load_tokenizer(corpus_dir, info["source_lang"]),
         corpus_lib.load_tokenizer(corpus_dir, info["target_lang"]),
@@ -363,6 +370,32 @@ def evaluate(
     if cache_only:
         return None
     results = _results(items_path, _items_sha1(items_path), domains, items, rows)
+    write_report(results, out_dir)
+    return results
+
+
+def _not_run(items_path, systems, system_modes, modes, out_dir, domains, cache_only):
+    """The contrastive test on an empty items file that
+    :func:`~ldr_opennmt.evaluation.contrastive.items.build_items` wrote with ``allow_none``:
+    empty score files (the outputs a pipeline waits for) and results without rows that say why
+    (``not_run``).
+
+    """
+    reason = no_items_reason(items_path)
+    for system in systems:
+        chosen = tuple(system_modes.get(system.name, modes)) if system.uses_domains else ("oracle",)
+        # Its stamp first (as _scores): the empty files are this items file's, and are
+        # replaced once there are items.
+        stamps.write(
+            _stamp_path(out_dir, system.file_name),
+            {"items_sha1": _items_sha1(items_path), "not_run": reason},
+        )
+        for mode in chosen:
+            write_lines_atomic(_scores_path(out_dir, system.file_name, mode), [])
+    if cache_only:
+        return None
+    results = _results(items_path, _items_sha1(items_path), domains, [], [])
+    results["not_run"] = reason
     write_report(results, out_dir)
     return results
 

@@ -504,6 +504,40 @@ class ScoringTest(helpers.SharedDirTestCase):
             "^system X: missing.yml: no such configuration file",
         )
 
+    def test_a_corpus_without_items(self):
+        # The experiments on a corpus of one's own: no item is a report line, not a failure.
+        out = os.path.join(self.dir, "none")
+        path = os.path.join(out, "items.jsonl")
+        with self.assertRaisesRegex(UserError, "no contrastive item found"):
+            items_lib.build_items(self.corpus, path, seed_words=None, min_count=1000)
+        self.assertFalse(os.path.exists(path))
+        built = items_lib.build_items(
+            self.corpus, path, seed_words=None, min_count=1000, allow_none=True
+        )
+        self.assertEqual(built, [])
+        self.assertEqual(items_lib.read_items(path), [])
+        reason = items_lib.no_items_reason(path)
+        self.assertRegex(reason, r"^no contrastive item found in .*: lower min_count")
+        self.assertIsNone(items_lib.no_items_reason(self.items))  # A file with items.
+
+        systems = [evaluate.System(n, [c]) for n, c in sorted(self.configs.items())]
+        self.assertIsNone(scoring_lib.evaluate(self.corpus, systems, out, path, cache_only=True))
+        results = scoring_lib.evaluate(self.corpus, systems, out, path)
+        self.assertEqual(results["not_run"], reason)
+        self.assertEqual(results["rows"], [])
+        self.assertEqual(set(results["items"].values()), {0})
+        for name in self.configs:
+            for mode in scoring_lib.MODES if name == "ldr" else ("oracle",):
+                with open(os.path.join(out, "%s.%s.contrastive.jsonl" % (name, mode))) as f:
+                    self.assertEqual(f.read(), "")
+        with open(os.path.join(out, report_lib.TABLE_FILE)) as f:
+            self.assertEqual(f.read().strip(), "The contrastive test was not run: %s." % reason)
+        self.assertGreater(os.path.getsize(os.path.join(out, report_lib.CHART_FILE)), 0)
+        # An empty items file that does not say why is not taken for a corpus without items.
+        bare = tiny.write_lines(os.path.join(self.dir, "bare.jsonl"), [])
+        with self.assertRaisesRegex(UserError, "bare.jsonl: no items"):
+            scoring_lib.evaluate(self.corpus, systems, os.path.join(self.dir, "bare"), bare)
+
     def test_unknown_mode(self):
         system = evaluate.System("ldr", [self.configs["ldr"]])
         with self.assertRaisesRegex(UserError, r"unknown contrastive label modes \['pred'\]"):
