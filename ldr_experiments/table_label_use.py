@@ -72,7 +72,10 @@ def label_use_figures(plan):
             model, latest = runner.restore()
             embedder = model.features_inputter.word_inputter
             test_shares = label_use.region_shares(embedder, test, test_domains)
-            item_shares = label_use.region_shares(embedder, item_words, item_domains)
+            # A corpus without contrastive items (the test not run): the test words only.
+            item_shares = (
+                label_use.region_shares(embedder, item_words, item_domains) if items else {}
+            )
             # The older checkpoints kept too: do the regions grow with training?
             by_step = [[_checkpoint_step(latest), _mean_share(test_shares)]]
             state = tf.train.get_checkpoint_state(trained.model_dir)
@@ -88,7 +91,7 @@ def label_use_figures(plan):
                 "items": {plan.domains[k]: list(v) for k, v in item_shares.items()},
                 "by_step": sorted(by_step),
             }
-        elif isinstance(runner.model, MixingTransformer):
+        elif isinstance(runner.model, MixingTransformer) and items:
             model, _ = runner.restore()
             result = proportions.compute(model, source, labels, target, progress=False)
             figures["mixing"][trained.name] = [

@@ -1,4 +1,6 @@
+import functools
 import os
+import re
 import types
 from unittest import mock
 
@@ -503,7 +505,8 @@ class CorpusOfYourOwnTest(tf.test.TestCase):
         # lexicon is found from the corpus alone (a seed word of 'software' was refused).
         root = self.get_temp_dir()
         steps = common.Steps(os.path.join(root, "out"), name="tables")
-        for data, expected in ((self.corpus, {"seed_words": None}), (common.DEFAULT_CORPUS, {})):
+        own = {"seed_words": None, "allow_none": True}
+        for data, expected in ((self.corpus, own), (common.DEFAULT_CORPUS, {})):
             args = types.SimpleNamespace(
                 data=data, cache=None, scale="small", config=tables.demo.DATA_CONFIG
             )
@@ -513,6 +516,27 @@ class CorpusOfYourOwnTest(tf.test.TestCase):
             with mock.patch.object(demo_plan.contrastive, "build_items") as build:
                 plan._build_items(7)
             build.assert_called_once_with(data, plan.items_path, max_items=7, **expected)
+
+    def test_a_corpus_without_contrastive_items_is_reported_not_refused(self):
+        # Issue 55 item 1: the contrastive test is not run (and the report says why) where the
+        # corpus has no word with a domain-dependent translation; the tables go on.
+        steps = common.Steps(os.path.join(self.get_temp_dir(), "out"), name="tables")
+        args = types.SimpleNamespace(
+            data=self.corpus, cache=None, scale="small", config=tables.demo.DATA_CONFIG
+        )
+        plan = tables.TablesPlan(
+            args, dict(tables.BUDGETS["quick"]), steps, tables.table_runs(["ldr_transformer"])
+        )
+        # No word is seen often enough to count: no item (the tiny corpus has a few).
+        build = functools.partial(demo_plan.contrastive.build_items, min_count=10**6)
+        with mock.patch.object(common, "log") as log, mock.patch.object(
+            demo_plan.contrastive, "build_items", build
+        ):
+            plan._build_items(7)
+        reason = demo_plan.contrastive.no_items_reason(plan.items_path)
+        self.assertRegex(reason, "^no contrastive item found in %s" % re.escape(self.corpus))
+        log.assert_called_once_with("[tables] the contrastive test is not run: %s" % reason)
+        self.assertEqual(demo_plan.contrastive.read_items(plan.items_path), [])
 
     def test_the_default_corpus_keeps_its_budgets(self):
         # Every seeded row of the default corpus stays as it was: nothing to fit.
