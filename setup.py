@@ -13,6 +13,8 @@ setup(
         "ldr_opennmt.evaluation": ["contrastive_words.txt"],
         # The experiments' one workflow (ldr_experiments/engine.py).
         "ldr_experiments": ["workflow.smk"],
+        # The page of ldr-serve (GET /, ldr_opennmt/serving/ui.py): served from the package.
+        "ldr_opennmt.serving": ["ui_assets/*"],
     },
     python_requires=">=3.11,<3.12",
     # Pinned: opennmt-tf 2.32 is validated against TensorFlow 2.13; the
@@ -74,6 +76,10 @@ setup(
             "libretranslatepy==2.1.4",
             # Starlette 0.27's TestClient passes app= to httpx, which httpx 0.28 removed.
             "httpx==0.27.2",
+            # The browser test of ldr-serve's page (tests/serving/test_ui.py) drives Debian's
+            # Chromium (/usr/bin/chromium, apt-get install chromium; .ci/run installs it):
+            # the wheel carries its own driver, and no browser is downloaded.
+            "playwright==1.65.2",
         ],
         # ldr-serve (docs/serving.md). FastAPI 0.103 is the last whose dependencies
         # accept typing-extensions 4.5, which TensorFlow 2.13 requires (< 4.6): newer

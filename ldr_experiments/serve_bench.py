@@ -3,7 +3,8 @@
 ::
 
     ldr-experiments serve-bench --model_dir export/ct2 --sentences test.medical.en \\
-        [--domain medical] [--clients 1 8 32] [--seconds 20] [--saved_model export/ldr] \\
+        [--domain medical] [--clients 1 8 32 128] [--seconds 10] [--saved_model export/ldr] \\
+        [--connections keep-alive new] [--compute_types float32 int8] \\
         [--parts load startup lazy savedmodel] [--out figures.md] \\
         [--benchmarks BENCHMARKS.md] [-- SERVER OPTIONS]
     ldr-experiments serve-bench --url http://127.0.0.1:8000 --sentences test.medical.en \\
@@ -11,13 +12,18 @@
 
 Parts (all by default):
 
-* ``load``: the sentences translated offline by CTranslate2 (the domain's model, in this
-  process, ``translate_batch`` in batches of ``--max_batch_size``: sentences per second and
-  the time of one batch), then ``ldr-serve`` on ``--model_dir`` under 1, 8 and 32
-  concurrent clients, each sending one sentence per request (``--sentences_per_request``)
-  on a keep-alive connection for ``--seconds``: p50 and p99 latency and sentences per
-  second. The issue's targets, printed PASS or MISS: with 32 clients at least 70% of the
-  offline throughput, and p99 latency within 3 times one batch's time.
+* ``load``: for each of ``--compute_types`` (CTranslate2's ``compute_type``: float32, int8),
+  the sentences translated offline by CTranslate2 (the domain's model, in this process,
+  ``translate_batch`` in batches of ``--max_batch_size``: sentences per second and the time of
+  one batch; and one sentence at a time: the median time of one), then ``ldr-serve`` on
+  ``--model_dir`` with that compute type under 1, 8, 32 and 128 concurrent clients, each
+  sending one sentence per request (``--sentences_per_request``) for ``--seconds``, on one
+  kept-alive connection (``keep-alive``) and on a new connection per request (``new``): p50
+  and p99 latency and sentences per second, and the server's memory after the load. The
+  targets, printed PASS or MISS: with 32 clients on kept-alive connections, at least 70% of
+  the offline throughput and p99 latency within 3 times one batch's time (issue 35);
+  one client's p50 latency within 1.5 times one sentence's offline time plus 2 ms, for each
+  kind of connection (issue 58).
 * ``startup``: seconds from starting ``ldr-serve`` to its first answer, and its memory
   (VmRSS; VmHWM: the peak) with every domain loaded.
 * ``lazy``: the same with ``--lazy`` (nothing loaded at start; memory after one request to
@@ -32,9 +38,12 @@ With ``--url``, the ``load`` part only, on a server already running (started wit
 options): the offline figures and the targets need ``--model_dir`` (the model it serves).
 
 The decoding options are the same everywhere: greedy, ``--max_decoding_length``, one
-decoding thread per batch (``--intra_threads``) and ``--inter_threads`` batches at once.
-Client, server and offline runs share the machine's cores: run nothing else meanwhile (the
-load average is printed with the figures).
+decoding thread per batch (``--intra_threads``) and ``--inter_threads`` batches at once. The
+servers it starts take twice the most clients in connections (``--limit_concurrency``, at
+least its default 64, unless given after ``--``). Client, server and offline runs share the
+machine's cores (the clients are Python threads: with 128 of them on 2 cores, the clients'
+own time is part of the figures): run nothing else meanwhile (the load average is printed
+with the figures).
 
 The report (printed; ``--out``: also written to a file) is one dated run, in Markdown.
 ``--benchmarks BENCHMARKS.md`` adds it to that file's section :data:`SECTION` (created at
@@ -65,20 +74,31 @@ import urllib.parse
 from ldr_experiments import machine
 from ldr_experiments.standalone import markdown_table
 
-#: The issue's targets for 32 clients.
+#: The issue's targets for 32 clients (:data:`TARGET_CLIENTS`; the most clients measured if
+#: 32 were not).
 THROUGHPUT_TARGET = 0.7
 LATENCY_TARGET = 3.0
+TARGET_CLIENTS = 32
+#: One client's p50 latency at most ``ONE_SENTENCE_FACTOR`` times the offline time of one
+#: sentence plus ``ONE_SENTENCE_MARGIN_MS`` (issue 58), kept-alive or not.
+ONE_SENTENCE_FACTOR = 1.5
+ONE_SENTENCE_MARGIN_MS = 2.0
+#: ``--connections``: one kept-alive connection per client, or a new one per request.
+KEEP_ALIVE, NEW = "keep-alive", "new"
 #: The heading of this benchmark's section of ``BENCHMARKS.md``; each run is a
 #: subsection headed :data:`RUN_HEADING` and its date.
 SECTION = "## Serving: `ldr-serve` under concurrent clients, against offline batches"
 RUN_HEADING = "### Run of "
 #: The first paragraph of a new section (``--benchmarks`` on a file without one).
 SECTION_INTRO = (
-    "What `ldr-serve` gives under 1, 8 and 32 concurrent clients, each sending one sentence "
-    "per request, against the same sentences translated offline in batches, with its startup "
-    "time and memory (docs/serving-benchmark.md: what is measured, and how to read it). "
+    "What `ldr-serve` gives under 1, 8, 32 and 128 concurrent clients, each sending one "
+    "sentence per request on a kept-alive connection or a new one, against the same sentences "
+    "translated offline in batches and one at a time, with its startup time and memory "
+    "(docs/serving-benchmark.md: what is measured, and how to read it). "
     "Targets (issue 35), with 32 clients: at least 70% of the offline throughput, and a p99 "
-    "latency within 3 times one offline batch's time. Measured by `bash run/serve_bench.sh` "
+    "latency within 3 times one offline batch's time; (issue 58) one client's p50 latency "
+    "within 1.5 times one sentence's offline time plus 2 ms, kept-alive or not. Measured by "
+    "`bash run/serve_bench.sh` "
     "(`ldr-experiments serve-bench`); `bash run/serve_bench.sh -- --benchmarks BENCHMARKS.md` "
     "adds its run here, before the earlier ones."
 )
@@ -154,6 +174,8 @@ class Server:
         return http.client.HTTPConnection(self.host, self.port, timeout=300)
 
     def request(self, method, path, body=None, connection=None):
+        """``(status, answer)`` of a request on :obj:`connection` (``None``: a new one,
+        closed after)."""
         own = connection is None
         connection = connection or self.connection()
         try:
@@ -190,13 +212,16 @@ class Server:
                 self.process.wait()
 
 
-def run_clients(server, clients, seconds, sentences, domain, per_request=1):
+def run_clients(server, clients, seconds, sentences, domain, per_request=1, connection=KEEP_ALIVE):
     """:obj:`clients` threads sending :obj:`per_request` sentences per request for
-    :obj:`seconds`.
+    :obj:`seconds`, each on one kept-alive connection (:data:`KEEP_ALIVE`) or on a new
+    connection per request (:data:`NEW`: its time includes connecting).
 
     Returns:
-      ``{"clients", "requests", "errors", "p50_ms", "p99_ms", "sentences_per_s"}``.
+      ``{"connection", "clients", "requests", "errors", "p50_ms", "p99_ms",
+      "sentences_per_s"}``.
     """
+    kept_alive = connection == KEEP_ALIVE
     latencies, errors, lock = [], [], threading.Lock()
     counter = itertools.count()
     stop = [None]
@@ -210,13 +235,15 @@ def run_clients(server, clients, seconds, sentences, domain, per_request=1):
         connection = server.connection()
         # Warm-up: the connection and one request, not counted.
         server.translate(sentences[:per_request], domain, connection)
+        if not kept_alive:
+            connection.close()
         barrier.wait()
         while time.perf_counter() < stop[0]:
             first = next(counter) * per_request
             batch = [sentences[(first + i) % len(sentences)] for i in range(per_request)]
             start = time.perf_counter()
             try:
-                server.translate(batch, domain, connection)
+                server.translate(batch, domain, connection if kept_alive else None)
             except (OSError, RuntimeError, http.client.HTTPException) as e:
                 with lock:
                     errors.append(str(e))
@@ -235,6 +262,7 @@ def run_clients(server, clients, seconds, sentences, domain, per_request=1):
         thread.join()
     wall = time.perf_counter() - (stop[0] - seconds)
     return {
+        "connection": connection,
         "clients": clients,
         "requests": len(latencies),
         "errors": len(errors),
@@ -244,13 +272,15 @@ def run_clients(server, clients, seconds, sentences, domain, per_request=1):
     }
 
 
-def offline_ctranslate2(model_dir, domain, sentences, args):
-    """The sentences translated by the domain's CTranslate2 model in batches, in this
-    process (tokenized and detokenized as the server does).
+def offline_ctranslate2(model_dir, domain, sentences, args, compute_type="default"):
+    """The sentences translated by the domain's CTranslate2 model (with
+    :obj:`compute_type`) in batches, in this process (tokenized and detokenized as the
+    server does).
 
     Returns:
-      ``{"sentences_per_s", "batch_ms"}``: the best of 3 runs over every sentence, and the
-      median time of one ``translate_batch`` call of ``--max_batch_size`` sentences.
+      ``{"sentences_per_s", "batch_ms", "sentence_ms", "load"}``: the best of 3 runs over
+      every sentence, the median time of one ``translate_batch`` call of
+      ``--max_batch_size`` sentences, and the median time of one sentence alone.
     """
     import ctranslate2  # pylint: disable=import-outside-toplevel
 
@@ -261,6 +291,7 @@ def offline_ctranslate2(model_dir, domain, sentences, args):
         os.path.join(model_dir, domain),
         inter_threads=args.inter_threads,
         intra_threads=args.intra_threads,
+        compute_type=compute_type,
     )
     assert isinstance(model.translator, ctranslate2.Translator)
 
@@ -310,7 +341,7 @@ def offline_saved_model(export_dir, domain, sentences, args):
     return _offline(_all, _batch, sentences, args.max_batch_size)
 
 
-def _offline(translate_all, translate_batch, sentences, batch_size):
+def _offline(translate_all, translate_batch, sentences, batch_size, singles=100):
     translate_all()  # Warm-up.
     times = []
     for _ in range(3):
@@ -322,19 +353,32 @@ def _offline(translate_all, translate_batch, sentences, batch_size):
         began = time.perf_counter()
         translate_batch(sentences[start : start + batch_size])
         batch_times.append(time.perf_counter() - began)
+    sentence_times = []
+    for sentence in sentences[:singles]:
+        began = time.perf_counter()
+        translate_batch([sentence])
+        sentence_times.append(time.perf_counter() - began)
     return {
         "sentences_per_s": len(sentences) / min(times),
         "batch_ms": 1000 * statistics.median(batch_times),
+        "sentence_ms": 1000 * statistics.median(sentence_times),
         "load": machine.load_average(),
     }
 
 
 def server_options(args, extra=()):
+    """The options of the servers this script starts: the decoding options, enough
+    connections for the most clients (``--limit_concurrency``, unless given after ``--``),
+    the options after ``--``, then :obj:`extra`."""
+    limit = []
+    if "--limit_concurrency" not in args.server_options:
+        limit = ["--limit_concurrency", str(max(64, 2 * max(args.clients)))]
     return [
         "--max_batch_size", str(args.max_batch_size),
         "--max_decoding_length", str(args.max_decoding_length),
         "--inter_threads", str(args.inter_threads),
         "--intra_threads", str(args.intra_threads),
+        *limit,
         *args.server_options,
         *extra,
     ]  # fmt: skip
@@ -352,16 +396,18 @@ def header_lines(date, fields):
     return lines + [""]
 
 
-def load_lines(name, batch_size, offline, rows, largest):
+def load_lines(name, batch_size, offline, rows, largest, memory=None):
     """The ``load`` part of a report.
 
     Args:
       name: What was served (the subsection's heading).
       batch_size: The offline batches' size.
-      offline: ``{"sentences_per_s", "batch_ms", "load"}`` (:func:`offline_ctranslate2`), or
-        ``None`` (not measured: no ratio, no target).
-      rows: The :func:`run_clients` results, each with its ``"load"`` too.
+      offline: ``{"sentences_per_s", "batch_ms", "load"}`` and optionally ``"sentence_ms"``
+        (:func:`offline_ctranslate2`), or ``None`` (not measured: no ratio, no target).
+      rows: The :func:`run_clients` results, each with its ``"load"`` too (a row without
+        ``"connection"`` is of kept-alive connections).
       largest: The largest batch the server decoded (``None``: not known).
+      memory: ``(VmRSS, VmHWM)`` of the server after the load, in MiB (``None``: not known).
 
     Returns:
       ``(lines, verdicts)``: the Markdown lines, and the targets' ``PASS ...`` or
@@ -369,9 +415,20 @@ def load_lines(name, batch_size, offline, rows, largest):
     """
     lines = ["#### %s" % name, ""]
     if offline:
+        single = (
+            ", one sentence alone %.2f ms" % offline["sentence_ms"]
+            if offline.get("sentence_ms") is not None
+            else ""
+        )
         lines += [
-            "Offline, batches of %d: **%.1f sentences/s**, one batch %.1f ms (load: %s)."
-            % (batch_size, offline["sentences_per_s"], offline["batch_ms"], offline["load"]),
+            "Offline, batches of %d: **%.1f sentences/s**, one batch %.1f ms%s (load: %s)."
+            % (
+                batch_size,
+                offline["sentences_per_s"],
+                offline["batch_ms"],
+                single,
+                offline["load"],
+            ),
             "",
         ]
     header = ["clients", "requests", "errors", "p50 ms", "p99 ms", "sentences/s", "of offline"]
@@ -389,15 +446,26 @@ def load_lines(name, batch_size, offline, rows, largest):
                 else "n/a"
             ),
             row["load"],
+            row.get("connection", KEEP_ALIVE),
         ]
         for row in rows
     ]
-    lines += [markdown_table(header + ["load"], table, align="l" * 8), ""]
+    lines += [markdown_table(header + ["load", "connection"], table, align="l" * 9), ""]
     if largest is not None:
         lines += ["Largest batch the server decoded: %d sentences." % largest, ""]
+    if memory is not None:
+        lines += [
+            "Server memory after the load: %.0f MiB resident (VmRSS), peak %.0f MiB (VmHWM)."
+            % memory,
+            "",
+        ]
     verdicts = []
     if offline:
-        top = max(rows, key=lambda row: row["clients"])
+        kept = [row for row in rows if row.get("connection", KEEP_ALIVE) == KEEP_ALIVE] or rows
+        top = next(
+            (row for row in kept if row["clients"] == TARGET_CLIENTS),
+            max(kept, key=lambda row: row["clients"]),
+        )
         ratio = top["sentences_per_s"] / offline["sentences_per_s"]
         latency = top["p99_ms"] / offline["batch_ms"]
         for label, value, target, ok in (
@@ -417,6 +485,23 @@ def load_lines(name, batch_size, offline, rows, largest):
             verdicts.append(
                 "%s %s: %s (target %s)" % ("PASS" if ok else "MISS", label, value, target)
             )
+        if offline.get("sentence_ms") is not None:
+            bound = ONE_SENTENCE_FACTOR * offline["sentence_ms"] + ONE_SENTENCE_MARGIN_MS
+            for row in rows:
+                if row["clients"] != 1 or row.get("per_request", 1) != 1:
+                    continue
+                verdicts.append(
+                    "%s p50 latency of one client, %s connection: %.2f ms (target <= %gx one "
+                    "sentence + %g ms = %.2f ms)"
+                    % (
+                        "PASS" if row["p50_ms"] <= bound else "MISS",
+                        row.get("connection", KEEP_ALIVE),
+                        row["p50_ms"],
+                        ONE_SENTENCE_FACTOR,
+                        ONE_SENTENCE_MARGIN_MS,
+                        bound,
+                    )
+                )
         lines += ["* " + verdict for verdict in verdicts] + [""]
     return lines, verdicts
 
@@ -467,25 +552,29 @@ def load_part(name, server_at, offline, args, sentences):
     server = server_at() if callable(server_at) else server_at
     try:
         rows = []
-        for clients in args.clients:
-            rows.append(
-                run_clients(
-                    server,
-                    clients,
-                    args.seconds,
-                    sentences,
-                    args.domain,
-                    per_request=args.sentences_per_request,
+        for connection in args.connections:
+            for clients in args.clients:
+                rows.append(
+                    run_clients(
+                        server,
+                        clients,
+                        args.seconds,
+                        sentences,
+                        args.domain,
+                        per_request=args.sentences_per_request,
+                        connection=connection,
+                    )
                 )
-            )
-            rows[-1]["load"] = machine.load_average()
-            print("  %s: %s" % (name, json.dumps(rows[-1])), file=sys.stderr)
+                rows[-1]["load"] = machine.load_average()
+                rows[-1]["per_request"] = args.sentences_per_request
+                print("  %s: %s" % (name, json.dumps(rows[-1])), file=sys.stderr)
         batches = server.request("GET", "/health")[1]["queues"]
+        memory = server.memory() if server.process is not None else None
     finally:
         if callable(server_at):
             server.stop()
     largest = max(stats["largest_batch"] for stats in batches.values())
-    return load_lines(name, args.max_batch_size, offline, rows, largest)
+    return load_lines(name, args.max_batch_size, offline, rows, largest, memory)
 
 
 def startup_part(args, sentences, domains):
@@ -595,8 +684,24 @@ def parse_args(argv):
     parser.add_argument("--sentences", required=True, help="Raw source sentences, one a line.")
     parser.add_argument("--limit", type=int, default=512, help="Sentences used (the first N).")
     parser.add_argument("--domain", default="medical", help="The domain of every request.")
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
-    parser.add_argument("--seconds", type=float, default=20, help="Per number of clients.")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32, 128])
+    parser.add_argument(
+        "--connections",
+        nargs="+",
+        choices=(KEEP_ALIVE, NEW),
+        default=[KEEP_ALIVE, NEW],
+        help="One kept-alive connection per client, and/or a new connection per request.",
+    )
+    parser.add_argument(
+        "--compute_types",
+        nargs="+",
+        default=["float32", "int8"],
+        help="CTranslate2's compute types of the load part (offline and --compute_type of "
+        "the server).",
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=10, help="Per number of clients and connection kind."
+    )
     parser.add_argument("--sentences_per_request", type=int, default=1)
     parser.add_argument("--max_batch_size", type=int, default=32)
     parser.add_argument("--max_decoding_length", type=int, default=64)
@@ -651,13 +756,15 @@ def main(argv=None):
             ("saved model", "`%s`" % args.saved_model if args.saved_model else None),
             (
                 "requests",
-                "%d sentences of `%s`, domain %s, %d per request, %g s per number of clients"
+                "%d sentences of `%s`, domain %s, %d per request, %g s per number of clients "
+                "and connection kind (%s)"
                 % (
                     len(sentences),
                     args.sentences,
                     args.domain,
                     args.sentences_per_request,
                     args.seconds,
+                    ", ".join(args.connections),
                 ),
             ),
             (
@@ -674,18 +781,25 @@ def main(argv=None):
         ],
     )
     verdicts = []
-    if "load" in args.parts:
+    if "load" in args.parts and server is not None:
         offline = None
         if args.model_dir:
             offline = offline_ctranslate2(args.model_dir, args.domain, sentences, args)
-        if server is not None:
-            name, target = "`ldr-serve` at %s" % args.url, server
-        else:
-            name = "CTranslate2 (`%s`)" % args.model_dir
-            target = functools.partial(Server.start, args.model_dir, server_options(args))
-        lines, found = load_part(name, target, offline, args, sentences)
+        name = "`ldr-serve` at %s" % args.url
+        lines, found = load_part(name, server, offline, args, sentences)
         report += lines
         verdicts += found
+    elif "load" in args.parts:
+        for compute_type in args.compute_types:
+            offline = offline_ctranslate2(
+                args.model_dir, args.domain, sentences, args, compute_type=compute_type
+            )
+            name = "CTranslate2 (`%s`, compute type %s)" % (args.model_dir, compute_type)
+            options = server_options(args, ("--compute_type", compute_type))
+            target = functools.partial(Server.start, args.model_dir, options)
+            lines, found = load_part(name, target, offline, args, sentences)
+            report += lines
+            verdicts += ["%s [%s]" % (verdict, compute_type) for verdict in found]
     if "startup" in args.parts or "lazy" in args.parts:
         report += startup_part(args, sentences, domains)
     if "savedmodel" in args.parts and args.saved_model:
@@ -698,7 +812,7 @@ def main(argv=None):
             sentences,
         )
         report += lines
-        verdicts += found
+        verdicts += ["%s [SavedModel]" % verdict for verdict in found]
     text = "\n".join(report).rstrip("\n") + "\n"
     print(text)
     for verdict in verdicts:

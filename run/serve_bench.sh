@@ -12,7 +12,7 @@
 # environment on the CTranslate2 export: ldr-serve's startup time and memory, 1/8/32
 # clients, and CTranslate2 4 against 3.24 offline (float32 and int8); --benchmarks FILE
 # adds its run to FILE too.
-# About 5 minutes on 2 CPU cores (the runtimes part: 2 more). Run nothing else meanwhile:
+# About 6 minutes on 2 CPU cores (the runtimes part: 2 more). Run nothing else meanwhile:
 # the measurements share the CPU.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

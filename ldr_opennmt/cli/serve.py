@@ -42,7 +42,8 @@ def parse_args(argv):
         "GET /health, GET /metrics, /docs; LibreTranslate's POST /translate, GET /languages and "
         "POST /detect; OpenNMT-py's POST /translator/translate; POST /detect_domain): the "
         "CTranslate2 models of ldr-export ctranslate2 (one per "
-        "domain), or a SavedModel of ldr-main export (a domain input).",
+        "domain), or a SavedModel of ldr-main export (a domain input). GET / is a page for a "
+        "person (translate, compare the domains; --no-ui: none).",
     )
     parser.add_argument(
         "--model_dir",
@@ -131,6 +132,13 @@ def parse_args(argv):
         help="No access log line per request (they never hold bodies).",
     )
     parser.add_argument(
+        "--no-ui",
+        dest="ui",
+        action="store_false",
+        help="No page for a person at / (GET / answers 404): an API-only deployment. By "
+        "default / is a page to translate a text and compare its translation in every domain.",
+    )
+    parser.add_argument(
         "--lazy",
         action="store_true",
         help="CTranslate2 directory: load a domain's model on its first use, not at start.",
@@ -174,6 +182,7 @@ def run(args):
         "source_language",
         "target_language",
         "access_log",
+        "ui",
     ]
     options = server.Options(args.model_dir, **{name: getattr(args, name) for name in names})
     # The port first: a second server on a port in use stops here, before loading anything.

@@ -32,6 +32,7 @@ from fastapi import responses
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models, http_io, libretranslate
 from ldr_opennmt.serving import server as server_lib
+from ldr_opennmt.serving import ui
 from ldr_opennmt.serving.backend_kinds import RequestError
 from ldr_opennmt.serving.metrics import CONTENT_TYPE, Metrics
 from ldr_opennmt.serving.server import Server
@@ -248,6 +249,8 @@ def create_app(options, backend=None, classifier=None):
         sizes, queue depth, model loads."""
         return responses.Response(metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
+    if options.ui:
+        ui.register(app)  # GET /: the page for a person (--no-ui: none).
     http_io.install_docs(app, title)
     routes = [route.path for route in app.routes if hasattr(route, "methods")]
     metrics = Metrics(server, routes)

@@ -10,6 +10,11 @@ than ``max_batch_size`` runs alone), and each job gets back exactly its own resu
 order. A job whose request gave up (timed out) before its batch started is cancelled and
 not run.
 
+A batch waits for more jobs only when more may come: with an :class:`Activity` (the server's:
+the HTTP protocol counts the requests in progress, the queues their jobs), a batch does not
+wait when every request in progress already has its jobs queued or running (one client's
+request does not wait ``max_wait_ms`` for nothing; issue 58).
+
 A batch that fails is run again one job at a time: a job that fails alone gets the error, the
 others their results, so that one bad input cannot fail the requests batched with it.
 """
@@ -36,6 +41,51 @@ class Job:
         self.created = time.monotonic()
 
 
+class Activity:
+    """Requests in progress and jobs not yet done, shared by a server's queues: whether a
+    batch may expect more jobs.
+
+    The HTTP protocol (:class:`ldr_opennmt.serving.http_io.H11Protocol`) counts a request from
+    its head to its answer; each queue counts a job from :meth:`BatchQueue.put` to its
+    result. Until something counts requests (:meth:`track_requests`), more jobs may always
+    come (a batch waits ``max_wait_ms``, as without an activity).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.tracking = False
+        self.requests = 0
+        self.jobs = 0
+
+    def track_requests(self):
+        """Says that requests are counted (:meth:`request_started`, :meth:`request_done`)."""
+        self.tracking = True
+
+    def request_started(self):
+        with self._lock:
+            self.requests += 1
+
+    def request_done(self):
+        with self._lock:
+            self.requests -= 1
+
+    def job_queued(self, job):
+        """Counts :obj:`job` until its future is done (a result, an error, cancelled)."""
+        with self._lock:
+            self.jobs += 1
+        job.future.add_done_callback(self._job_done)
+
+    def _job_done(self, _):
+        with self._lock:
+            self.jobs -= 1
+
+    def expect_more(self):
+        """Whether a request in progress may still queue a job: more requests than jobs
+        (``True`` while requests are not counted)."""
+        with self._lock:
+            return not self.tracking or self.requests > self.jobs
+
+
 class BatchQueue:
     """Pending jobs and the worker threads that batch and run them.
 
@@ -47,6 +97,10 @@ class BatchQueue:
       max_batch_size: Most items per batch (a larger job runs alone).
       max_wait_ms: How long a batch waits for more jobs of its key.
       threads: Worker threads (batches run at once).
+
+    Attributes:
+      activity: An :class:`Activity` (``None``: a batch always waits ``max_wait_ms`` for
+        more jobs while it has room).
     """
 
     def __init__(self, name, run_batch, max_batch_size, max_wait_ms, threads=1):
@@ -64,6 +118,7 @@ class BatchQueue:
         self.failed_batches = 0
         #: ``on_batch(name, sentences, seconds)``, called after each batch run (metrics).
         self.on_batch = None
+        self.activity = None
         self.threads = [
             threading.Thread(target=self._work, name="ldr-serve-%s-%d" % (name, i), daemon=True)
             for i in range(threads)
@@ -74,6 +129,8 @@ class BatchQueue:
     def put(self, job):
         """Queues :obj:`job` (its future is set once its batch has run)."""
         with self.condition:
+            if self.activity is not None:
+                self.activity.job_queued(job)
             self.jobs.append(job)
             self.condition.notify_all()
 
@@ -87,7 +144,8 @@ class BatchQueue:
 
     def _take(self):
         """The next batch: the oldest job, then jobs of its key that arrive within
-        ``max_wait_ms``, up to ``max_batch_size`` items (``None`` once closed)."""
+        ``max_wait_ms`` while more may come (:attr:`activity`), up to ``max_batch_size``
+        items (``None`` once closed)."""
         with self.condition:
             while not self.jobs and not self.closed:
                 self.condition.wait()
@@ -107,6 +165,8 @@ class BatchQueue:
                     batch.append(match)
                     size += len(match.items)
                     continue
+                if self.activity is not None and not self.activity.expect_more():
+                    break  # Every request in progress has its jobs: none to wait for.
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break

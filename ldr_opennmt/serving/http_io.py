@@ -18,6 +18,12 @@ the offline API pages.
   uvicorn's keep-alive timeout closes it). The connection is then closed without a reset: the
   answer and a FIN are sent, and what the client still sends is read and dropped for up to
   :data:`LINGER_S`, so that a client still sending sees the answer.
+  An answer leaves in one ``send()`` (its status line and headers are held until its body's
+  first bytes: :class:`_OneWrite`) on a socket with ``TCP_NODELAY``: written in two without
+  it, the body of an answer on a kept-alive connection waited for the client's delayed ACK
+  of the head (Nagle's algorithm: 40 ms on Linux; issue 58). Each request in progress is
+  counted in the application's :class:`~ldr_opennmt.serving.batching.Activity`, so that a
+  batch does not wait for requests that do not exist.
 * :func:`install_error_handlers`: every answer that is not a success is ``{"error": "one
   line"}``, unknown routes (404) and methods (405) included, and a message never holds what
   cannot be encoded (lone surrogates are written ``\\udXXX``) nor the server's own paths.
@@ -32,6 +38,7 @@ import http
 import logging
 import os
 import re
+import socket
 
 from fastapi import responses
 from fastapi.exceptions import RequestValidationError
@@ -339,6 +346,83 @@ def _raw_answer(status, message, default_headers):
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
+def set_nodelay(transport):
+    """Sets ``TCP_NODELAY`` on :obj:`transport`'s socket, if it is TCP.
+
+    asyncio sets it only on sockets created with ``proto=IPPROTO_TCP``; a socket created with
+    ``socket.socket(family, SOCK_STREAM)`` (:func:`ldr_opennmt.serving.app.bind`) has
+    ``proto`` 0, and so have the sockets it accepts.
+
+    Returns:
+      Whether it is set.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return False
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        return False
+    return True
+
+
+class _OneWrite:
+    """The transport as one response cycle of uvicorn sees it: the status line and headers of
+    its answer are held until the body's first bytes, so that an answer goes out in one
+    ``send()`` (uvicorn writes them apart), or until the end of the event loop's iteration
+    (a streamed body whose first bytes come later). Everything else is the transport's."""
+
+    def __init__(self, transport, cycle, loop):
+        self._transport = transport
+        self._cycle = cycle
+        self._loop = loop
+        self._held = None
+        self._head_seen = False
+
+    def write(self, data):
+        if self._held is not None:
+            data, self._held = self._held + data, None
+        elif self._cycle.response_started and not self._head_seen:
+            # The head (a 100 Continue is written before the response starts: not held).
+            self._head_seen = True
+            self._held = data
+            self._loop.call_soon(self.flush)
+            return
+        self._transport.write(data)
+
+    def flush(self):
+        """Writes the head held, if any."""
+        if self._held is not None:
+            data, self._held = self._held, None
+            self._transport.write(data)
+
+    def writelines(self, data):
+        self.write(b"".join(data))
+
+    def write_eof(self):
+        self.flush()
+        self._transport.write_eof()
+
+    def close(self):
+        self.flush()
+        self._transport.close()
+
+    def abort(self):
+        self._held = None
+        self._transport.abort()
+
+    def __getattr__(self, name):
+        return getattr(self._transport, name)
+
+
+def _activity(config):
+    """The :class:`~ldr_opennmt.serving.batching.Activity` of the application that
+    :obj:`config` serves (``app.state.server.activity``, of
+    :func:`ldr_opennmt.serving.app.create_app`), or ``None``."""
+    state = getattr(config.app, "state", None)
+    return getattr(getattr(state, "server", None), "activity", None)
+
+
 class H11Protocol(h11_impl.H11Protocol):
     """uvicorn's h11 protocol, whose refusals (a request that is not HTTP/1.1, a head over
     :data:`MAX_HEAD_BYTES` or uvicorn's ``h11_max_incomplete_event_size``, both framings, an
@@ -349,6 +433,10 @@ class H11Protocol(h11_impl.H11Protocol):
 
     uvicorn answers them itself with a plain-text 400 and closes the connection at once, so
     that a client still sending (200 KB of headers) gets a reset and no answer.
+
+    Its sockets have ``TCP_NODELAY`` (:func:`set_nodelay`) and each answer is one write
+    (:class:`_OneWrite`); each request, from its head to its answer, is counted in the
+    application's :class:`~ldr_opennmt.serving.batching.Activity` (when it has one).
     """
 
     def __init__(self, config, server_state, app_state, _loop=None):
@@ -360,9 +448,14 @@ class H11Protocol(h11_impl.H11Protocol):
         #: on the configuration by :func:`ldr_opennmt.serving.app.server_config`).
         self.head_timeout_s = getattr(config, HEAD_TIMEOUT_ATTRIBUTE, None)
         self._head_timer = None
+        self.activity = _activity(config)
+        if self.activity is not None:
+            self.activity.track_requests()
+        self._counted = None  # The cycle counted in the activity, until its answer.
 
     def connection_made(self, transport):
         super().connection_made(transport)
+        set_nodelay(transport)
         self._watch_head()
 
     def data_received(self, data):
@@ -376,7 +469,30 @@ class H11Protocol(h11_impl.H11Protocol):
     def handle_events(self):
         if self._closing is None:
             super().handle_events()
+            if self._closing is None:  # Not refused meanwhile.
+                self._new_cycle()
             self._watch_head()
+
+    def _new_cycle(self):
+        """Gives a cycle just made (its task has not run yet) its :class:`_OneWrite` and
+        counts its request."""
+        cycle = self.cycle
+        if cycle is None or isinstance(cycle.transport, _OneWrite) or cycle.response_complete:
+            return
+        cycle.transport = _OneWrite(cycle.transport, cycle, self.loop)
+        self._request_done()  # A cycle before it, if not yet (pipelined requests).
+        if self.activity is not None:
+            self.activity.request_started()
+            self._counted = cycle
+
+    def _request_done(self):
+        if self._counted is not None:
+            self._counted = None
+            self.activity.request_done()
+
+    def on_response_complete(self):
+        self._request_done()
+        super().on_response_complete()
 
     def _watch_head(self):
         """Starts the head timer while a head is awaited (a new connection, or the first bytes
@@ -410,7 +526,10 @@ class H11Protocol(h11_impl.H11Protocol):
             self._head_timer = None
         status, message = self.conn.refusal or (400, "not a valid HTTP/1.1 request")
         LOGGER.info("refused by the HTTP protocol: %d %s", status, message)
+        self._request_done()
         cycle = self.cycle if self.conn.refused_in_body else None
+        if cycle is not None and isinstance(cycle.transport, _OneWrite):
+            cycle.transport.flush()  # A head held goes before what follows.
         if cycle is None or not cycle.response_started:  # Else it has its answer.
             default_headers = self.server_state.default_headers
             self.transport.write(_raw_answer(status, message, default_headers))
@@ -423,6 +542,7 @@ class H11Protocol(h11_impl.H11Protocol):
         self._closing = self.loop.call_later(LINGER_S, self.transport.close)
 
     def connection_lost(self, exc):
+        self._request_done()
         if self._closing is not None:
             self._closing.cancel()
         if self._head_timer is not None:

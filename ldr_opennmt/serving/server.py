@@ -28,9 +28,9 @@ as domains.
 
 **Batching.** Concurrent requests are grouped into batches per queue (a CTranslate2
 domain, the SavedModel, the classifier): a worker takes the oldest job, then waits up to
-``--max_wait_ms`` for more until the batch holds ``--max_batch_size`` sentences
-(:mod:`ldr_opennmt.serving.batching`). Each request gets back exactly its own results, in
-its order.
+``--max_wait_ms`` for more until the batch holds ``--max_batch_size`` sentences, but not when
+every request in progress already has its jobs queued (:mod:`ldr_opennmt.serving.batching`).
+Each request gets back exactly its own results, in its order.
 
 **Limits.** A body larger than ``--max_request_bytes`` is refused (413), and so are more
 than ``--max_sentences`` sentences or a sentence of more than ``--max_sentence_tokens``
@@ -116,6 +116,7 @@ class Options:
         source_language=None,
         target_language=None,
         access_log=True,
+        ui=True,
     ):
         self.model_dir = model_dir
         self.classifier = classifier
@@ -143,6 +144,8 @@ class Options:
         self.source_language = source_language
         self.target_language = target_language
         self.access_log = access_log
+        #: Whether ``GET /`` serves the page for a person (:mod:`ldr_opennmt.serving.ui`).
+        self.ui = ui
         self.check()
 
     def check(self):
@@ -246,6 +249,11 @@ class Server:
         self.refused_overload = 0
         self.models = api_models.request_models(options.max_sentences, options.max_beam_size)
         self.source_language, self.target_language = _languages(options)
+        #: Requests in progress (counted by the HTTP protocol) and jobs: a batch waits for
+        #: more jobs only when a request may still queue one.
+        self.activity = batching.Activity()
+        for queue in self.queues():
+            queue.activity = self.activity
 
     def _check_classifier(self):
         """Refuses a classifier with a domain the model does not have."""

@@ -46,7 +46,9 @@ class ReportTest(unittest.TestCase):
         self.assertIn(
             "Offline, batches of 32: **721.3 sentences/s**, one batch 51.9 ms (load: 1.08).", lines
         )
-        self.assertIn("| 32 | 99 | 1 | 55.0 | 128.5 | 532.6 | 74% | 1.14 1.10 1.00 |", lines)
+        self.assertIn(
+            "| 32 | 99 | 1 | 55.0 | 128.5 | 532.6 | 74% | 1.14 1.10 1.00 | keep-alive |", lines
+        )
         self.assertIn("* " + verdicts[0], lines)
         self.assertIn("| `--lazy` | 1.8 | 465 | 520 | 520 |", lines)
         self.assertIn(
@@ -57,7 +59,9 @@ class ReportTest(unittest.TestCase):
         # --url without --model_dir: the server's figures alone.
         text, verdicts = _run(offline=False)
         self.assertEqual(verdicts, [])
-        self.assertIn("| 1 | 10 | 0 | 9.2 | 11.4 | 106.7 | n/a | 1.14 1.10 1.00 |", text)
+        self.assertIn(
+            "| 1 | 10 | 0 | 9.2 | 11.4 | 106.7 | n/a | 1.14 1.10 1.00 | keep-alive |", text
+        )
         self.assertNotIn("Offline", text)
 
     def test_a_miss_is_not_rounded_up_to_the_target(self):
@@ -67,6 +71,43 @@ class ReportTest(unittest.TestCase):
         _, verdicts = serve_bench.load_lines("x", 32, offline, rows, 1)
         self.assertEqual(
             verdicts[0], "MISS throughput with 32 clients: 70.0% of offline (target >= 70%)"
+        )
+
+    def test_connections_one_sentence_and_memory(self):
+        # Issue 58: kept-alive and new connections, one client's p50 against the offline time
+        # of one sentence (1.5x + 2 ms), the server's memory; the issue-35 targets on the
+        # kept-alive rows.
+        rows = [
+            dict(connection="keep-alive", clients=1, p50_ms=3.9, sentences_per_s=250.0),
+            dict(connection="keep-alive", clients=32, p50_ms=60.0, sentences_per_s=800.0),
+            dict(connection="new", clients=1, p50_ms=4.1, sentences_per_s=240.0),
+            dict(connection="new", clients=32, p50_ms=90.0, sentences_per_s=500.0),
+        ]
+        for row in rows:
+            row.update(requests=10, errors=0, p99_ms=2 * row["p50_ms"], load="1.0")
+        offline = {"sentences_per_s": 1000.0, "batch_ms": 50.0, "sentence_ms": 1.3, "load": "1"}
+        lines, verdicts = serve_bench.load_lines("x", 32, offline, rows, 32, (512.4, 600.6))
+        self.assertEqual(
+            verdicts,
+            [
+                "PASS throughput with 32 clients: 80.0% of offline (target >= 70%)",
+                "PASS p99 latency with 32 clients: 2.40x one batch (target <= 3x)",
+                "PASS p50 latency of one client, keep-alive connection: 3.90 ms (target <= 1.5x "
+                "one sentence + 2 ms = 3.95 ms)",
+                "MISS p50 latency of one client, new connection: 4.10 ms (target <= 1.5x one "
+                "sentence + 2 ms = 3.95 ms)",
+            ],
+        )
+        self.assertIn(
+            "Offline, batches of 32: **1000.0 sentences/s**, one batch 50.0 ms, one sentence "
+            "alone 1.30 ms (load: 1).",
+            lines,
+        )
+        self.assertIn(
+            "\n| 32 | 10 | 0 | 90.0 | 180.0 | 500.0 | 50% | 1.0 | new |", "\n".join(lines)
+        )
+        self.assertIn(
+            "Server memory after the load: 512 MiB resident (VmRSS), peak 601 MiB (VmHWM).", lines
         )
 
 

@@ -7,6 +7,7 @@ test_classifier.py``'s data), so that it labels them right.
 """
 
 import contextlib
+import http.client
 import io
 import json
 import os
@@ -244,3 +245,26 @@ class ServerProcess:
             headers={"Content-Type": "application/json"},
         )
         return self._request(request)
+
+    def post_head_first(self, body, pause_s, ready=None, path="/translate"):
+        """Posts :obj:`body` in two sends: the head (after ``ready()``, if given), then the
+        body :obj:`pause_s` later; the request is in progress at the server from its head.
+
+        Returns:
+          ``(status, answer)``.
+        """
+        data = json.dumps(body).encode("utf-8")
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.putrequest("POST", path)
+            connection.putheader("Content-Type", "application/json")
+            connection.putheader("Content-Length", str(len(data)))
+            if ready is not None:
+                ready()
+            connection.endheaders()
+            time.sleep(pause_s)
+            connection.send(data)
+            response = connection.getresponse()
+            return response.status, json.loads(response.read())
+        finally:
+            connection.close()

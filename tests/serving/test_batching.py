@@ -2,6 +2,7 @@
 isolated."""
 
 import threading
+import time
 import unittest
 
 from ldr_opennmt.serving import batching
@@ -74,6 +75,67 @@ class BatchQueueTest(unittest.TestCase):
         job = batching.Job([4])
         queue.put(job)
         self.assertEqual(job.future.result(timeout=10), [8])
+
+
+class ActivityTest(unittest.TestCase):
+    """A batch waits for more jobs only while a request in progress may still queue one."""
+
+    def _queue(self, calls, activity, max_wait_ms=2000.0):
+        queue = batching.BatchQueue("test", _run_batch(calls), 64, max_wait_ms)
+        queue.activity = activity
+        self.addCleanup(queue.close)
+        return queue
+
+    def test_a_lone_request_does_not_wait_for_a_batch_to_fill(self):
+        # Issue 58: one client's request waited --max_wait_ms for requests that did not exist.
+        activity = batching.Activity()
+        activity.track_requests()
+        queue = self._queue([], activity)
+        activity.request_started()
+        job = batching.Job([3])
+        start = time.monotonic()
+        queue.put(job)
+        self.assertEqual(job.future.result(timeout=10), [6])
+        self.assertLess(time.monotonic() - start, 1.0)  # Not max_wait_ms (2 s).
+        activity.request_done()
+        self.assertEqual((activity.requests, activity.jobs), (0, 0))
+
+    def test_a_batch_waits_for_a_request_in_progress(self):
+        calls = []
+        activity = batching.Activity()
+        activity.track_requests()
+        queue = self._queue(calls, activity)
+        activity.request_started()
+        activity.request_started()  # Its job comes later.
+        first, second = batching.Job([1]), batching.Job([2])
+        queue.put(first)
+        time.sleep(0.2)
+        self.assertFalse(first.future.done())  # It waits: one more request in progress.
+        start = time.monotonic()
+        queue.put(second)
+        self.assertEqual(first.future.result(timeout=10), [2])
+        self.assertEqual(second.future.result(timeout=10), [4])
+        self.assertLess(time.monotonic() - start, 1.0)  # Run once every request had its job.
+        self.assertEqual(calls, [[1, 2]])
+        self.assertEqual(activity.jobs, 0)
+
+    def test_without_counted_requests_a_batch_waits_as_before(self):
+        calls = []
+        queue = self._queue(calls, batching.Activity(), max_wait_ms=300.0)
+        first, second = batching.Job([1]), batching.Job([2])
+        queue.put(first)
+        time.sleep(0.05)
+        queue.put(second)
+        self.assertEqual(second.future.result(timeout=10), [4])
+        self.assertEqual(calls, [[1, 2]])
+
+    def test_a_cancelled_job_is_no_longer_counted(self):
+        activity = batching.Activity()
+        job = batching.Job([1])
+        activity.job_queued(job)
+        self.assertEqual(activity.jobs, 1)
+        job.future.cancel()
+        self.assertEqual(activity.jobs, 0)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ tokens and label, every label the classifier gives with the classifier run direc
 import os
 import re
 import threading
-import time
 
 import ctranslate2
 import pytest
@@ -255,9 +254,10 @@ class SavedModelServerTest(helpers.SharedDirTestCase):
         responses = [None] * clients
 
         def _client(i):
-            barrier.wait()
-            time.sleep(0.02 * i)  # Spread over 140 ms: each alone without --max_wait_ms.
-            responses[i] = self.servers["saved_model"].post(requests[i])
+            # Every head at once, the bodies spread over 140 ms: each alone without
+            # --max_wait_ms. A batch waits only for requests in progress (issue 58).
+            server = self.servers["saved_model"]
+            responses[i] = server.post_head_first(requests[i], 0.05 + 0.02 * i, barrier.wait)
 
         threads = [threading.Thread(target=_client, args=(i,)) for i in range(clients)]
         for thread in threads:

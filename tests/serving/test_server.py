@@ -213,9 +213,10 @@ class ServerTest(helpers.SharedDirTestCase):
         responses = [None] * clients
 
         def _client(i):
-            barrier.wait()
-            time.sleep(0.02 * i)  # Spread over 140 ms: each alone without --max_wait_ms.
-            responses[i] = self.server.post(requests[i])
+            # Every head at once, the bodies spread over 140 ms: each alone without
+            # --max_wait_ms. A batch waits only for requests in progress (issue 58: one
+            # client's request waited --max_wait_ms for requests that did not exist).
+            responses[i] = self.server.post_head_first(requests[i], 0.05 + 0.02 * i, barrier.wait)
 
         threads = [threading.Thread(target=_client, args=(i,)) for i in range(clients)]
         for thread in threads:
@@ -385,7 +386,9 @@ class ServerTest(helpers.SharedDirTestCase):
         self.assertIn("#### `ldr-serve` at http://127.0.0.1:%d" % self.server.port, run.stdout)
         self.assertIn("3 per request", run.stdout)
         rows = [line.split(" | ") for line in run.stdout.splitlines() if line.startswith("| ")]
-        self.assertEqual([row[0] for row in rows[1:]], ["| 1", "| 4"])  # After the header.
+        # After the header: kept-alive connections, then a new connection per request.
+        self.assertEqual([row[0] for row in rows[1:]], ["| 1", "| 4"] * 2)
+        self.assertEqual([row[-1] for row in rows[1:]], ["keep-alive |"] * 2 + ["new |"] * 2)
         for row in rows[1:]:
             self.assertGreater(int(row[1]), 0)  # Requests.
             self.assertEqual(row[2], "0")  # No error.
@@ -405,16 +408,26 @@ class ServerTest(helpers.SharedDirTestCase):
         argv += ["--benchmarks", benchmarks_md]
         argv += ["--clients", "1", "3", "--seconds", "0.5", "--max_batch_size", "2"]
         argv += ["--max_decoding_length", str(MAX_LENGTH), "--parts", "load", "lazy"]
+        argv += ["--compute_types", "int8"]
         run = subprocess.run(argv, capture_output=True, text=True, timeout=300)
         self.assertEqual(run.returncode, 0, run.stderr[-3000:])
         verdicts = [line for line in run.stdout.splitlines() if line.startswith(("PASS", "MISS"))]
-        self.assertLen(verdicts, 2)
+        self.assertLen(verdicts, 4)
         self.assertRegex(verdicts[0], r"^(PASS|MISS) throughput with 3 clients: [\d.]+% of offline")
         self.assertRegex(verdicts[1], r"^(PASS|MISS) p99 latency with 3 clients: [\d.]+x one batch")
+        for verdict, connection in zip(verdicts[2:], ("keep-alive", "new")):
+            self.assertRegex(
+                verdict,
+                r"^(PASS|MISS) p50 latency of one client, %s connection: [\d.]+ ms \(target <= "
+                r"1.5x one sentence \+ 2 ms = [\d.]+ ms\) \[int8\]$" % connection,
+            )
         with open(report) as f:
             text = f.read()
         self.assertIn("Offline, batches of 2:", text)
-        self.assertRegex(text, r"\n\| 3 \| \d+ \| 0 \|")  # 3 clients, no errors.
+        self.assertIn("compute type int8", text)
+        self.assertRegex(text, r"\n\| 3 \| \d+ \| 0 \|.*\| keep-alive \|")  # 3 clients, no errors.
+        self.assertRegex(text, r"\n\| 3 \| \d+ \| 0 \|.*\| new \|")
+        self.assertRegex(text, r"Server memory after the load: \d+ MiB resident")
         self.assertIn("| `--lazy` |", text)
         self.assertIn("| `--max_loaded_models 1` |", text)
         self.assertNotIn("every domain loaded at start", text)  # Not asked for.
