@@ -115,7 +115,10 @@ def domain_token_vocabulary(data_config, path):
     (those it lacks), for a family whose targets start with one (its capabilities'
     ``domain_tokens``: TTM); returns :obj:`path`."""
     data = common.load_yaml(data_config)["data"]
-    lines = read_lines(os.path.join(ROOT, data["target_vocabulary"]))
+    source = os.path.join(ROOT, data["target_vocabulary"])
+    if engine.planning_ahead() and not os.path.exists(source):
+        return path  # A dry run before the corpus is built: written when the plan runs.
+    lines = read_lines(source)
     missing = [t for t in ttm.domain_tokens(corpora_lib.domain_names(data)) if t not in lines]
     write_lines_atomic(path, lines + missing)
     return path

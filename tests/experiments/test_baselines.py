@@ -1,4 +1,5 @@
 import os
+from unittest import mock
 
 import tensorflow as tf
 import yaml
@@ -94,3 +95,26 @@ def scope_model(size, system):
 
 if __name__ == "__main__":
     tf.test.main()
+
+
+class DomainTokenVocabularyTest(tf.test.TestCase):
+    def test_a_dry_run_before_the_corpus_declares_the_file_and_writes_nothing(self):
+        # --dry-run before the default corpus is built (issue 55): TTM's vocabulary is a path.
+        root = self.get_temp_dir()
+        config = os.path.join(root, "data.yml")
+        data = {"target_vocabulary": os.path.join(root, "missing", "vocab.fr")}
+        data["train_corpora"] = {"medical": ["a", "b"], "law": ["c", "d"]}
+        with open(config, "w") as f:
+            yaml.safe_dump({"data": data}, f)
+        path = os.path.join(root, "ttm_vocabulary.txt")
+        with mock.patch.object(baselines.engine, "planning_ahead", return_value=True):
+            self.assertEqual(baselines.domain_token_vocabulary(config, path), path)
+        self.assertFalse(os.path.exists(path))
+        with self.assertRaises(FileNotFoundError):  # Outside a dry run: the corpus is needed.
+            baselines.domain_token_vocabulary(config, path)
+        os.makedirs(os.path.dirname(data["target_vocabulary"]))
+        with open(data["target_vocabulary"], "w") as f:
+            f.write("le\nla\n")
+        baselines.domain_token_vocabulary(config, path)
+        self.assertEqual(read_lines(path)[:2], ["le", "la"])
+        self.assertGreater(len(read_lines(path)), 2)  # The domain tokens appended.
