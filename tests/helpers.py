@@ -30,6 +30,21 @@ TRANSFORMERS = [
     if registry.get(name.replace("_target", "")).architecture == "transformer"
 ]
 
+#: ``LDR_TEST_SWEEPS=1``: the sweeps that take minutes run whole (every family under mixed
+#: precision and XLA, the GPU check's path on the CPU); by default a representative family of
+#: each mechanism runs (:func:`sweep`). On a GPU, ``bash run/gpu_check.sh`` trains every
+#: family under XLA and mixed precision.
+SWEEPS = os.environ.get("LDR_TEST_SWEEPS") == "1"
+
+
+def sweep(families, representative):
+    """:obj:`families` whole with ``LDR_TEST_SWEEPS=1``, else those of :obj:`representative`
+    (in :obj:`families`' order): one family per mechanism keeps each code path tested while
+    the suite stays within CI's time."""
+    if SWEEPS:
+        return list(families)
+    return [name for name in families if name in representative]
+
 
 def _runs_layer_norm(policy):
     try:
