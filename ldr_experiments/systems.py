@@ -50,6 +50,7 @@ MODEL_DEFS = {
     "mixed_transformer": _defs("mixed_transformer", "mixed_transformer_tied"),
     "dc_transformer": _defs("dc_transformer"),
     "ldr_transformer": _defs("ldr_transformer"),
+    "ldr_transformer_released": _defs("ldr_transformer_released"),
     "factorized_pa": _defs("factorized_pa"),
     "factorized_sf": _defs("factorized_sf"),
     "factorized_df": _defs("factorized_df"),
@@ -72,6 +73,7 @@ BENCHMARK = {
         "ldr_procedure1": {"domain_training": "procedure1"},
         "ens_ldr": {"ensemble": True},
     },
+    "ldr_transformer_released": {"ldr_released": {"domain_training": "summed"}},
     "factorized_pa": {"fact_pa": {}, "ens_fact_pa": {"ensemble": True}},
     "factorized_sf": {"fact_sf": {}},
     # d_inner in the paper's proportion to the model size (280 for 512 units).

@@ -136,13 +136,36 @@ VARIANTS = {
                 model_defs=TIED_MIXED,
                 seed_of="Mixed (tied)",
             ),
+            # Rebalanced sampling, the no-parameter baseline (issue 54 item 3; the TACL 2021
+            # table's Mixed-Bal): every domain drawn with the same probability (alpha 0)
+            # instead of the table's alpha 0.5; judged against Mixed, the same in all else.
+            Run(
+                "mixed_transformer",
+                suffix=" (balanced)",
+                slug="mixed_balanced",
+                train={"domain_sampling_alpha": 0.0},
+                model_defs=UNTIED_MIXED,
+            ),
         ],
+    },
+    # DC trained as LDR (summed) is (issue 59 item 1): its domain tag and the generic tag in
+    # the two passes of each step, so that LDR's gain over DC is not the summed recipe's.
+    "dc_transformer": {
+        "extra": [
+            Run(
+                "dc_transformer",
+                suffix=" (summed)",
+                slug="dc_summed",
+                params={"domain_training": "summed"},
+            )
+        ]
     },
     "factorized_pa": {"default": {"model_defs": UNTIED_PA}},
     "ldr_transformer": {
         "default": {"params": {"domain_training": "procedure1"}, "pred": True},
         # The LDR paper's ablation: one pass with the true labels instead of Procedure 1, and
-        # the authors' code's summed mode (0.5 L_domain + 0.5 L_generic, every parameter).
+        # the loss of the authors' released configuration, summed (0.5 L_domain + 0.5
+        # L_generic, every parameter), on the paper's model.
         "extra": [
             Run(
                 "ldr_transformer",
@@ -157,6 +180,12 @@ VARIANTS = {
                 params={"domain_training": "summed"},
             ),
         ],
+    },
+    # LDR as its authors' released code builds and trains it (issue 53): the family's preset
+    # (every layer, target side, zero regions, summed), with one-domain batches drawn by their
+    # natural share (the released utils/dataprocess.py).
+    "ldr_transformer_released": {
+        "default": {"data": {"domain_batches": True}, "train": {"domain_sampling_alpha": 1.0}}
     },
     "mixing_transformer": {
         "default": {"row": "Domain mixing"},

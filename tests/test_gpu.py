@@ -450,10 +450,13 @@ class GpuCheckTest(unittest.TestCase):
         args = gpu_cli.parse_args(["--quick", "--families", "ldr"])
         config = gpu_rows.make_config(args, self.directory)
         self.assertEqual(
-            config["systems"], ["vanilla", "ldr_joint", "ldr_procedure1", "ldr_target", "ldr_rnn"]
+            config["systems"],
+            ["vanilla", "ldr_joint", "ldr_procedure1", "ldr_target", "ldr_released", "ldr_rnn"],
         )
         self.assertEqual(config["no_xla"], ["ldr_rnn"])
-        self.assertEqual(config["frozen_systems"], ["ldr_joint", "ldr_procedure1", "ldr_target"])
+        self.assertEqual(
+            config["frozen_systems"], ["ldr_joint", "ldr_procedure1", "ldr_target", "ldr_released"]
+        )
         self.assertEqual(config["translate"]["name"], "ldr")
         tasks = plan.tasks_of(config)
         self.assertIn("train:mixed_xla:ldr_procedure1", tasks)
@@ -465,7 +468,7 @@ class GpuCheckTest(unittest.TestCase):
         # Only XLA asked for: the family that refuses it has no run at all.
         xla_only = dict(config, modes=[plan.MIXED_XLA])
         self.assertIsNone(plan.long_mode(xla_only, "ldr_rnn"))
-        self.assertEqual(len(plan.tasks_of(xla_only)), 4)
+        self.assertEqual(len(plan.tasks_of(xla_only)), 5)  # vanilla and the 4 LDR rows.
         # The bit-identity checks continue the mixed precision + XLA long runs (one training,
         # one process each); without such a run, a process of their own.
         self.assertEqual(
@@ -476,7 +479,7 @@ class GpuCheckTest(unittest.TestCase):
         )
         mixed_only = dict(config, modes=[plan.MIXED])
         self.assertEqual(
-            plan.check_tasks(mixed_only, translate=False)[-3:],
+            plan.check_tasks(mixed_only, translate=False)[-len(config["frozen_systems"]) :],
             ["frozen:%s" % s for s in config["frozen_systems"]],
         )
         self.assertEqual(plan.check_tasks(config, frozen=False, translate=False), tasks)
@@ -623,7 +626,8 @@ class GpuCheckRowsTest(unittest.TestCase):
         self.assertEqual(no_xla, rnn)
         self.assertEqual(
             frozen,
-            ["dc", "ldr_joint", "ldr_procedure1", "ldr_target", "fact_pa", "fact_sf"] + ["fact_df"],
+            ["dc", "ldr_joint", "ldr_procedure1", "ldr_target", "ldr_released", "fact_pa"]
+            + ["fact_sf", "fact_df"],
         )
         for name in frozen:
             family = registry.get(by_name[name].family)

@@ -182,7 +182,7 @@ class Plan:
                 params["domain_training"] = "general"
                 slug += "_stage1"
                 title += " stage 1 (domain-agnostic, %d steps)" % budget["steps"]
-            data = dict(common.MIXED_BATCHES)
+            data = dict(common.MIXED_BATCHES, **run.data)
             if registry.capabilities(run.family).domain_tokens:
                 # Targets that start with a domain token (TTM): a target vocabulary with
                 # the domain tokens appended.

@@ -32,6 +32,7 @@ class Run:
         ``_transformer``).
       params: ``params`` options of its run configuration.
       train: ``train`` options of its run configuration.
+      data: ``data`` options of its run configuration (e.g. ``domain_batches``).
       seed: The ``--seed`` of a training from scratch.
       modes: Its label modes (default: ``oracle``, ``generic``, ``wrong`` for a family
         that needs a label at translation, none for one that ignores labels).
@@ -54,6 +55,7 @@ class Run:
     slug: Optional[str] = None
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     train: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    data: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     seed: int = 1
     modes: Optional[Tuple[str, ...]] = None
     pred: bool = False

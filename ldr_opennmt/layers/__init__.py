@@ -11,7 +11,8 @@
 * Behaviours on stock OpenNMT-tf layers (:mod:`~ldr_opennmt.layers.behaviours`):
   :class:`Behaviour`, :func:`install_behaviour`; linear layers of stock attention and
   feed-forward layers are swapped with :func:`replace_dense`.
-* The families' layers: :mod:`~ldr_opennmt.layers.ldr`,
+* The families' layers: :mod:`~ldr_opennmt.layers.ldr` (and the released code's LDR
+  transform after every layer, :mod:`~ldr_opennmt.layers.ldr_transform`),
   :mod:`~ldr_opennmt.layers.domain_control`, :mod:`~ldr_opennmt.layers.factorized`,
   :mod:`~ldr_opennmt.layers.mixing`, :mod:`~ldr_opennmt.layers.adapters`,
   :mod:`~ldr_opennmt.layers.ttm`, :mod:`~ldr_opennmt.layers.adversarial`.
@@ -29,7 +30,7 @@ from ldr_opennmt.layers.context import (
 )
 from ldr_opennmt.layers.domain_control import DomainControlEmbedder
 from ldr_opennmt.layers.embedding import DomainAwareWordEmbedder
-from ldr_opennmt.layers.ldr import LDREmbedder
+from ldr_opennmt.layers.ldr import LayerwiseLDREmbedder, LDREmbedder
 from ldr_opennmt.layers.per_domain import (
     DomainCopies,
     DomainDense,

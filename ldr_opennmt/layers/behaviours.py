@@ -45,9 +45,10 @@ the mixin to precede: the mixin goes on any optimizer, once.
 The package's behaviours: domain mixing (:class:`ldr_opennmt.layers.mixing.MixingEncoderLayer`,
 :class:`~ldr_opennmt.layers.mixing.MixingDecoderLayer`), residual adapters
 (:class:`ldr_opennmt.layers.adapters.AdaptedEncoderLayer`,
-:class:`~ldr_opennmt.layers.adapters.AdaptedDecoderLayer`), Target Token Mixing's
-first-token forcing (:class:`ldr_opennmt.layers.ttm.FirstTokenForcing`) and unlabelled
-sources (``ldr_opennmt.models.ttm``), and the multitask model's encoder recording
+:class:`~ldr_opennmt.layers.adapters.AdaptedDecoderLayer`), the LDR transform after every
+layer (:mod:`ldr_opennmt.layers.ldr_transform`, on the stacks and their layers), Target
+Token Mixing's first-token forcing (:class:`ldr_opennmt.layers.ttm.FirstTokenForcing`) and
+unlabelled sources (``ldr_opennmt.models.ttm``), and the multitask model's encoder recording
 (``ldr_opennmt.models.multitask``).
 """
 

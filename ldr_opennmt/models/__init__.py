@@ -8,6 +8,7 @@ from ldr_opennmt.models.catalog import (
     factorized_transformer,
     ldr_rnn,
     ldr_transformer,
+    ldr_transformer_released,
     mixed_rnn,
     mixed_transformer,
     mixing_transformer,
@@ -17,6 +18,7 @@ from ldr_opennmt.models.catalog import (
 )
 from ldr_opennmt.models.classifier import DomainClassifier, domain_classifier
 from ldr_opennmt.models.factorized import FactorizedTransformer
+from ldr_opennmt.models.ldr import LayerwiseLDRTransformer
 from ldr_opennmt.models.mixing import MixingTransformer
 from ldr_opennmt.models.multitask import DomainClassifierTransformer
 from ldr_opennmt.models.sequence_to_sequence import (

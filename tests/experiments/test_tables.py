@@ -47,6 +47,9 @@ class TableRunsTest(tf.test.TestCase):
             "LDR (joint)",
             "LDR (summed)",
             "Domain mixing (E)",
+            "Mixed (balanced)",
+            "DC (summed)",
+            "LDR (as released)",
         ):
             self.assertIn(extra, names)
         self.assertNotIn("LDR (RNN)", names)
@@ -84,9 +87,9 @@ class TableRunsTest(tf.test.TestCase):
     def test_a_chosen_family_brings_mixed(self):
         for families in (["factorized_pa"], ["ttm_transformer", "mixed_transformer"]):
             runs = tables.table_runs(families)
-            # Mixed, the tied Mixed, each twice, then the chosen family.
-            self.assertEqual([run.family for run in runs][:4], ["mixed_transformer"] * 4)
-            self.assertEqual([run.family for run in runs][4], families[0])
+            # Mixed, the tied Mixed, each twice, the balanced Mixed, then the chosen family.
+            self.assertEqual([run.family for run in runs][:5], ["mixed_transformer"] * 5)
+            self.assertEqual([run.family for run in runs][5], families[0])
 
     def test_a_user_family_gets_a_row(self):
         example = os.path.join(

@@ -4,27 +4,33 @@ import numpy as np
 import tensorflow as tf
 from parameterized import parameterized
 
-from ldr_opennmt.layers import LDREmbedder, domain_scope
+from ldr_opennmt.errors import UserError
+from ldr_opennmt.layers import LayerwiseLDREmbedder, LDREmbedder, domain_scope
 
 DOMAINS = ["a", "b", "c"]
 
 
-def _make_embedder(test, embedding_size=10, region=2, reserved=0, dtype=None):
+def _make_embedder(
+    test, embedding_size=10, region=2, reserved=0, dtype=None, randomize=True, **options
+):
     vocab = os.path.join(test.get_temp_dir(), "vocab.txt")
     with open(vocab, "w") as f:
         f.write("\n".join(["<blank>", "<s>", "</s>", "x", "y"]) + "\n")
     kwargs = {"dtype": dtype} if dtype else {}
-    embedder = LDREmbedder(
+    embedder_class = options.pop("embedder_class", LDREmbedder)
+    embedder = embedder_class(
         embedding_size=embedding_size,
         domain_region_size=region,
         num_reserved_regions=reserved,
+        **options,
         **kwargs
     )
     embedder.initialize({"vocabulary": vocab, "domains": DOMAINS})
     embedder.build(None)
-    rng = np.random.RandomState(42)
-    for variable in embedder.weights:
-        variable.assign(rng.normal(size=variable.shape).astype(np.float32))
+    if randomize:
+        rng = np.random.RandomState(42)
+        for variable in embedder.weights:
+            variable.assign(rng.normal(size=variable.shape).astype(np.float32))
     return embedder
 
 
@@ -141,6 +147,81 @@ class LDREmbedderTest(tf.test.TestCase):
             outputs = embedder({"ids": tf.constant([[3, 4], [4, 0]])})
         self.assertEqual(outputs.dtype, tf.as_dtype(compute_dtype))
         self.assertEqual(embedder.embedding.dtype, tf.float32)
+
+
+class ZeroDomainRegionsTest(tf.test.TestCase):
+    """``zero_domain_regions``: the released code's ``tf.zeros_initializer`` on its LDR
+    embedding tables (``model.py``, ``src_ldr_embedding``)."""
+
+    @parameterized.expand([(LDREmbedder,), (LayerwiseLDREmbedder,)])
+    def test_domain_regions_start_at_zero(self, embedder_class):
+        embedder = _make_embedder(
+            self,
+            reserved=1,
+            randomize=False,
+            embedder_class=embedder_class,
+            zero_domain_regions=True,
+        )
+        for table in embedder.domain_embeddings:
+            self.assertAllEqual(table, np.zeros(table.shape))
+        self.assertGreater(np.abs(embedder.embedding.numpy()).max(), 0)
+        ids = tf.constant([[3, 4, 0]])
+        outputs = []
+        for domain in (0, 2, 3, -1):  # Every label, the reserved region's too: generic.
+            with domain_scope([domain]):
+                outputs.append(embedder({"ids": ids}))
+        for output in outputs[1:]:
+            self.assertAllEqual(output, outputs[0])
+
+    def test_default_initializer_is_not_zero(self):
+        embedder = _make_embedder(self, randomize=False)
+        for table in embedder.domain_embeddings:
+            self.assertGreater(np.abs(table.numpy()).max(), 0)
+
+    def test_reserved_regions_still_train(self):
+        # A reserved fusion block starts at zero, unless the region's embedding does:
+        # both at zero would give both a zero gradient forever.
+        plain = _make_embedder(self, reserved=1, randomize=False)
+        self.assertAllEqual(plain.domain_kernels[3], np.zeros([2, 10]))
+        zero = _make_embedder(self, reserved=1, randomize=False, zero_domain_regions=True)
+        self.assertGreater(np.abs(zero.domain_kernels[3].numpy()).max(), 0)
+        with tf.GradientTape() as tape:
+            with domain_scope([3]):
+                loss = tf.reduce_sum(zero({"ids": tf.constant([[3, 4]])}) ** 2)
+        gradient = tape.gradient(loss, zero.domain_embeddings[3])
+        self.assertGreater(np.abs(tf.convert_to_tensor(gradient).numpy()).max(), 0)
+
+
+class LayerwiseLDREmbedderTest(tf.test.TestCase):
+    """The released code's layout: the generic embedding of the model's size, then every
+    domain region, all zero but the sentence's own (``model.py``, ``make_batch``)."""
+
+    def test_output_is_generic_then_masked_regions(self):
+        embedder = _make_embedder(self, embedding_size=8, embedder_class=LayerwiseLDREmbedder)
+        self.assertEqual(embedder.embedding.shape, [6, 8])  # The whole size: no fusion.
+        self.assertEqual(embedder.regions_size, 6)
+        ids = np.array([[3, 4], [4, 0], [1, 3]])
+        domain = [1, -1, 2]
+        with domain_scope(domain):
+            outputs = embedder({"ids": tf.constant(ids)}).numpy()
+        self.assertEqual(outputs.shape, (3, 2, 14))
+        self.assertAllClose(outputs[..., :8], embedder.embedding.numpy()[ids])
+        for i, k in enumerate(domain):
+            regions = outputs[i, :, 8:].reshape(2, 3, 2)
+            for region in range(3):
+                if region == k:
+                    table = embedder.domain_embeddings[region].numpy()
+                    self.assertAllClose(regions[:, region], table[ids[i]])
+                else:
+                    self.assertAllEqual(regions[:, region], np.zeros([2, 2]))
+
+    def test_it_has_no_fold(self):
+        embedder = _make_embedder(self, embedder_class=LayerwiseLDREmbedder)
+        for method in (embedder.fold, embedder.fused_table):
+            with self.assertRaisesRegex(
+                UserError, "^the LDR transform after every layer .*SavedModel"
+            ):
+                method(0)
 
 
 if __name__ == "__main__":

@@ -151,6 +151,7 @@ class FoldingTest(tf.test.TestCase):
             ("ttm_transformer", "TTM forces the domain token"),
             ("ml_transformer", "the ML/AdvL exports are SavedModels only"),
             ("advl_transformer", "the ML/AdvL exports are SavedModels only"),
+            ("ldr_transformer_released", r"the LDR transform after every layer \(ldr_transform="),
         ]
     )
     def test_families_without_a_fold_are_refused(self, family, reason):
