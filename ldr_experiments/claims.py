@@ -41,7 +41,7 @@ class Claim:
       second: The row it is compared with.
       kind: :data:`BEATS` (first above second beyond the spread) or :data:`EQUAL` (within it).
       quoted_as: The paper's rows whose figures it quotes, when ours are named otherwise
-        (LDR trained as the authors' code trains it is the paper's LDR).
+        (LDR trained with the loss of the authors' released configuration is the paper's LDR).
     """
 
     paper: str
@@ -70,10 +70,11 @@ CLAIMS = (
     Claim(LDR_EN_FR, "predicted labels do as well as true ones", "LDR (pred)", "LDR", EQUAL),
     Claim(LDR_EN_FR, "LDR beats DC", "LDR", "DC"),
     Claim(LDR_EN_FR, "FT stays above LDR", "FT", "LDR"),
-    # The same claims of LDR trained as its authors' code trains it (domain_training: summed).
+    # The same claims of LDR trained with the loss of the authors' released configuration
+    # (domain_training: summed).
     Claim(
         LDR_EN_FR,
-        "LDR (authors' code: summed) with the true label beats Mixed",
+        "LDR (summed: the released configuration's loss) with the true label beats Mixed",
         "LDR (summed)",
         "Mixed",
         quoted_as=("LDR", "Mixed"),
