@@ -5,6 +5,7 @@ import io
 import os
 import re
 import shutil
+import unittest
 
 import numpy as np
 import opennmt
@@ -30,20 +31,26 @@ TRANSFORMERS = [
     if registry.get(name.replace("_target", "")).architecture == "transformer"
 ]
 
-#: ``LDR_TEST_SWEEPS=1``: the sweeps that take minutes run whole (every family under mixed
-#: precision and XLA, the GPU check's path on the CPU); by default a representative family of
-#: each mechanism runs (:func:`sweep`). On a GPU, ``bash run/gpu_check.sh`` trains every
-#: family under XLA and mixed precision.
-SWEEPS = os.environ.get("LDR_TEST_SWEEPS") == "1"
+#: ``LDR_TEST_FULL=1``: the tests that take minutes run too: the sweeps whole (every family
+#: under mixed precision and XLA, the GPU check's path on the CPU) and the longest end-to-end
+#: runs (:func:`skip_unless_full`); by default a representative family of each mechanism runs
+#: (:func:`sweep`). On a GPU, ``bash run/gpu_check.sh`` trains every family under XLA and
+#: mixed precision.
+FULL = os.environ.get("LDR_TEST_FULL") == "1"
 
 
 def sweep(families, representative):
-    """:obj:`families` whole with ``LDR_TEST_SWEEPS=1``, else those of :obj:`representative`
+    """:obj:`families` whole with ``LDR_TEST_FULL=1``, else those of :obj:`representative`
     (in :obj:`families`' order): one family per mechanism keeps each code path tested while
     the suite stays within CI's time."""
-    if SWEEPS:
+    if FULL:
         return list(families)
     return [name for name in families if name in representative]
+
+
+def skip_unless_full(reason):
+    """Skips a test of minutes unless ``LDR_TEST_FULL=1`` (:obj:`reason`: what takes them)."""
+    return unittest.skipUnless(FULL, "%s: set LDR_TEST_FULL=1 to run it" % reason)
 
 
 def _runs_layer_norm(policy):

@@ -664,9 +664,7 @@ class GpuCheckOnCpuTest(unittest.TestCase):
     with the half-precision policy this CPU has: every measurement, check and the report
     work, so a GPU session only has to run it."""
 
-    @unittest.skipUnless(
-        helpers.SWEEPS, "minutes of XLA compilations on the CPU: set LDR_TEST_SWEEPS=1 to run it"
-    )
+    @helpers.skip_unless_full("minutes of XLA compilations on the CPU")
     def test_gpu_path_on_cpu(self):
         policy = helpers.mixed_precision_policy()
         if policy is None:

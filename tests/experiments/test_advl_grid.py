@@ -8,6 +8,7 @@ from ldr_experiments import advl_grid, common, tables
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
 from tests import corpus as tiny
+from tests import helpers
 
 RECIPE = {
     "data": "data/default",
@@ -114,6 +115,7 @@ class QuickGridTest(tf.test.TestCase):
     """The grid driver end to end with tiny budgets on a tiny corpus: two weights trained,
     scored on the dev sets, the choice written; a rerun trains nothing."""
 
+    @helpers.skip_unless_full("about 2 minutes: the grid end to end")
     def test_quick_grid(self):
         root = self.get_temp_dir()
         data = os.path.join(root, "corpus")

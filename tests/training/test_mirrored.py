@@ -7,12 +7,15 @@ import pytest
 import tensorflow as tf
 from parameterized import parameterized
 
+from tests import helpers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.e2e
 class MirroredStrategyTest(tf.test.TestCase):
-    @parameterized.expand([("procedure1",), ("joint",)])
+    # About 90 s each: joint (every variable in one pass) with LDR_TEST_FULL=1.
+    @parameterized.expand([("procedure1",)] + ([("joint",)] if helpers.FULL else []))
     def test_two_replicas_skip_absent_domains(self, mode):
         # Like OpenNMT-tf's own multi-device tests: two logical CPU devices.
         process = subprocess.run(

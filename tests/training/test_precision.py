@@ -24,7 +24,7 @@ PARAMS = {"optimizer": "Adam", "learning_rate": 0.01}
 TRANSFORMERS = helpers.TRANSFORMERS
 RNNS = [f for f in helpers.FAMILIES if f not in TRANSFORMERS]
 # One family per mechanism by default (about 40 s a case on a 2-core CPU: the 33 cases of
-# every family took a third of the suite's time); LDR_TEST_SWEEPS=1 runs every family.
+# every family took a third of the suite's time); LDR_TEST_FULL=1 runs every family.
 MIXED_PRECISION = (
     "ldr_transformer_target",  # LDR embeddings on both sides.
     "factorized_df",  # Factorized embeddings, output layer and FFN.
@@ -36,8 +36,6 @@ MIXED_PRECISION = (
 XLA = (
     "ldr_transformer_released",  # LDR after every layer.
     "factorized_pa",  # Per-domain attention projections.
-    "mixing_transformer",
-    "residual_adapters",
     "ml_transformer",  # An auxiliary classification loss.
 )
 CASES = [(family, "mixed_precision") for family in helpers.sweep(helpers.FAMILIES, MIXED_PRECISION)]

@@ -344,6 +344,7 @@ class LdrMainTest(tf.test.TestCase):
         self.assertIn("Restored checkpoint", result.stderr)
         self.assertLen(result.stdout.splitlines(), domains.count_lines(data + "/test.src"))
 
+    @helpers.skip_unless_full("about 2 minutes of OpenNMT-tf's batch size trials")
     def test_batch_size_autotuning_with_corpora(self):
         """OpenNMT-tf's auto-tuning (batch_size: 0) re-reads the expanded configuration
         with yaml.safe_load in child processes running stock opennmt.bin.main."""
