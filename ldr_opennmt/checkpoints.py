@@ -35,6 +35,24 @@ def model_checkpoint_keys(model):
     return keys
 
 
+def model_value_count(checkpoint_path):
+    """The number of model weights (no optimizer slots) a checkpoint stores."""
+    names = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
+    return sum(
+        1
+        for name in names
+        if name.startswith("model/")
+        and name.endswith("/.ATTRIBUTES/VARIABLE_VALUE")
+        and "OPTIMIZER_SLOT" not in name
+    )
+
+
+def checkpoint_of(path):
+    """The checkpoint :obj:`path` names: a directory's latest, or a prefix as it is (as
+    ``finetune: base`` and ``--checkpoint_path`` take either)."""
+    return tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
+
+
 def _display(key):
     return key.replace("/.ATTRIBUTES/VARIABLE_VALUE", "")
 

@@ -60,23 +60,6 @@ MODEL_DESCRIPTION = "model_description.py"
 DEFAULT_MAXIMUM_DECODING_LENGTH = 250
 
 
-def _model_value_count(checkpoint_path):
-    """The number of model weights (no optimizer slots) a checkpoint stores."""
-    names = tf.train.load_checkpoint(checkpoint_path).get_variable_to_shape_map()
-    return sum(
-        1
-        for name in names
-        if name.startswith("model/")
-        and name.endswith("/.ATTRIBUTES/VARIABLE_VALUE")
-        and "OPTIMIZER_SLOT" not in name
-    )
-
-
-def _base_checkpoint(base):
-    """The checkpoint a ``finetune: base`` names: a directory's latest, or a prefix."""
-    return tf.train.latest_checkpoint(base) if tf.io.gfile.isdir(base) else base
-
-
 class Runner(compat.RunnerAdapter):
     """``opennmt.Runner`` with per-domain corpora, domain sampling and fine-tuning.
 
@@ -154,7 +137,7 @@ class Runner(compat.RunnerAdapter):
         Raises:
           UserError: if there is none.
         """
-        path = _base_checkpoint(checkpoint_path or self.model_dir)
+        path = checkpoints.checkpoint_of(checkpoint_path or self.model_dir)
         if path is None or not tf.io.gfile.exists(path + ".index"):
             raise UserError("%s: no checkpoint found" % (checkpoint_path or self.model_dir))
         return path
@@ -349,7 +332,7 @@ class Runner(compat.RunnerAdapter):
         if latest is not None:
             return latest
         base = (self.config.get("finetune") or {}).get("base")
-        return _base_checkpoint(base) if base else None
+        return checkpoints.checkpoint_of(base) if base else None
 
     def _match_trained_domains(self):
         """Checks the declared domains against the trained model's; new domains take
@@ -472,7 +455,7 @@ class Runner(compat.RunnerAdapter):
                 state = json.load(f)
             checkpoint_path, continue_training = None, False
         else:
-            checkpoint_path = _base_checkpoint(base)
+            checkpoint_path = checkpoints.checkpoint_of(base)
             if checkpoint_path is None or not tf.io.gfile.exists(checkpoint_path + ".index"):
                 raise UserError("finetune: base: no checkpoint found in %s" % base)
             state = {
@@ -595,7 +578,7 @@ class Runner(compat.RunnerAdapter):
                     ),
                 )
             )
-        stored = _model_value_count(base_checkpoint)
+        stored = checkpoints.model_value_count(base_checkpoint)
         if stored > len(weights) - len(missing):
             # E.g. a Transformer with its own output layer: this model would drop it.
             raise UserError(
