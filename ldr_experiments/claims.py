@@ -3,16 +3,15 @@ or not testable at this size, with the figure (issue 42).
 
 A claim is a comparison the paper's own table makes (:mod:`ldr_experiments.quoted` gives its
 figure): one row beats another, or two rows are equal. Ours is judged like every comparison
-of the report: a row named ``Mixed`` in a claim is the row's matched control (the Mixed whose
-output layer is like its own), and a difference counts when it is beyond the seed spread of
-that control. A claim whose rows are not in the table, or are defects
-(:mod:`ldr_experiments.defects`), is not testable here, and says which row.
+of the report, by the one stated test (:mod:`ldr_experiments.table_verdicts`): a row named
+``Mixed`` in a claim is the row's matched control (the Mixed whose output layer is like its
+own); two rows whose output layers differ are no matched comparison, so the claim is not
+testable here, as is one whose rows are not in the table or are defects
+(:mod:`ldr_experiments.defects`).
 
-The two goals of issue 42 are checked the same way (:func:`goal_lines`): LDR, in a training
-mode that reads its label, beats its matched Mixed beyond the spread with the true label while
-its generic label stays within that spread; and the best single multi-domain model recovers at
-least half of FT's gain over the common base on every domain
-(:func:`ldr_experiments.common.gain_shares`).
+Issue 59's goal is checked the same way (:func:`goal_lines`): LDR, in a training mode that
+reads its label, beats its equal-compute Mixed with the true label, and the true label beats
+the generic label within the same model.
 """
 
 import dataclasses
@@ -20,7 +19,7 @@ from typing import Optional, Tuple
 
 from ldr_opennmt.reports import markdown_table
 
-from . import common, defects, quoted
+from . import defects, quoted
 
 #: The verdicts.
 REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "not reproduced", "not testable here"
@@ -39,7 +38,8 @@ class Claim:
       first: A row of our table (``Mixed``: the matched control of :attr:`second`, or of
         :attr:`first` when :attr:`second` is Mixed).
       second: The row it is compared with.
-      kind: :data:`BEATS` (first above second beyond the spread) or :data:`EQUAL` (within it).
+      kind: :data:`BEATS` (the stated test finds first above second) or :data:`EQUAL` (it
+        finds no difference).
       quoted_as: The paper's rows whose figures it quotes, when ours are named otherwise
         (LDR trained with the loss of the authors' released configuration is the paper's LDR).
     """
@@ -126,54 +126,67 @@ def _quoted_difference(claim):
     return figures[names[0]] - figures[names[1]]
 
 
-def judge(claim, averages, controls, spreads, baseline, flagged=()):
-    """``(verdict, ours, why)``: the verdict on :obj:`claim`, our figure (``None`` when not
-    testable) and the words that explain it.
+def judge(claim, verdict_judge, controls, tied, baseline, flagged=()):
+    """``(verdict, ours, why)``: the verdict on :obj:`claim` by the stated test
+    (:class:`ldr_experiments.table_verdicts.Judge`), our figure (the difference of BLEU over
+    every test set, ``None`` when not testable) and the words that explain it.
 
     Args:
       claim: A :class:`Claim`.
-      averages: ``{row: average BLEU}`` (:func:`ldr_experiments.table_findings.row_averages`).
+      verdict_judge: The table's :class:`ldr_experiments.table_verdicts.Judge`.
       controls: ``{system: its matched Mixed}``.
-      spreads: ``{control: its seed spread}``.
+      tied: ``{system: whether its output layer is tied}``: two rows whose output layers
+        differ are no matched comparison (issue 59 item 3), so not testable.
       baseline: The table's baseline (the control of a row not in :obj:`controls`).
       flagged: The systems that are defects.
     """
+    from .table_verdicts import ALL, _system_and_mode, verdict_cell
+
     first, second = claim.first, claim.second
     if second == "Mixed":
         second = controls.get(defects.bare(first), baseline)
     elif first == "Mixed":
         first = controls.get(defects.bare(second), baseline)
-    for row in (first, second):
-        if defects.bare(row) in flagged:
-            return NOT_TESTABLE, None, "%s is a defect (below)" % defects.bare(row)
-        if row not in averages:
-            return NOT_TESTABLE, None, "no %s row" % row
-    control = controls.get(defects.bare(first), controls.get(defects.bare(second), baseline))
-    spread = spreads.get(control, spreads.get(baseline))
-    if spread is None:
-        return NOT_TESTABLE, None, "no seed spread to judge by"
-    difference = averages[first] - averages[second]
-    within = abs(difference) <= spread
-    if claim.kind == EQUAL:
-        verdict = REPRODUCED if within else NOT_REPRODUCED
-    else:
-        verdict = REPRODUCED if difference > spread else NOT_REPRODUCED
-    why = "%s %.1f against %s %.1f, spread %.1f" % (
-        first,
-        averages[first],
-        second,
-        averages[second],
-        spread,
+    (first_row, first_mode), (second_row, second_mode) = (
+        _system_and_mode(first),
+        _system_and_mode(second),
     )
-    return verdict, difference, why
+    for row in (first_row, second_row):
+        if row in flagged:
+            return NOT_TESTABLE, None, "%s is a defect (below)" % row
+    layers = {row: tied.get(row, tied.get(baseline)) for row in (first_row, second_row)}
+    if layers[first_row] != layers[second_row]:
+        return (
+            NOT_TESTABLE,
+            None,
+            "output layers differ (%s)"
+            % ", ".join("%s %s" % (r, "tied" if t else "own") for r, t in layers.items()),
+        )
+    found = verdict_judge.compare(
+        first_row, second_row, first_mode or "oracle", second_mode or "oracle"
+    )
+    if found is None:
+        return NOT_TESTABLE, None, "no %s or %s translations of a common seed" % (first, second)
+    words = found[ALL].words
+    if claim.kind == EQUAL:
+        verdict = REPRODUCED if words == "no difference found" else NOT_REPRODUCED
+    else:
+        verdict = REPRODUCED if words == "beats" else NOT_REPRODUCED
+    why = "%s against %s, seeds %s: %s" % (
+        first,
+        second,
+        ", ".join(map(str, found["seeds"])),
+        verdict_cell(found),
+    )
+    return verdict, found[ALL].difference, why
 
 
-def claim_lines(averages, controls, spreads, baseline, flagged=()):
+def claim_lines(verdict_judge, controls, tied, baseline, flagged=()):
     """The report's section: a table of every claim, its paper's figure, ours and the verdict,
     then the count of each verdict."""
     cells, counts = [], {REPRODUCED: 0, NOT_REPRODUCED: 0, NOT_TESTABLE: 0}
     for claim in CLAIMS:
-        verdict, ours, why = judge(claim, averages, controls, spreads, baseline, flagged)
+        verdict, ours, why = judge(claim, verdict_judge, controls, tied, baseline, flagged)
         counts[verdict] += 1
         theirs = _quoted_difference(claim)
         cells.append(
@@ -190,10 +203,11 @@ def claim_lines(averages, controls, spreads, baseline, flagged=()):
         "## The papers' claims here",
         "",
         "Each comparison the papers' tables make between rows this table has: the paper's"
-        " difference (quoted, average BLEU of its table), ours (average BLEU; `Mixed` is the"
-        " row's matched control), and whether it holds here beyond the seed spread (for"
-        ' "about nothing" and "as well as": within it). Not testable: a row is missing'
-        " or a defect.",
+        " difference (quoted, average BLEU of its table), ours (BLEU over every test set;"
+        " `Mixed` is the row's matched control), and whether the stated test (Verdicts, above)"
+        ' finds it here (for "about nothing" and "as well as": no difference found). Not'
+        " testable: a row is missing or a defect, or the two rows' output layers differ (no"
+        " matched comparison).",
         "",
         markdown_table(
             ["paper", "claim", "paper", "ours", "here", "figures"],
@@ -207,96 +221,59 @@ def claim_lines(averages, controls, spreads, baseline, flagged=()):
     ]
 
 
-#: The LDR rows of the training modes that read their label (issue 42, item 6).
-LDR_MODES = ("LDR", "LDR (joint)", "LDR (summed)")
+#: The LDR rows of the training modes that read their label (issue 42, item 6; issue 53).
+LDR_MODES = ("LDR", "LDR (joint)", "LDR (summed)", "LDR (as released)")
 
 
-def _label_verdict(oracle, generic, spread):
-    """Goal 1's verdict for one LDR row: ``met``, or what falls short."""
-    short = []
-    if oracle <= spread:
-        short.append("the true label does not beat it beyond the spread")
-    if generic < -spread:
-        short.append("the generic label falls below it (without its label it loses to Mixed)")
-    elif generic > spread:
-        short.append(
-            "the generic label is above the spread, not within it (its training beats Mixed"
-            " even without the label)"
-        )
-    return "met" if not short else "not met: " + "; ".join(short)
-
-
-def goal_lines(results, averages, controls, spreads, baseline, systems):
-    """Issue 42's two goals, each met or not, with its figures.
+def goal_lines(verdict_judge, plan, controls, baseline, flagged=()):
+    """Issue 59's goal, met or not, with its figures: LDR, in a mode that reads its label,
+    beats its equal-compute Mixed by the stated test with the true label, and its true label
+    beats its generic label within the same model. (The share of FT's gain: the share
+    section's goal line.)
 
     Args:
-      results: The BLEU results (for the share of FT's gain per domain).
-      averages: ``{row: average BLEU}``.
+      verdict_judge: The table's :class:`ldr_experiments.table_verdicts.Judge`.
+      plan: The tables' plan (each row's equal-compute control).
       controls: ``{system: its matched Mixed}``.
-      spreads: ``{control: its seed spread}``.
-      baseline: The common base of the continued trainings (and the share of FT's gain).
-      systems: The table's systems (not defects) a "single multi-domain model" is chosen from:
-        every row but the Mixed rows and FT.
+      baseline: The table's baseline.
+      flagged: The systems that are defects.
     """
-    lines = ["## The goals", ""]
-    reading = []
+    from .table_verdicts import ALL
+
+    reading, met = [], []
     for row in LDR_MODES:
-        if row + " (oracle)" not in averages or row + " (generic)" not in averages:
+        run = plan.runs_by_name.get(row)
+        if run is None or row in flagged:
             continue
-        control = controls.get(row, baseline)
-        spread = spreads.get(control, spreads.get(baseline))
-        if spread is None or control not in averages:
+        control = run.control or controls.get(row, baseline)
+        against = verdict_judge.compare(row, control)
+        label = verdict_judge.compare(row, row, "oracle", "generic")
+        if against is None or label is None:
             continue
-        oracle = averages[row + " (oracle)"] - averages[control]
-        generic = averages[row + " (generic)"] - averages[control]
+        ok = against[ALL].words == "beats" and label[ALL].words == "beats"
+        if ok:
+            met.append(row)
         reading.append(
-            "%s: true label %+.1f, generic %+.1f on %s (spread %.1f; the label adds %+.1f): %s"
+            "%s: true label %+.1f on %s (p %.3f: %s), true against generic label %+.1f (p %.3f:"
+            " %s), seeds %s"
             % (
                 row,
-                oracle,
-                generic,
+                against[ALL].difference,
                 control,
-                spread,
-                oracle - generic,
-                _label_verdict(oracle, generic, spread),
+                against[ALL].p_value,
+                against[ALL].words,
+                label[ALL].difference,
+                label[ALL].p_value,
+                label[ALL].words,
+                ", ".join(map(str, against["seeds"])),
             )
         )
-    lines.append(
-        "- LDR reads its label (true label beyond the spread above its matched Mixed, generic"
-        " label within it): %s." % ("; ".join(reading) if reading else "no LDR row to judge")
-    )
-    shares = common.gain_shares(results, baseline)
-    domains = results["domains"]
-    best, best_least = None, None
-    candidates = set(systems) - {baseline}
-    for row, row_shares in shares.items():
-        if defects.bare(row) not in candidates or defects.bare(row).startswith("Mixed"):
-            continue
-        known = [share for share in row_shares if share is not None]
-        if not known:
-            continue
-        least = min(known)
-        if best_least is None or least > best_least:
-            best, best_least = row, least
-    if best is None:
-        lines.append("- The best single model's share of FT's gain: not measured (no FT rows).")
-    else:
-        cells = []
-        for domain, share in zip(domains, shares[best]):
-            cells.append(
-                "%s %.0f%%" % (domain, 100 * share)
-                if share is not None
-                else "%s: FT gains nothing over %s, nothing to recover" % (domain, baseline)
-            )
-        lines.append(
-            "- The best single multi-domain model recovers at least half of FT's gain over %s"
-            " on every domain: %s, whose least share is %.0f%% (%s): %s."
-            % (
-                baseline,
-                best,
-                100 * best_least,
-                ", ".join(cells),
-                "met" if best_least >= 0.5 else "not met",
-            )
-        )
-    return lines + [""]
+    verdict = "met by %s" % ", ".join(met) if met else "not met"
+    return [
+        "## The goal",
+        "",
+        "- LDR in a mode that reads its label beats its equal-compute Mixed by the stated test"
+        " with the true label, and the true label beats the generic label within the same"
+        " model: %s. %s." % (verdict, "; ".join(reading) if reading else "no LDR row to judge"),
+        "",
+    ]

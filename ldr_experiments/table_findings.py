@@ -1,5 +1,5 @@
-"""The papers' tables: the generated findings (which rows beat their Mixed beyond the seed
-spread) and the papers' figures beside ours (:mod:`ldr_experiments.quoted`)."""
+"""The papers' tables: the generated findings (which rows beat their matched Mixed by the
+stated test) and the papers' figures beside ours (:mod:`ldr_experiments.quoted`)."""
 
 from ldr_opennmt.reports import markdown_table
 
@@ -63,111 +63,98 @@ def row_averages(results):
     return averages
 
 
-def findings(results, spreads, baseline, rows, controls=None):
-    """The generated paragraph: which rows beat their Mixed beyond the seed spread, which do
-    not, and the ordering of the systems against each paper's.
+def findings(results, verdict_judge, baseline, rows, controls=None, tied=None):
+    """The generated paragraph: which rows beat their matched Mixed by the stated test, which
+    are below it, where no difference is found, and the ordering of the systems against each
+    paper's (only its pairs of rows with the same output layer: a matched comparison).
 
     Args:
       results: The BLEU results of ``evaluate.evaluate``.
-      spreads: ``{control: its seed spread}`` (:func:`ldr_experiments.tables.seed_spreads`):
-        a row is judged by the spread of its control (the baseline's where its control has
-        none); empty: not measured.
+      verdict_judge: The table's :class:`ldr_experiments.table_verdicts.Judge`.
       baseline: The baseline row.
-      rows: The table's row names (the systems, without their label modes).
+      rows: The table's row names (the systems, without their label modes, no seed twins).
       controls: ``{row: the Mixed row it is judged against}`` (:func:`matched_controls`);
         a row not in it is judged against :obj:`baseline`.
+      tied: ``{row: whether its output layer is tied}``.
 
     Returns:
       Markdown lines.
     """
+    from .table_verdicts import ALL
+
     averages = row_averages(results)
     if baseline not in averages:
         return ["- No %s row: nothing to compare with." % baseline]
-    base = averages[baseline]
-    spreads = dict(spreads or {})
     controls = {row: c for row, c in (controls or {}).items() if c in averages}
-    judged_by = sorted(set(controls.values()) - {baseline})
+    tied = tied or {}
     beat, within, below = [], [], []
     for row in rows:
-        if row == baseline or row not in averages or row.endswith("seed 2)"):
+        if row == baseline or row not in averages:
             continue
         control = controls.get(row, baseline)
         if control == row:
-            continue  # A control: a line of its own compares it with the baseline.
-        spread = spreads.get(control, spreads.get(baseline))
-        difference = averages[row] - averages[control]
-        cell = "%s (%+.1f%s)" % (row, difference, "" if control == baseline else " on " + control)
-        if spread is not None and abs(difference) <= spread:
-            within.append(cell)
-        elif difference > 0:
-            beat.append(cell)
-        else:
-            below.append(cell)
+            continue  # A control: the verdicts compare it with the baseline.
+        found = verdict_judge.compare(row, control)
+        if found is None:
+            continue
+        verdict = found[ALL]
+        cell = "%s (%+.1f on %s, p %.3f)" % (row, verdict.difference, control, verdict.p_value)
+        {"beats": beat, "is below": below}.get(verdict.words, within).append(cell)
     lines = [
-        "- %s averages %.1f BLEU; the seed spread (trained twice, seeds 1 and 2) is %s."
-        % (baseline, base, _spread_words(spreads.get(baseline))),
+        "- Beat their matched Mixed by the stated test: %s." % (", ".join(beat) or "none"),
+        "- No difference found: %s." % (", ".join(within) or "none"),
+        "- Below their matched Mixed: %s." % (", ".join(below) or "none"),
     ]
-    for control in judged_by:
-        lines.append(
-            "- %s averages %.1f BLEU (%+.1f on %s; seed spread %s): the rows whose output layer"
-            " is like its own are judged against it, the others against %s."
-            % (
-                control,
-                averages[control],
-                averages[control] - base,
-                baseline,
-                _spread_words(spreads.get(control)),
-                baseline,
-            )
-        )
-    lines += [
-        "- Beat their Mixed beyond the spread: %s." % (", ".join(beat) or "none"),
-        "- Within the spread (no difference this run can show): %s."
-        % (", ".join(within) or "none"),
-        "- Below their Mixed beyond the spread: %s." % (", ".join(below) or "none"),
-    ]
-    # The papers' orderings mix rows of both kinds: judged by the larger spread.
-    noise = max(spreads.values()) if spreads else 0.0
     for paper, info in quoted.PAPERS.items():
         theirs = [row for row in quoted.ordering(paper) if row in averages]
         if len(theirs) < 2:
             continue
-        agree, reverse = ordering_agreement(theirs, averages, noise)
+        agree, reverse, undecided, unmatched = ordering_agreement(
+            theirs, verdict_judge, tied, baseline
+        )
         pairs = len(theirs) * (len(theirs) - 1) // 2
         ours = sorted(theirs, key=lambda row: -averages[row])
-        verdict = (
-            "the same ordering"
-            if agree == pairs
-            else "of its %d pairs, ours orders %d the same way beyond the spread, %d the other"
-            " way, and cannot separate %d" % (pairs, agree, reverse, pairs - agree - reverse)
-        )
         lines.append(
-            "- %s (%s) orders these rows %s; ours: %s: %s."
+            "- %s (%s) orders these rows %s; ours (average BLEU): %s. Of its %d pairs, the"
+            " stated test orders %d the same way and %d the other way, finds no difference in"
+            " %d, and %d are no matched comparison (output layers differ)."
             % (
                 info["citation"],
                 info["table"],
                 " > ".join(theirs),
                 " > ".join("%s %.1f" % (row, averages[row]) for row in ours),
-                verdict,
+                pairs,
+                agree,
+                reverse,
+                undecided,
+                unmatched,
             )
         )
     return lines
 
 
-def _spread_words(spread):
-    return "%.1f BLEU" % spread if spread is not None else "not measured"
+def ordering_agreement(ordering, verdict_judge, tied, baseline):
+    """``(agree, reverse, undecided, unmatched)``: of the pairs of rows of :obj:`ordering`
+    (best first), how many the stated test puts in the same order, in the other, in neither,
+    and how many are no matched comparison (output layers that differ, or no common seed)."""
+    from .table_verdicts import ALL, _system_and_mode
 
-
-def ordering_agreement(ordering, averages, noise):
-    """``(agree, reverse)``: of the pairs of rows of :obj:`ordering` (best first), how many
-    our averages put in the same order by more than :obj:`noise`, and how many in the
-    other order by more than it (the rest are within it)."""
-    agree = reverse = 0
+    agree = reverse = undecided = unmatched = 0
     for i, better in enumerate(ordering):
         for worse in ordering[i + 1 :]:
-            difference = averages[better] - averages[worse]
-            if difference > noise:
+            (first, first_mode), (second, second_mode) = map(_system_and_mode, (better, worse))
+            if tied.get(first, tied.get(baseline)) != tied.get(second, tied.get(baseline)):
+                unmatched += 1
+                continue
+            found = verdict_judge.compare(
+                first, second, first_mode or "oracle", second_mode or "oracle"
+            )
+            if found is None:
+                unmatched += 1
+            elif found[ALL].words == "beats":
                 agree += 1
-            elif -difference > noise:
+            elif found[ALL].words == "is below":
                 reverse += 1
-    return agree, reverse
+            else:
+                undecided += 1
+    return agree, reverse, undecided, unmatched

@@ -66,6 +66,8 @@ def label_use_figures(plan):
         test_domains += [i] * len(lines)
     figures = {"ldr": {}, "mixing": {}}
     for trained in plan.trained:
+        if trained.name in getattr(plan, "twins", ()):
+            continue  # A seed twin: its row stands for it.
         runner = Runner.from_files(trained.config_paths, auto_config=True)
         embedder = getattr(runner.model.features_inputter, "word_inputter", None)
         if isinstance(embedder, LDREmbedder):

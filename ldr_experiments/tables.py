@@ -68,7 +68,7 @@ from ldr_opennmt.reports import markdown_table
 from ldr_opennmt.utils import DEFAULT_CACHE, write_text_atomic
 
 from . import advl_choice as grid_choice
-from . import claims, common, defects, demo, equal_budgets
+from . import claims, common, defects, demo, distillation, equal_budgets, table_verdicts
 from .common import ROOT, output_layers
 from .demo import Run
 from .table_curves import curve_section
@@ -107,34 +107,69 @@ UNTIED_PA = {
     "paper": "model_defs/factorized_pa_untied.py",
 }
 
+#: The equal-compute controls (issue 59 item 1): Mixed continued, every parameter trained on
+#: the same data, for the forward-backward passes of a two-pass row (Procedure 1 and summed
+#: train two batches a step: 4500 steps are 9000 passes), or for a stage 2's steps on the stage
+#: 2's batches (the residual adapters, Factorized PA; the tied one for SF and DF's curriculum).
+EQUAL_PASSES = "Mixed (equal passes)"
+CONTINUED = "Mixed (continued)"
+TIED_CONTINUED = "Mixed (tied, continued)"
+
 VARIANTS = {
     # Mixed with an output layer of its own, as LDR, DC, TTM, ML, AdvL have: the base every
     # continued training starts from (FT_<domain>, Factorized PA's stage 2, the residual
     # adapters), so that FT is the upper reference of all of them, and the control of every
     # row with an output layer of its own (issue 42, item 3: docs/tables.md says why the tied
-    # Mixed is not the base).
+    # Mixed is not the base). Every control and every row of a paper's main claim is trained
+    # with each seed of --seeds (issue 59 item 2; their twins: demo.seed_twins).
     "mixed_transformer": {
-        "default": {"headline": True, "model_defs": UNTIED_MIXED},
+        "default": {"headline": True, "model_defs": UNTIED_MIXED, "seeds": True},
         "extra": [
-            # The run-to-run spread: Mixed again, another seed.
-            Run(
-                "mixed_transformer",
-                suffix=" (seed 2)",
-                slug="mixed_seed2",
-                seed=2,
-                model_defs=UNTIED_MIXED,
-                seed_of="Mixed",
-            ),
             # Mixed with its output layer tied to the target embeddings (the demo's and the
-            # Factorized paper's): the control of the tied rows, and its spread.
-            Run("mixed_transformer", suffix=" (tied)", slug="mixed_tied", model_defs=TIED_MIXED),
+            # Factorized paper's): the control of the tied rows.
             Run(
                 "mixed_transformer",
-                suffix=" (tied, seed 2)",
-                slug="mixed_tied_seed2",
-                seed=2,
+                suffix=" (tied)",
+                slug="mixed_tied",
                 model_defs=TIED_MIXED,
-                seed_of="Mixed (tied)",
+                seeds=True,
+            ),
+            Run(
+                "mixed_transformer",
+                suffix=" (equal passes)",
+                slug="mixed_passes",
+                model_defs=UNTIED_MIXED,
+                continues="Mixed",
+                continue_steps="passes",
+                seeds=True,
+            ),
+            Run(
+                "mixed_transformer",
+                suffix=" (continued)",
+                slug="mixed_continued",
+                model_defs=UNTIED_MIXED,
+                continues="Mixed",
+                continue_steps="stage2",
+                seeds=True,
+            ),
+            Run(
+                "mixed_transformer",
+                suffix=" (tied, continued)",
+                slug="mixed_tied_continued",
+                model_defs=TIED_MIXED,
+                continues="Mixed (tied)",
+                continue_steps="stage2",
+            ),
+            # Multi-domain distillation (issue 54 item 1; Currey et al., 2020): a plain
+            # Transformer, Mixed's recipe and steps, trained on the FT teachers' translations
+            # of each domain's training sources beside the references
+            # (ldr_experiments.distillation); judged against Mixed, served as one model.
+            Run(
+                "mixed_transformer",
+                row="Distilled student",
+                slug="distilled",
+                model_defs=UNTIED_MIXED,
+                distilled=True,
             ),
             # Rebalanced sampling, the no-parameter baseline (issue 54 item 3; the TACL 2021
             # table's Mixed-Bal): every domain drawn with the same probability (alpha 0)
@@ -157,15 +192,22 @@ VARIANTS = {
                 suffix=" (summed)",
                 slug="dc_summed",
                 params={"domain_training": "summed"},
+                control=EQUAL_PASSES,
             )
         ]
     },
-    "factorized_pa": {"default": {"model_defs": UNTIED_PA}},
+    "factorized_pa": {"default": {"model_defs": UNTIED_PA, "seeds": True, "control": CONTINUED}},
+    "residual_adapters": {"default": {"seeds": True, "control": CONTINUED}},
     "ldr_transformer": {
-        "default": {"params": {"domain_training": "procedure1"}, "pred": True},
+        "default": {
+            "params": {"domain_training": "procedure1"},
+            "pred": True,
+            "control": EQUAL_PASSES,
+        },
         # The LDR paper's ablation: one pass with the true labels instead of Procedure 1, and
         # the loss of the authors' released configuration, summed (0.5 L_domain + 0.5
-        # L_generic, every parameter), on the paper's model.
+        # L_generic, every parameter), on the paper's model: the mode that reads its label
+        # best (the tables of 2026-11-27), so the headline row, with every seed.
         "extra": [
             Run(
                 "ldr_transformer",
@@ -178,6 +220,9 @@ VARIANTS = {
                 suffix=" (summed)",
                 slug="ldr_summed",
                 params={"domain_training": "summed"},
+                pred=True,
+                seeds=True,
+                control=EQUAL_PASSES,
             ),
         ],
     },
@@ -185,10 +230,14 @@ VARIANTS = {
     # (every layer, target side, zero regions, summed), with one-domain batches drawn by their
     # natural share (the released utils/dataprocess.py).
     "ldr_transformer_released": {
-        "default": {"data": {"domain_batches": True}, "train": {"domain_sampling_alpha": 1.0}}
+        "default": {
+            "data": {"domain_batches": True},
+            "train": {"domain_sampling_alpha": 1.0},
+            "control": EQUAL_PASSES,
+        }
     },
     "mixing_transformer": {
-        "default": {"row": "Domain mixing"},
+        "default": {"row": "Domain mixing", "seeds": True},
         # The mixing paper's encoder-only variant (E) besides E/DC.
         "extra": [
             Run(
@@ -206,8 +255,8 @@ VARIANTS = {
     "advl_transformer": {"default": {"params": {"gradient_reversal_steps": MAX_STEP}}},
     # The Factorized paper's curriculum (section 3.1) for the designs whose attention has
     # other shapes than Mixed's (multi-query K/V): a stage 1 of their own.
-    "factorized_sf": {"default": {"curriculum": True}},
-    "factorized_df": {"default": {"curriculum": True}},
+    "factorized_sf": {"default": {"curriculum": True, "control": TIED_CONTINUED}},
+    "factorized_df": {"default": {"curriculum": True, "control": TIED_CONTINUED}},
 }
 
 #: The label modes of a family that reads labels (its capabilities add ``ens-uniform`` when
@@ -217,9 +266,12 @@ LABEL_MODES = ("oracle", "generic", "wrong")
 BUDGETS = {
     # The demo's recipe and budget per system (ldr_experiments/demo/runs.py, BUDGETS["default"]),
     # for every row: the whole table's time is estimated in docs/tables.md.
-    "default": dict(demo.BUDGETS["default"], contrastive_items=500),
-    # Two points per curve: evaluating the dev sets costs more than a quick training step.
-    "quick": dict(demo.BUDGETS["quick"], curve_points=2),
+    # Issue 59: every test sentence of every domain (500 each on the default corpus), and three
+    # seeds for the controls and the rows of the papers' main claims (--seeds).
+    "default": dict(demo.BUDGETS["default"], contrastive_items=500, eval_sentences=None, seeds=3),
+    # Two points per curve: evaluating the dev sets costs more than a quick training step. Two
+    # seeds: every path of the twins, at the least cost.
+    "quick": dict(demo.BUDGETS["quick"], curve_points=2, seeds=2),
     # The papers' schedule (the LDR paper's section 3.2, the Factorized paper's 3.1):
     # Transformer base, Noam decay with 4000 warmup steps, 200,000 steps (Factorized stage 2:
     # 50,000), batches of 4096 tokens, the whole test sets. For GPUs.
@@ -239,12 +291,14 @@ BUDGETS = {
         "log_steps": 100,
         "max_decoding_length": 250,
         "model_dim": 512,
+        "seeds": 3,
     },
 }
 
 #: The report's layout, part of its stamp (3: rows judged against their matched Mixed; 4: the
-#: share of FT's gain; 5: a seed spread per control, the papers' claims and the goals).
-REPORT_LAYOUT = 5
+#: share of FT's gain; 5: a seed spread per control, the papers' claims and the goals; 6: the
+#: stated test's verdicts, equal-compute controls, seeds, shares with intervals: issue 59).
+REPORT_LAYOUT = 6
 
 #: Where the domain knowledge sits (:func:`label_use_figures`): the file, and its layout
 #: (part of its stamp).
@@ -253,7 +307,7 @@ LABEL_USE_LAYOUT = 2
 COMMAND = ["bash", "run/tables.sh"]
 
 
-def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE):
+def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE, seeds=1):
     """The rows of the table: a :class:`ldr_experiments.demo.Run` per family (its options from
     :data:`VARIANTS`), then the family's extra rows.
 
@@ -262,6 +316,9 @@ def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE):
         :obj:`architecture`, in registration order). Mixed, the baseline, is always there,
         and so is the registry stage 1 of a family (Factorized PA's is Mixed).
       architecture: The architecture of the default families.
+      seeds: The seeds of the rows trained with every seed (:attr:`Run.seeds`: the controls
+        and the rows of the papers' main claims): their twins, seeds 2 to :obj:`seeds`, follow
+        the rows.
 
     Returns:
       The runs, the baseline (Mixed) first.
@@ -281,7 +338,11 @@ def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE):
         options = VARIANTS.get(name, {})
         runs.append(Run(name, **options.get("default", {})))
         runs.extend(options.get("extra", []))
-    return [_with_modes(run) for run in runs]
+    names = {run.name for run in runs}
+    # A control this table does not train (its family not chosen) is no control.
+    runs = [run if run.control in names else dataclasses.replace(run, control=None) for run in runs]
+    runs = [_with_modes(run) for run in runs]
+    return runs + [twin for run in runs if run.seeds for twin in demo.seed_twins(run, seeds)]
 
 
 def _with_modes(run):
@@ -307,6 +368,8 @@ def contrastive_rows(runs):
     rows = []
     for run in runs:
         caps = registry.capabilities(run.family)
+        if run.seed_of is not None:
+            continue  # A seed twin: its row's items are scored once.
         if run is runs[0] or caps.labels != registry.LABEL_IGNORED:
             rows.append(run.name)
     return tuple(rows)
@@ -368,27 +431,6 @@ def matched_controls(plan, tied):
     return {name: mixed.get(value, plan.baseline.name) for name, value in tied.items()}
 
 
-def seed_spreads(plan, results):
-    """``{row: its seed spread}``: for each row trained again with another seed (a run's
-    ``seed_of``), the difference of the two average BLEU scores; rows without a twin are
-    absent (or a row is missing from :obj:`results`)."""
-    spreads = {}
-    for run in plan.runs:
-        if run.seed_of is not None:
-            spread = demo.seed_spread(results, first=run.seed_of, second=run.name)
-            if spread is not None:
-                spreads[run.seed_of] = spread
-    return spreads
-
-
-def spread_text(spreads, baseline):
-    """The report's words for :func:`seed_spreads`' figures, the baseline's first."""
-    if not spreads:
-        return "not measured (no second seed)"
-    order = sorted(spreads, key=lambda row: (row != baseline, row))
-    return ", ".join("%s %.1f BLEU" % (row, spreads[row]) for row in order)
-
-
 def system_rows(plan, steps, num_domains, tied):
     """The systems table's cells: row, family, output layer (:obj:`tied`:
     :func:`output_layers`'), parameters, training minutes, steps/s."""
@@ -399,6 +441,8 @@ def system_rows(plan, steps, num_domains, tied):
     for title, seconds in steps.timings:
         by_title.setdefault(title.replace(" (earlier run)", ""), seconds)
     for trained in plan.trained:
+        if table_verdicts.parse_twin(trained.name)[1] > 1:
+            continue  # A seed twin: its row's figures stand for it.
         run = plan.runs_by_name.get(trained.name)
         family = registry.get(run.family) if run else registry.get(plan.baseline.family)
         checkpoint = tf.train.latest_checkpoint(trained.model_dir)
@@ -447,8 +491,10 @@ def write_report(
     domains = results["domains"]
     tied = output_layers(plan)
     controls = matched_controls(plan, tied)
-    names = [run.name for run in plan.runs]
-    systems = names + [row for row, _ in results["rows"] if row.startswith("FT_")]
+    names = [run.name for run in plan.runs if run.seed_of is None]
+    systems = [run.name for run in plan.runs] + [
+        row for row, _ in results["rows"] if row.startswith("FT_")
+    ]
     flagged = defects.find(
         row_averages(results),
         systems,
@@ -458,14 +504,25 @@ def write_report(
     )
     results = defects.without(results, flagged)
     names = [name for name in names if name not in flagged]
-    spreads = seed_spreads(plan, results)
+    judge = table_verdicts.Judge(table_verdicts.outputs_of(plan.data, results))
+    # The main tables: each row's first seed (the seeds' mean and deviation: their own table).
+    first_seeds = dict(
+        results,
+        rows=[
+            (row, scores)
+            for row, scores in results["rows"]
+            if table_verdicts.parse_twin(table_verdicts._system_and_mode(row)[0])[1] == 1
+        ],
+    )
+    modes = {run.name: run.label_modes() for run in plan.runs}
     advl_choice_lines = grid_choice.choice_lines(advl_choice) if advl_choice else []
     lines = [
         "# The papers' tables on one corpus (%s)" % mode,
         "",
         "Every family of the registry on the corpus of `%s`, %d domains (%s), at the %s"
         " scale: %s steps per system trained from scratch, batches of %s tokens; FT_<domain>"
-        " %s steps of its domain; %s; evaluation on %s test sentences per domain, beam 4."
+        " %s steps of its domain; %s; evaluation on %s test sentences per domain, beam 4;"
+        " %d seeds for the controls and the rows of the papers' main claims."
         % (
             plan.data,
             len(domains),
@@ -480,6 +537,7 @@ def write_report(
                 else "stage 2 of the two-stage families %s steps" % budget["stage2_steps"]
             ),
             budget["eval_sentences"] or "all the",
+            budget.get("seeds", 1),
         ),
         "",
     ]
@@ -498,33 +556,29 @@ def write_report(
         "",
         "Label modes in parentheses: oracle (the true label), generic (no domain), wrong (the"
         " next domain), pred (the domain classifier's), ens-uniform (the average of every"
-        " domain view). Rows without one ignore labels or use them for training only.",
+        " domain view). Rows without one ignore labels or use them for training only. Seed 1"
+        " of each row; the rows of several seeds have their mean and deviation below.",
         "",
-        evaluate.format_tables(results),
-        "",
-        "Seed spread (the average BLEU of a Mixed trained twice, seeds 1 and 2): %s."
-        % spread_text(spreads, plan.baseline.name),
+        evaluate.format_tables(first_seeds),
         "",
         "![BLEU per domain](bleu.png)",
         "",
-        "## Share of FT's gain",
-        "",
+    ]
+    lines += table_verdicts.seed_table(results, names)
+    lines += table_verdicts.verdict_section(judge, plan, controls, names, modes)
+    lines += table_verdicts.share_section(judge, plan.baseline.name, names)
+    lines += [
         "Every continued training (FT_<domain>, the stage 2 of the two-stage families) starts"
-        " from %s. Per row and domain, the share of FT_<domain>'s gain over it that the row"
-        " recovers: (row - %s) / (FT_<domain> - %s), in BLEU on that domain; 100%%: as good"
-        " as the specialised model, 0%%: no better than the base, below 0: worse. `-`: FT"
-        " gains nothing there." % (plan.baseline.name, plan.baseline.name, plan.baseline.name),
-        "",
-        markdown_table(*common.ft_gain_shares(results, plan.baseline.name)),
+        " from %s (seed k from its seed k)." % plan.baseline.name,
         "",
         "## Systems",
         "",
         "Parameters counted in the trained checkpoint (every weight, biases included);"
         " domain-specific ones (the per-domain copies, regions, adapters, proportion layers)"
         " per domain. Output layer: tied with the target embeddings, or its own (each row is"
-        " judged against the Mixed of the same kind below). Training: the minutes of its"
+        " judged against the Mixed of the same kind). Training: the minutes of its"
         " training stages on one lane (a curriculum's"
-        " or a stage 2's own, not its stage-1 family's), and the last stage's steps/s.",
+        " or a stage 2's own, not its stage-1 family's), and the last stage's steps/s; seed 1.",
         "",
         markdown_table(
             [
@@ -557,13 +611,13 @@ def write_report(
         " only the ordering of the rows is comparable with ours.",
         "",
     ]
-    averages = row_averages(results)  # Without the defects' rows.
+    averages = row_averages(first_seeds)  # Without the defects' rows.
     lines += quoted_lines(averages)
     lines += ["## What this shows", "", "Generated from the figures above.", ""]
-    lines += findings(results, spreads, plan.baseline.name, names, controls)
+    lines += findings(first_seeds, judge, plan.baseline.name, names, controls, tied)
     lines += defects.lines(flagged)
-    lines += [""] + claims.claim_lines(averages, controls, spreads, plan.baseline.name, flagged)
-    lines += claims.goal_lines(results, averages, controls, spreads, plan.baseline.name, names)
+    lines += [""] + claims.claim_lines(judge, controls, tied, plan.baseline.name, flagged)
+    lines += claims.goal_lines(judge, plan, controls, plan.baseline.name, flagged)
     lines += ["", "## Time", ""] + steps.timing_lines(total)
     lines += ["", "## Commands to rerun any step", ""]
     for title, command in steps.commands:
@@ -593,6 +647,9 @@ class TablesPlan(demo.Plan):
         self.report_layout = REPORT_LAYOUT
         self.runs = runs = [_with_budget(run, budget) for run in runs]
         self.runs_by_name = {run.name: run for run in runs}
+        #: The seed twins' row names (:func:`ldr_experiments.demo.seed_twins`): folded into
+        #: their rows' mean and deviation, not rows of their own in the report.
+        self.twins = {run.name for run in runs if run.seed_of is not None}
         self.stage_titles = {}
         # The per-domain dev loss of every stage 2 and fine-tuning, at curve_points points
         # of each (set per training by _train).
@@ -665,7 +722,26 @@ class TablesPlan(demo.Plan):
         )
 
     def training_stages(self, runs):
+        self.distillation = None
+        if any(run.distilled for run in runs):
+            # The student's corpora: the teachers' translations (the data configuration is
+            # written: the distillation reads its training corpora).
+            self.distillation = distill = distillation.Distillation(self)
+            runs = [
+                (
+                    dataclasses.replace(
+                        run,
+                        data=dict(run.data, train_corpora=distill.train_corpora()),
+                        after=tuple(run.after) + tuple(distill.stage_names()),
+                    )
+                    if run.distilled
+                    else run
+                )
+                for run in runs
+            ]
         stages = super().training_stages(runs)
+        if self.distillation is not None:
+            stages += self.distillation.stages()  # After the FT teachers' trainings.
         for stage in stages:
             slug = stage.name[: -len("_stage1")] if stage.name.endswith("_stage1") else stage.name
             self.stage_titles.setdefault(slug, []).append(stage.title)
@@ -696,6 +772,12 @@ def _arguments(argv):
     )
     parser.add_argument("--steps", type=int, help="training steps of a system from scratch")
     parser.add_argument("--stage2_steps", type=int, help="steps of a stage 2")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        help="seeds of the controls and the rows of the papers' main claims (default 3; 2"
+        " with --quick; 1: no twin, every verdict on one seed)",
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -740,7 +822,11 @@ def _arguments(argv):
     args.advl_choice = common.user_path(args.advl_choice)
     key = "quick" if args.quick else ("paper" if args.scale == "paper" else "default")
     budget = dict(BUDGETS[key])
-    for name, value in (("steps", args.steps), ("stage2_steps", args.stage2_steps)):
+    for name, value in (
+        ("steps", args.steps),
+        ("stage2_steps", args.stage2_steps),
+        ("seeds", args.seeds),
+    ):
         if value is not None:
             if value < 1:
                 raise SystemExit("--%s must be >= 1, got %d" % (name, value))
@@ -777,7 +863,7 @@ def main(argv=None):
     os.chdir(ROOT)
     for spec in args.user_module:
         registry.load_user_module(spec)
-    runs = table_runs(args.families)
+    runs = table_runs(args.families, seeds=budget["seeds"])
     advl_choice = None
     if any(run.family == grid_choice.FAMILY for run in runs):
         advl_choice = grid_choice.read_choice(

@@ -81,6 +81,8 @@ from ldr_experiments.demo.runs import (  # noqa: F401
     Run,
     Trained,
     classifier_config,
+    seed_twins,
+    twin_name,
 )
 from ldr_experiments.machine import PROVENANCE, cpu_model, machine, provenance, provenance_line
 from ldr_opennmt import config_loader, errors, registry, stamps

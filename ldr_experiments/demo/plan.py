@@ -13,9 +13,11 @@ from ldr_experiments.demo.runs import (
     REPORT_LAYOUT,
     Run,
     Trained,
+    _continued_config,
     _finetune_config,
     _stage2_config,
     classifier_config,
+    twin_name,
 )
 from ldr_experiments.machine import provenance, provenance_line
 from ldr_opennmt import config_loader, registry, stamps
@@ -173,7 +175,7 @@ class Plan:
         baselines and the domain classifier with its predictions."""
         budget, runs_dir = self.budget, self.steps.runs_dir
         stages, configs = [], {}
-        scratch = [run for run in runs if run.definition.stage1 is None]
+        scratch = [run for run in runs if run.definition.stage1 is None and run.continues is None]
         stage1_configs = {}
         for index, run in enumerate(scratch):
             params, slug, title = dict(run.params), run.directory, run.name
@@ -194,7 +196,7 @@ class Plan:
             if run.curriculum:
                 stage1_configs[run.directory] = config
             else:
-                configs[run.family] = configs.get(run.family, config)
+                configs[run.name] = config
             stages.append(
                 self._train(
                     run,
@@ -203,12 +205,20 @@ class Plan:
                     budget["steps"],
                     "2/6 (%d/%d)" % (index + 1, len(scratch)),
                     options=("--seed", str(run.seed)),
+                    after=run.after,
                     slug=slug,
                     evaluated=not run.curriculum,
                 )
             )
+        by_name = {run.name: run for run in runs}
         for run in runs:
             family = run.definition
+            if run.continues is not None:
+                # A control of the same compute: the row it continues, every parameter
+                # trained on, for as many steps as that row took (passes) or a stage 2's.
+                base = by_name[run.continues]
+                stages.append(self._continue(run, base, configs[base.name]))
+                continue
             if run.curriculum:
                 base_config, base_slug, finetune = (
                     stage1_configs[run.directory],
@@ -217,9 +227,9 @@ class Plan:
                 )
                 how = "its stage 1 unfolded, domain blocks"
             elif family.stage1 is not None:
-                base = [r for r in scratch if r.family == family.stage1][0]
+                base = self._stage1_run(scratch, family.stage1, run.seed)
                 base_config, base_slug, finetune = (
-                    configs[base.family],
+                    configs[base.name],
                     base.directory,
                     family.finetune,
                 )
@@ -247,30 +257,79 @@ class Plan:
                     curve=True,
                 )
             )
-        for domain in self.domains:
-            baseline = self.baseline
-            config = _finetune_config(domain, configs[baseline.family], budget, runs_dir)
-            run = Run(
-                baseline.family,
-                row="FT_%s" % domain,
-                slug="ft_%s" % domain,
-                modes=("oracle",),
-                model_defs=baseline.model_defs,
-            )
-            final, after = budget["steps"] + budget["finetune_steps"], [baseline.directory]
-            stages.append(
-                self._train(
-                    run,
-                    config,
-                    run.name,
-                    final,
-                    "3/6",
-                    options=("--seed", str(baseline.seed)),
-                    after=after,
-                    curve=True,
-                )
-            )
+        # FT_<domain> continues the baseline, and each seed twin of the baseline (its
+        # FT_<domain> of that seed: the upper reference of the rows of that seed).
+        bases = [self.baseline] + [
+            run for run in runs if run.seed_of == self.baseline.name and run.continues is None
+        ]
+        for baseline in bases:
+            for domain in self.domains:
+                stages.append(self._finetune(baseline, domain, configs[baseline.name]))
         return stages + self._classifier_stages()
+
+    def _stage1_run(self, scratch, family, seed):
+        """The run a stage 2 of seed :obj:`seed` continues: the first row of :obj:`family`
+        trained from scratch (the baseline, for Mixed), or its twin of that seed."""
+        first = [run for run in scratch if run.family == family][0]
+        for run in scratch:
+            if run.seed == seed and (run is first or run.seed_of == first.name):
+                return run
+        return first
+
+    def _finetune(self, baseline, domain, base_config):
+        """FT_<domain>: :obj:`baseline` (the baseline or a seed twin of it) fine-tuned on
+        one domain."""
+        budget = self.budget
+        name = twin_name("FT_%s" % domain, baseline.seed)
+        slug = "ft_%s" % domain + ("" if baseline.seed == 1 else "_seed%d" % baseline.seed)
+        config = _finetune_config(domain, base_config, budget, self.steps.runs_dir, slug)
+        run = Run(
+            baseline.family,
+            row=name,
+            slug=slug,
+            modes=("oracle",),
+            model_defs=baseline.model_defs,
+            seed=baseline.seed,
+            seed_of=None if baseline.seed == 1 else "FT_%s" % domain,
+        )
+        final = budget["steps"] + budget["finetune_steps"]
+        return self._train(
+            run,
+            config,
+            run.name,
+            final,
+            "3/6",
+            options=("--seed", str(baseline.seed)),
+            after=[baseline.directory],
+            curve=baseline.seed == 1,
+        )
+
+    def _continue(self, run, base, base_config):
+        """A control that continues :obj:`base` with every parameter trained: for the steps
+        :obj:`base` took (``passes``: the forward-backward passes of a two-pass row, on
+        :obj:`base`'s own batches), or a stage 2's (on the stage 2's batches)."""
+        budget = self.budget
+        if run.continue_steps == "passes":
+            steps = budget["steps"]
+        elif run.continue_steps == "stage2":
+            steps = budget["stage2_steps"]
+        else:
+            raise ValueError("continue_steps: passes or stage2, got %r" % run.continue_steps)
+        config = _continued_config(
+            run.directory, base_config, dict(budget, stage2_steps=steps), self.steps.runs_dir
+        )
+        title = "%s (%s continued %d steps, every parameter)" % (run.name, base.name, steps)
+        return self._train(
+            run,
+            config,
+            title,
+            budget["steps"] + steps,
+            "2/6",
+            options=("--seed", str(run.seed)),
+            after=[base.directory],
+            # A stage 2's control trains on the stage 2's batches (TablesPlan._train).
+            curve=run.continue_steps == "stage2",
+        )
 
     def _train(
         self,

@@ -47,6 +47,18 @@ class Run:
         ``finetune: unfold`` and stage 2 on the domain blocks alone, the rest frozen.
       seed_of: The row this one trains again with another :attr:`seed` (and nothing else
         changed): the pair gives that row's seed spread.
+      seeds: Trained with every seed of the table's ``--seeds N`` (a control, or a row of a
+        paper's main claim): :func:`seed_twins` adds its twins, seeds 2 to N.
+      continues: The row (its name) this one continues with every parameter trained, on the
+        same data: a control that costs what a second stage or a second pass costs.
+      continue_steps: How long it continues: ``"passes"`` (as many steps as the row it
+        continues took: a Mixed of the forward-backward passes of a two-pass row), or
+        ``"stage2"`` (a stage 2's steps, on the stage 2's batches).
+      control: The row of the same training compute it is judged against besides its
+        matched Mixed (its equal-compute control), if any.
+      distilled: Trained on the FT teachers' translations of the training sources
+        (:mod:`ldr_experiments.distillation`: the tables set its corpora and its ``after``).
+      after: Stages its training waits for besides the trainings it continues.
     """
 
     family: str
@@ -64,6 +76,12 @@ class Run:
     model_defs: Optional[Mapping[str, str]] = None
     curriculum: bool = False
     seed_of: Optional[str] = None
+    seeds: bool = False
+    continues: Optional[str] = None
+    continue_steps: Optional[str] = None
+    control: Optional[str] = None
+    distilled: bool = False
+    after: Tuple[str, ...] = ()
 
     @property
     def definition(self):
@@ -111,6 +129,43 @@ class Run:
         if not self.reads_labels:
             return None
         return LABEL_MODES + (("pred",) if self.pred else ())
+
+
+def twin_name(name, seed):
+    """The row name of seed :obj:`seed` of row :obj:`name` (``Mixed (seed 2)``,
+    ``LDR (summed, seed 2)``); seed 1 is the row itself."""
+    if seed == 1:
+        return name
+    if name.endswith(")"):
+        return "%s, seed %d)" % (name[:-1], seed)
+    return "%s (seed %d)" % (name, seed)
+
+
+def seed_twins(run, count):
+    """The twins of :obj:`run` (a :attr:`Run.seeds` row) for seeds 2 to :obj:`count`: the
+    same row with another seed, translated in the label modes the stated test and the label's
+    effect need (``oracle`` and ``generic``; none for a row that ignores labels), continuing
+    the twin of the same seed of the row it continues."""
+    twins = []
+    for seed in range(2, count + 1):
+        modes = ("oracle", "generic") if run.reads_labels else None
+        twins.append(
+            dataclasses.replace(
+                run,
+                row=twin_name(run.name, seed),
+                suffix="",
+                slug="%s_seed%d" % (run.directory, seed),
+                seed=seed,
+                seed_of=run.name,
+                seeds=False,
+                modes=modes,
+                pred=False,
+                headline=False,
+                continues=twin_name(run.continues, seed) if run.continues else None,
+                control=None,  # The row's verdict pairs the seeds of row and control.
+            )
+        )
+    return twins
 
 
 #: The demo's LDR model definitions: the output layer tied like the Mixed baseline's at each
@@ -236,9 +291,9 @@ BUDGETS = {
 }
 
 
-def _finetune_config(domain, base_config, budget, runs_dir):
+def _finetune_config(domain, base_config, budget, runs_dir, slug=None):
     config = {
-        "model_dir": os.path.join(runs_dir, "ft_%s" % domain),
+        "model_dir": os.path.join(runs_dir, slug or "ft_%s" % domain),
         "finetune": {
             "base": base_config["model_dir"],
             "domain": domain,
@@ -275,6 +330,23 @@ def _stage2_config(slug, base_config, budget, runs_dir, unfold=True):
         "data": dict(common.MIXED_BATCHES),
         "finetune": finetune,
         "params": params,
+        "train": train,
+    }
+
+
+def _continued_config(slug, base_config, budget, runs_dir):
+    """A trained system continued for ``budget["stage2_steps"]`` steps with every parameter
+    trained, on its own data and schedule (the step count goes on from the base's): the
+    equal-compute controls (``finetune`` without a domain nor ``unfold``: nothing frozen)."""
+    steps = budget["stage2_steps"]
+    train = dict(base_config["train"], save_summary_steps=max(steps // 4, 1))
+    train["save_checkpoints_steps"] = steps
+    del train["max_step"]  # finetune: steps sets it.
+    return {
+        "model_dir": os.path.join(runs_dir, slug),
+        "data": dict(base_config.get("data") or common.MIXED_BATCHES),
+        "finetune": {"base": base_config["model_dir"], "steps": steps},
+        "params": dict(base_config["params"]),
         "train": train,
     }
 

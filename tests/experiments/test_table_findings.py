@@ -3,6 +3,7 @@ from unittest import mock
 import tensorflow as tf
 
 from ldr_experiments import quoted, table_findings
+from tests.experiments.test_table_verdicts import make_judge
 from tests.experiments.test_tables import DOMAINS, _scores
 
 
@@ -11,82 +12,57 @@ class FindingsTest(tf.test.TestCase):
         "domains": DOMAINS,
         "rows": [
             ("Mixed", _scores(20.0, 10.0, 15.0)),  # 15.0
-            ("Mixed (seed 2)", _scores(19.0, 10.0, 15.0)),  # spread 0.33
-            ("LDR (oracle)", _scores(22.0, 12.0, 16.0)),  # +1.67
-            ("DC (oracle)", _scores(20.0, 10.2, 15.0)),  # +0.07: within
-            ("TTM (oracle)", _scores(10.0, 5.0, 5.0)),  # below
+            ("LDR (oracle)", _scores(22.0, 12.0, 16.0)),  # 16.7
+            ("DC (oracle)", _scores(20.0, 10.2, 15.0)),  # 15.1
+            ("TTM (oracle)", _scores(10.0, 5.0, 5.0)),
+            ("Domain mixing", _scores(10.0, 5.0, 5.0)),
         ],
     }
+    QUALITIES = {
+        "Mixed": 0.5,
+        "Mixed (tied)": 0.3,
+        "LDR (oracle)": 0.9,
+        "DC (oracle)": 0.5,
+        "TTM (oracle)": 0.2,
+        "Domain mixing": 0.6,
+    }
 
-    def test_rows_are_judged_by_the_spread(self):
-        lines = table_findings.findings(
-            self.RESULTS, {"Mixed": 1 / 3}, "Mixed", ["Mixed", "Mixed (seed 2)", "LDR", "DC", "TTM"]
-        )
-        text = "\n".join(lines)
-        self.assertIn("Beat their Mixed beyond the spread: LDR (+1.7).", text)
-        self.assertIn("Within the spread (no difference this run can show): DC (+0.1).", text)
-        self.assertIn("Below their Mixed beyond the spread: TTM (-8.3).", text)
+    def setUp(self):
+        super().setUp()
+        self.judge = make_judge(self.get_temp_dir(), self.QUALITIES)
 
-    def test_rows_are_judged_by_the_mixed_with_their_output_layer(self):
-        results = dict(
-            self.RESULTS,
-            rows=self.RESULTS["rows"] + [("Mixed (untied)", _scores(21.0, 11.0, 16.0))],
-        )  # 16.0: +1.0 on Mixed
-        controls = {
-            "LDR": "Mixed (untied)",
-            "DC": "Mixed (untied)",
-            "Mixed (untied)": "Mixed (untied)",
-        }
-        rows = ["Mixed", "Mixed (seed 2)", "Mixed (untied)", "LDR", "DC", "TTM"]
-        text = "\n".join(
-            table_findings.findings(results, {"Mixed": 1 / 3}, "Mixed", rows, controls)
-        )
-        self.assertIn("Mixed (untied) averages 16.0 BLEU (+1.0 on Mixed", text)
-        self.assertIn(
-            "Beat their Mixed beyond the spread: LDR (+0.7 on Mixed (untied)).",
-            text,
-        )
-        self.assertIn("Below their Mixed beyond the spread: DC (-0.9 on Mixed (untied)), TTM", text)
-
-    def test_each_row_is_judged_by_its_controls_spread(self):
-        # The tied Mixed's seeds are 1.0 apart, the baseline's 1/3: the same +0.7 is within
-        # the tied control's spread and beyond the baseline's.
-        results = dict(
-            self.RESULTS,
-            rows=self.RESULTS["rows"]
-            + [
-                ("Mixed (tied)", _scores(14.0, 9.0, 12.0)),  # 11.67
-                ("Mixed (tied, seed 2)", _scores(13.0, 8.0, 11.0)),  # 10.67: spread 1.0
-                ("Domain mixing", _scores(15.0, 9.0, 13.0)),  # 12.33: +0.67 on the tied
-                ("ML", _scores(21.0, 10.0, 16.0)),  # 15.67: +0.67 on Mixed
-            ],
-        )
+    def test_rows_are_judged_by_the_stated_test_against_their_matched_mixed(self):
         controls = {"Domain mixing": "Mixed (tied)", "Mixed (tied)": "Mixed (tied)"}
-        rows = ["Mixed", "Mixed (tied)", "Mixed (tied, seed 2)", "Domain mixing", "ML"]
-        spreads = {"Mixed": 1 / 3, "Mixed (tied)": 1.0}
-        text = "\n".join(table_findings.findings(results, spreads, "Mixed", rows, controls))
-        self.assertIn("Beat their Mixed beyond the spread: ML (+0.7).", text)
-        self.assertIn(
-            "Within the spread (no difference this run can show): Domain mixing (+0.7 on Mixed"
-            " (tied)).",
-            text,
+        rows = ["Mixed", "Mixed (tied)", "LDR", "DC", "TTM", "Domain mixing"]
+        results = dict(
+            self.RESULTS, rows=self.RESULTS["rows"] + [("Mixed (tied)", _scores(1, 1, 1))]
         )
-        self.assertIn("Mixed (tied) averages 11.7 BLEU (-3.3 on Mixed; seed spread 1.0 BLEU)", text)
-        self.assertNotIn("seed 2) (", text)  # the twin is not judged
+        text = "\n".join(table_findings.findings(results, self.judge, "Mixed", rows, controls))
+        [beat] = [line for line in text.splitlines() if line.startswith("- Beat")]
+        self.assertIn("LDR (+", beat)
+        self.assertIn("Domain mixing (+", beat)
+        self.assertIn("on Mixed (tied), p ", beat)
+        self.assertIn("- No difference found: DC (+0.0 on Mixed, p 1.000).", text)
+        [below] = [line for line in text.splitlines() if line.startswith("- Below")]
+        self.assertIn("TTM (-", below)
+        self.assertNotIn("Mixed (tied) (", text)  # a control is not judged here
 
-    def test_the_orderings_are_compared_with_the_papers(self):
+    def test_the_orderings_are_compared_with_the_papers_on_matched_pairs(self):
         ordering = {paper: [] for paper in quoted.PAPERS}
         first = next(iter(quoted.PAPERS))
-        ordering[first] = ["DC", "LDR", "Mixed"]
+        ordering[first] = ["DC", "LDR", "Mixed", "Domain mixing"]
+        tied = {"Mixed": False, "LDR": False, "DC": False, "Domain mixing": True}
         with mock.patch.object(quoted, "ordering", lambda paper: ordering[paper]):
             lines = table_findings.findings(
-                self.RESULTS, {"Mixed": 1 / 3}, "Mixed", ["Mixed", "LDR", "DC"]
+                self.RESULTS, self.judge, "Mixed", ["Mixed", "LDR", "DC"], tied=tied
             )
         [line] = [line for line in lines if "orders these rows" in line]
+        self.assertIn("orders these rows DC > LDR > Mixed > Domain mixing", line)
+        # DC > LDR: the other way; DC > Mixed: no difference; LDR > Mixed: the same way; the
+        # three pairs with the tied Domain mixing: no matched comparison.
         self.assertIn(
-            "orders these rows DC > LDR > Mixed; ours: LDR 16.7 > DC 15.1 > Mixed 15.0: of its"
-            " 3 pairs, ours orders 1 the same way beyond the spread, 1 the other way, and"
-            " cannot separate 1.",
+            "Of its 6 pairs, the stated test orders 1 the same way and 1 the other way, finds no"
+            " difference in 1, and 3 are no matched comparison (output layers differ).",
             line,
         )
 

@@ -6,7 +6,7 @@ from unittest import mock
 
 import tensorflow as tf
 
-from ldr_experiments import common, tables
+from ldr_experiments import common, table_verdicts, tables
 from ldr_experiments.demo import plan as demo_plan
 from ldr_opennmt import config_loader, registry
 
@@ -26,7 +26,10 @@ def _plan(root, runs, scale="small", budget="quick"):
     )
     plan = tables.TablesPlan(args, dict(tables.BUDGETS[budget]), steps, runs)
     plan.domains, plan.source, plan.target = DOMAINS, "en", "fr"
-    plan.data_config = os.path.join(steps.configs_dir, "data.yml")
+    # The default configuration (the distillation reads its training corpora).
+    plan.data_config = common.write_config(
+        common.load_yaml(tables.demo.DATA_CONFIG), os.path.join(steps.configs_dir, "data.yml")
+    )
     return plan
 
 
@@ -34,7 +37,7 @@ class TableRunsTest(tf.test.TestCase):
     """The rows are read from the registry: one per family, its modes its capabilities."""
 
     def test_every_transformer_family_has_a_row_mixed_first(self):
-        runs = tables.table_runs()
+        runs = tables.table_runs(seeds=2)
         families = [f.name for f in registry.families() if f.architecture == "transformer"]
         self.assertEqual(runs[0].name, "Mixed")
         self.assertCountEqual(set(run.family for run in runs), families)
@@ -50,6 +53,9 @@ class TableRunsTest(tf.test.TestCase):
             "Mixed (balanced)",
             "DC (summed)",
             "LDR (as released)",
+            "Mixed (equal passes)",
+            "Mixed (continued)",
+            "Mixed (tied, continued)",
         ):
             self.assertIn(extra, names)
         self.assertNotIn("LDR (RNN)", names)
@@ -65,10 +71,32 @@ class TableRunsTest(tf.test.TestCase):
         # The tied rows' control, and its twin with another seed.
         for name in ("Mixed (tied)", "Mixed (tied, seed 2)"):
             self.assertIn("mixed_transformer_tied", by_name[name].model_def("small"))
+        # Seed 2 of every control and of the rows of the papers' main claims (issue 59).
         twins = {run.seed_of: (run.name, run.seed) for run in runs if run.seed_of}
         self.assertEqual(
-            twins, {"Mixed": ("Mixed (seed 2)", 2), "Mixed (tied)": ("Mixed (tied, seed 2)", 2)}
+            twins,
+            {
+                "Mixed": ("Mixed (seed 2)", 2),
+                "Mixed (tied)": ("Mixed (tied, seed 2)", 2),
+                "Mixed (equal passes)": ("Mixed (equal passes, seed 2)", 2),
+                "Mixed (continued)": ("Mixed (continued, seed 2)", 2),
+                "LDR (summed)": ("LDR (summed, seed 2)", 2),
+                "Factorized PA": ("Factorized PA (seed 2)", 2),
+                "Domain mixing": ("Domain mixing (seed 2)", 2),
+                "Residual adapters": ("Residual adapters (seed 2)", 2),
+            },
         )
+        # A twin continues the twin of its seed, and is translated with the labels the test
+        # and the label's effect need.
+        self.assertEqual(by_name["Mixed (equal passes, seed 2)"].continues, "Mixed (seed 2)")
+        self.assertEqual(by_name["LDR (summed, seed 2)"].label_modes(), ("oracle", "generic"))
+        # The equal-compute controls: passes for two-pass rows, continued for stage 2s.
+        self.assertEqual(by_name["LDR (summed)"].control, "Mixed (equal passes)")
+        self.assertEqual(by_name["LDR"].control, "Mixed (equal passes)")
+        self.assertEqual(by_name["DC (summed)"].control, "Mixed (equal passes)")
+        self.assertEqual(by_name["Factorized PA"].control, "Mixed (continued)")
+        self.assertEqual(by_name["Factorized SF"].control, "Mixed (tied, continued)")
+        self.assertEqual(len(tables.table_runs(seeds=3)), len(runs) + len(twins))
 
     def test_label_modes_follow_the_capabilities(self):
         runs = {run.name: run for run in tables.table_runs()}
@@ -87,9 +115,10 @@ class TableRunsTest(tf.test.TestCase):
     def test_a_chosen_family_brings_mixed(self):
         for families in (["factorized_pa"], ["ttm_transformer", "mixed_transformer"]):
             runs = tables.table_runs(families)
-            # Mixed, the tied Mixed, each twice, the balanced Mixed, then the chosen family.
-            self.assertEqual([run.family for run in runs][:5], ["mixed_transformer"] * 5)
-            self.assertEqual([run.family for run in runs][5], families[0])
+            # Mixed, the tied Mixed, the equal-compute controls, the distilled student, the
+            # balanced Mixed, then the chosen family.
+            self.assertEqual([run.family for run in runs][:7], ["mixed_transformer"] * 7)
+            self.assertEqual([run.family for run in runs][7], families[0])
 
     def test_a_user_family_gets_a_row(self):
         example = os.path.join(
@@ -102,7 +131,7 @@ class TableRunsTest(tf.test.TestCase):
         self.assertEqual(runs[-1].model_def("small"), os.path.abspath(example))
 
     def test_the_contrastive_rows_are_mixed_and_the_label_readers(self):
-        runs = tables.table_runs()
+        runs = tables.table_runs(seeds=2)
         rows = tables.contrastive_rows(runs)
         self.assertEqual(rows[0], "Mixed")
         self.assertIn("LDR", rows)
@@ -161,6 +190,60 @@ class StagesTest(tf.test.TestCase):
             plan.stage_titles["factorized_sf"],
             [stages["factorized_sf_stage1"].title, stages["factorized_sf"].title],
         )
+
+    def test_the_equal_compute_controls_and_the_seed_twins(self):
+        # Issue 59 item 1: Mixed continued for the passes of a two-pass row and for a stage
+        # 2's steps; item 2: each seed's stage 2 and FT continue the Mixed of that seed.
+        root = self.get_temp_dir()
+        runs = tables.table_runs(["factorized_pa", "ldr_transformer"], seeds=2)
+        plan = _plan(root, runs, budget="default")
+        info = {"domains": DOMAINS, "source_lang": "en", "target_lang": "fr"}
+        info["stats"] = {d: {"train": {"pairs": n}} for d, n in DEFAULT_SIZES.items()}
+        plan.write_data_config(info)
+        stages = {stage.name: stage for stage in plan.training_stages(plan.runs)}
+        budget = plan.budget
+
+        def config(slug):
+            return config_loader.load_config_file(
+                os.path.join(plan.steps.configs_dir, "%s.yml" % slug)
+            )
+
+        passes = config("mixed_passes")
+        self.assertEqual(passes["finetune"], {"base": config("mixed")["model_dir"], "steps": 4500})
+        self.assertEqual(stages["mixed_passes"].after, ("mixed",))
+        self.assertEqual(passes["data"], config("mixed")["data"])  # Mixed's own batches
+        self.assertTrue(stages["mixed_passes"].outputs[0].endswith("ckpt-9000.index"))
+        continued = config("mixed_continued")
+        self.assertEqual(continued["finetune"]["steps"], budget["stage2_steps"])
+        self.assertNotIn("domain", continued["finetune"])  # every domain, every parameter
+        self.assertNotIn("unfold", continued["finetune"])
+        # The stage 2's batches, as Factorized PA's.
+        for key in ("domain_sampling_alpha", "batch_size"):
+            self.assertEqual(continued["train"][key], config("factorized_pa")["train"][key])
+        self.assertEqual(continued["data"], config("factorized_pa")["data"])
+        # Seed 2: from scratch with its seed; its continued trainings start from it.
+        [command] = [c for t, c in plan.steps.commands if t == "Train Mixed (seed 2)"]
+        self.assertIn("--seed 2", common.command_line(command))
+        self.assertEqual(stages["mixed_passes_seed2"].after, ("mixed_seed2",))
+        self.assertEqual(stages["factorized_pa_seed2"].after, ("mixed_seed2",))
+        self.assertEqual(stages["ft_medical_seed2"].after, ("mixed_seed2",))
+        self.assertEqual(
+            config("ft_medical_seed2")["finetune"]["base"], config("mixed_seed2")["model_dir"]
+        )
+        self.assertEqual(stages["ldr_summed_seed2"].after, ())
+        # The distilled student waits for the teachers' translations and trains on them.
+        self.assertEqual(stages["distilled"].after, tuple("distill_%s" % d for d in DOMAINS))
+        for domain in DOMAINS:
+            self.assertEqual(stages["distill_%s" % domain].after, ("ft_%s" % domain,))
+            self.assertEqual(
+                config("distilled")["data"]["train_corpora"][domain],
+                plan.distillation.train_corpora()[domain],
+            )
+        # The twins are translated; the contrastive test and the report fold them.
+        trained = {t.name: t for t in plan.trained}
+        self.assertEqual(trained["LDR (summed, seed 2)"].modes, ("oracle", "generic"))
+        self.assertIn("FT_software (seed 2)", trained)
+        self.assertNotIn("LDR (summed, seed 2)", plan.contrastive_systems)
 
     def test_stage_two_sees_ft_s_batches_of_every_domain(self):
         # Issue 42 item 4: the steps of stage 2 come from the corpus's sizes (corpus.json),
@@ -286,7 +369,14 @@ class ReportTest(tf.test.TestCase):
         outputs = {}
         for row, _ in rows:
             outputs[row] = os.path.join(root, "%s.fr" % row)
-            lines = ["same"] * 5 + ["other"] if row == "AdvL" else ["t%d" % i for i in range(6)]
+            if row == "AdvL":
+                lines = ["same"] * 5 + ["other"]
+            elif row.startswith("FT_"):  # As good as can be: the references.
+                lines = ["t%d a b c d e" % i for i in range(6)]
+            elif row.startswith("Factorized PA"):  # Half of them.
+                lines = ["t%d a b c d e" % i if i % 2 else "t%d a b c d" % i for i in range(6)]
+            else:
+                lines = ["t%d a b c d" % i for i in range(6)]
             with open(outputs[row], "w") as f:
                 f.write("\n".join(lines) + "\n")
         results = {"domains": DOMAINS, "rows": rows, "outputs": outputs}
@@ -304,8 +394,18 @@ class ReportTest(tf.test.TestCase):
             printed.extend(row for row, _ in shown["rows"])
             return "(BLEU table)"
 
+        references = {
+            d: ["t%d a b c d e" % (2 * i), "t%d a b c d e" % (2 * i + 1)]
+            for i, d in enumerate(DOMAINS)
+        }
+
+        def _outputs(corpus, shown):
+            return table_verdicts.Outputs(shown, references, lambda line: line)
+
         with mock.patch.object(tables, "output_layers", return_value=tied), mock.patch.object(
             tables.evaluate, "format_tables", side_effect=_table
+        ), mock.patch.object(
+            tables.table_verdicts, "outputs_of", side_effect=_outputs
         ), mock.patch.object(
             tables.contrastive, "format_tables", return_value="(contrastive)"
         ), mock.patch.object(
@@ -330,7 +430,15 @@ class ReportTest(tf.test.TestCase):
         self.assertIn("Factorized PA (oracle)", printed)
         shares = text.split("## Share of FT's gain")[1].split("## Systems")[0]
         self.assertNotIn("AdvL", shares)
-        self.assertIn("| Factorized PA (oracle) |", shares)
+        self.assertIn("| Factorized PA |", shares)
+        self.assertIn("whose least share is", shares)
+        # Seed 2 is folded into its row's mean and deviation, not a row of the main table.
+        self.assertNotIn("Mixed (seed 2)", printed)
+        seeds = text.split("## Mean and standard deviation over seeds")[1].split("## ")[0]
+        self.assertIn("| Mixed | 1, 2 | 35.3 ± 0.4 |", seeds)
+        verdicts = text.split("## Verdicts")[1].split("## ")[0]
+        self.assertIn("paired bootstrap", verdicts)
+        self.assertIn("| ML | Mixed | output layer, training steps, data, seeds | 1 |", verdicts)
         findings = text.split("## What this shows")[1]
         [beat] = [line for line in findings.splitlines() if line.startswith("- Beat")]
         self.assertNotIn("AdvL", beat)
@@ -344,12 +452,11 @@ class ReportTest(tf.test.TestCase):
             defect,
         )
         # The papers' claims on a defect are not testable; the goals are judged.
-        claims_section = text.split("## The papers' claims here")[1].split("## The goals")[0]
+        claims_section = text.split("## The papers' claims here")[1].split("## The goal")[0]
         [advl] = [line for line in claims_section.splitlines() if "| ML beats AdvL" in line]
         self.assertIn("not testable here | AdvL is a defect (below)", advl)
-        goals = text.split("## The goals")[1]
-        self.assertIn("LDR reads its label", goals)
-        self.assertIn("whose least share is", goals)
+        goals = text.split("## The goal\n")[1]
+        self.assertIn("LDR in a mode that reads its label beats its equal-compute Mixed", goals)
         # The header: the stage-2 rule with its steps, and AdvL's weight and why.
         header = text.split("## Corpus")[0]
         self.assertIn(
@@ -464,9 +571,9 @@ class CorpusOfYourOwnTest(tf.test.TestCase):
         args = types.SimpleNamespace(
             data=self.corpus, cache=None, scale="small", config=tables.demo.DATA_CONFIG
         )
-        plan = tables.TablesPlan(
-            args, dict(tables.BUDGETS["default"]), steps, tables.table_runs(["factorized_pa"])
-        )
+        # A cap on the test sentences (the tables' own default evaluates them all).
+        budget = dict(tables.BUDGETS["default"], eval_sentences=200)
+        plan = tables.TablesPlan(args, budget, steps, tables.table_runs(["factorized_pa"]))
         plan.write_data_config(self.info)
         self.assertEqual((plan.domains, plan.source, plan.target), (["med", "law"], "de", "en"))
         data = config_loader.load_config_file(plan.data_config)["data"]
