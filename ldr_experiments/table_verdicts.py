@@ -276,9 +276,8 @@ def comparisons(plan, controls, names):
 
 
 def verdict_section(judge, plan, controls, names, modes):
-    """The report's verdicts: each comparison of :func:`comparisons` by the stated test, with
-    the true label; then the label's effect within each model that reads one (true against
-    generic, wrong and predicted labels, same model, same seeds).
+    """The tables' verdicts (:func:`verdict_lines`): each comparison of :func:`comparisons`,
+    and the label's effect within each row that reads one.
 
     Args:
       judge: The :class:`Judge`.
@@ -287,9 +286,23 @@ def verdict_section(judge, plan, controls, names, modes):
       names: The table's rows (not defects).
       modes: ``{row: its label modes}``.
     """
+    label_rows = [(name, modes.get(name) or ()) for name in names]
+    return verdict_lines(judge, comparisons(plan, controls, names), label_rows)
+
+
+def verdict_lines(judge, compared, label_rows):
+    """The verdicts section: each comparison by the stated test, with the true label; then
+    the label's effect within each model that reads one (true against generic, wrong and
+    predicted labels, same model, same seeds).
+
+    Args:
+      judge: The :class:`Judge`.
+      compared: ``[(row, control, what is matched)]``.
+      label_rows: ``[(row, its label modes)]``.
+    """
     domains = judge.outputs.domains
     cells = []
-    for row, control, matched in comparisons(plan, controls, names):
+    for row, control, matched in compared:
         found = judge.compare(row, control)
         if found is None:
             continue
@@ -316,8 +329,7 @@ def verdict_section(judge, plan, controls, names, modes):
         "",
     ]
     label_cells = []
-    for name in names:
-        row_modes = modes.get(name) or ()
+    for name, row_modes in label_rows:
         if "oracle" not in row_modes:
             continue
         for other in ("generic", "wrong", "pred"):

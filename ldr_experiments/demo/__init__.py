@@ -51,14 +51,16 @@ import sys
 import time
 from typing import Any, Mapping, Optional, Tuple
 
-from ldr_experiments import baselines, common, engine
+from ldr_experiments import baselines, common, engine, table_verdicts
 from ldr_experiments.common import ROOT
 from ldr_experiments.demo.findings import (  # noqa: F401 (the demo's names, for the tables)
     contrastive_rates,
     control_line,
+    demo_comparisons,
     findings,
     row_averages,
     seed_spread,
+    verdict_findings,
 )
 from ldr_experiments.demo.plan import Plan, _by_priority, _max_sentences, _system_args  # noqa: F401
 from ldr_experiments.demo.report import _example_rows, _report
@@ -170,7 +172,12 @@ def main(argv=None):
 
     results, contrastive_results, classifier_scores = plan.results()
     spread = seed_spread(results)
+    rows = {t.name for t in plan.trained}
+    judge = table_verdicts.Judge(table_verdicts.outputs_of(args.data, results))
+    label_rows = [(t.name, t.modes or ()) for t in plan.trained if t.reads_labels]
     extras = {
+        "verdicts": table_verdicts.verdict_lines(judge, demo_comparisons(rows), label_rows)
+        + verdict_findings(judge),
         "spread": spread,
         "contrastive": contrastive.format_tables(contrastive_results),
         "findings": findings(

@@ -1,6 +1,6 @@
 """What the demo's report says of its figures: seed spread, matched controls, label use."""
 
-from ldr_experiments.demo.runs import LABEL_SYSTEMS, SEED_ROW, TRANSLATES
+from ldr_experiments.demo.runs import EQUAL_PASSES, LABEL_SYSTEMS, LDR_ROW, SEED_ROW, TRANSLATES
 from ldr_opennmt.evaluation import evaluate
 
 
@@ -194,3 +194,60 @@ def control_line(system, baseline, output_layers, steps):
         " worth several BLEU at this size (docs/tables.md): the difference measures the"
         " tying too." % (baseline, layer, system)
     )
+
+
+#: What each of the demo's controls matches (the verdicts table).
+MATCHED = "output layer, training steps, data, seed"
+EQUAL_COMPUTE = "output layer, forward-backward passes, data, seed"
+
+
+def demo_comparisons(rows):
+    """The demo's comparisons ``[(row, control, what is matched)]`` among :obj:`rows`: LDR
+    against Mixed (the same steps) and Mixed (equal passes) (the same compute), what the
+    compute alone adds, and the other label readers against Mixed."""
+    compared = [
+        (LDR_ROW, "Mixed", MATCHED),
+        (LDR_ROW, EQUAL_PASSES, EQUAL_COMPUTE),
+        (EQUAL_PASSES, "Mixed", "what the compute alone adds: " + EQUAL_COMPUTE),
+    ]
+    compared += [(row, "Mixed", MATCHED) for row in LABEL_SYSTEMS if row != LDR_ROW]
+    return [c for c in compared if c[0] in rows and c[1] in rows]
+
+
+def verdict_findings(judge):
+    """What the label adds and what the compute adds, in the words of the stated test's
+    figures (issue 59 item 5): ``[]`` without the rows."""
+    from ldr_experiments.table_verdicts import ALL
+
+    def words(found):
+        verdict = found[ALL]
+        return "%+.1f BLEU over every test sentence (95%% interval %+.1f to %+.1f, p %.3f): %s" % (
+            verdict.difference,
+            verdict.interval[0],
+            verdict.interval[1],
+            verdict.p_value,
+            verdict.words,
+        )
+
+    lines = []
+    compute = judge.compare(EQUAL_PASSES, "Mixed")
+    if compute is not None:
+        lines.append(
+            "- What the compute adds: Mixed trained for the passes of %s (%s) against Mixed:"
+            " %s." % (LDR_ROW, EQUAL_PASSES, words(compute))
+        )
+    same_steps = judge.compare(LDR_ROW, "Mixed")
+    same_compute = judge.compare(LDR_ROW, EQUAL_PASSES)
+    if same_steps is not None and same_compute is not None:
+        lines.append(
+            "- What the method adds: %s with its true label against Mixed of the same steps:"
+            " %s; against Mixed of the same compute: %s."
+            % (LDR_ROW, words(same_steps), words(same_compute))
+        )
+    label = judge.compare(LDR_ROW, LDR_ROW, "oracle", "generic")
+    if label is not None:
+        lines.append(
+            "- What the label adds: %s with its true label against the same model with the"
+            " generic label: %s." % (LDR_ROW, words(label))
+        )
+    return lines

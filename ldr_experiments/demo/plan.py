@@ -683,5 +683,5 @@ def _by_priority(jobs):
             return 1
         return 2 if job.after else 0
 
-    order = {"ldr": 0}
+    order = {"ldr": 0, "ldr_summed": 0, "mixed_passes": 0}
     return sorted(jobs, key=lambda job: (rank(job), order.get(job.name, 1)))

@@ -27,18 +27,23 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "Small Transformers (2 layers, 64 units) from `model_defs/small/`, trained by `ldr-main`"
         " on per-domain corpora for %d steps each (batches of %d tokens mixing domains,"
         " sentences drawn with P(domain i) ~ |C_i|^%s, training pairs up to %d tokens). Mixed"
-        " shares its target input and output embeddings; %s: Mixed again with seed %d."
-        " FT_<domain>: Mixed fine-tuned %d more steps on that domain only. Factorized PA: the"
-        " paper's curriculum with Mixed as its domain-agnostic stage 1 (the same converged"
-        " general model the FT rows start from), unfolded into every domain block, then %d"
-        " steps training the domain blocks alone, the rest frozen. LDR (pred): LDR with the"
-        " labels of a domain classifier (bidirectional LSTM, %d steps). Evaluation on the first"
-        " %d test sentences of each domain, beam 4."
+        " shares its target input and output embeddings; Mixed (equal passes): Mixed continued"
+        " %d more steps, every parameter (the forward-backward passes of LDR (summed)'s two"
+        " batches a step: its equal-compute control); with `--full`, %s: Mixed again with seed"
+        " %d. LDR (summed): LDR trained with one loss 0.5 L_domain + 0.5 L_generic over every"
+        " parameter (the loss of the authors' released configuration, the mode that reads its"
+        " label best in the tables). FT_<domain>: Mixed fine-tuned %d more steps on that domain"
+        " only. Factorized PA: the paper's curriculum with Mixed as its domain-agnostic stage 1"
+        " (the same converged general model the FT rows start from), unfolded into every domain"
+        " block, then %d steps training the domain blocks alone, the rest frozen. LDR (summed)"
+        " (pred): with the labels of a domain classifier (bidirectional LSTM, %d steps)."
+        " Evaluation on the first %d test sentences of each domain, beam 4."
         % (
             budget["steps"],
             budget["batch_size"],
             budget["alpha"],
             budget["max_length"],
+            budget["steps"],
             SEED_ROW,
             SEED,
             budget["finetune_steps"],
@@ -62,10 +67,11 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "",
         "## Results",
         "",
-        "Rows: Mixed, %s (Mixed again, another seed) and, with `--full`, Mixing (domain"
-        " mixing: no label at translation); DC, LDR and Factorized PA with oracle, generic,"
-        " wrong (the next domain in the list) labels, LDR also with predicted labels;"
-        " with `--full`, LDR^1 (alpha = 1); the FT_* baselines with oracle labels." % SEED_ROW,
+        "Rows: Mixed, Mixed (equal passes) and, with `--full`, %s (Mixed again, another seed)"
+        " and Mixing (domain mixing: no label at translation); LDR (summed) and Factorized PA"
+        " (and DC with `--full`) with oracle, generic, wrong (the next domain in the list)"
+        " labels, LDR (summed) also with predicted labels; with `--full`, LDR^1 (alpha = 1);"
+        " the FT_* baselines with oracle labels." % SEED_ROW,
         "",
         evaluate.format_tables(results),
         "",
@@ -77,6 +83,9 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "",
         "![BLEU per domain](bleu.png)",
         "",
+    ]
+    lines += extras["verdicts"]
+    lines += [
         "## Contrastive lexical choice",
         "",
         "Does a system prefer the domain's translation of an ambiguous word (*host*: armée /"

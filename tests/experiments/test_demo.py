@@ -23,9 +23,9 @@ RESULTS = _results(
     [
         ("Mixed", _scores(20.0, 10.0, 15.0)),  # avg 15.0
         (demo.SEED_ROW, _scores(19.0, 10.0, 15.0)),  # avg 14.667: spread 0.333
-        ("LDR (oracle)", _scores(22.0, 12.0, 16.0)),  # avg 16.667: +1.667
-        ("LDR (generic)", _scores(20.0, 10.0, 15.3)),  # avg 15.1
-        ("LDR (wrong)", _scores(21.8, 12.0, 16.0)),  # avg 16.6: -0.067, within the spread
+        ("LDR (summed) (oracle)", _scores(22.0, 12.0, 16.0)),  # avg 16.667: +1.667
+        ("LDR (summed) (generic)", _scores(20.0, 10.0, 15.3)),  # avg 15.1
+        ("LDR (summed) (wrong)", _scores(21.8, 12.0, 16.0)),  # avg 16.6: -0.067, within the spread
         ("DC (oracle)", _scores(20.0, 10.2, 15.0)),  # avg 15.067: +0.067
         ("FT_medical", _scores(30.0, 4.0, 5.0)),
     ]
@@ -42,7 +42,7 @@ class FindingsTest(tf.test.TestCase):
         text = "\n".join(lines)
         self.assertIn("- Mixed averages 15.0 BLEU; a second seed differs by 0.3.", text)
         self.assertIn(
-            "- LDR with its domain labels: +1.7 BLEU against Mixed, larger than the seed spread"
+            "- LDR (summed) with its domain labels: +1.7 BLEU against Mixed, larger than the seed spread"
             " (0.3).",
             text,
         )
@@ -70,8 +70,8 @@ class FindingsTest(tf.test.TestCase):
         self.assertNotIn("FT_medical 13.0", text)
 
     def test_a_label_loss_above_the_spread_shows_the_labels_are_used(self):
-        rows = [row for row in RESULTS["rows"] if row[0] != "LDR (wrong)"]
-        rows.append(("LDR (wrong)", _scores(10.0, 5.0, 9.0)))
+        rows = [row for row in RESULTS["rows"] if row[0] != "LDR (summed) (wrong)"]
+        rows.append(("LDR (summed) (wrong)", _scores(10.0, 5.0, 9.0)))
         text = "\n".join(demo.findings(_results(rows), 0.5))
         self.assertIn(
             "With a wrong label it loses 8.7 BLEU (larger than the seed spread (0.5))", text
@@ -83,14 +83,32 @@ class FindingsTest(tf.test.TestCase):
             "rows": [
                 {"system": "Mixed", "mode": "oracle", "metric": "accuracy", "values": {"all": 70}},
                 {"system": "Mixed", "mode": "oracle", "metric": "follow", "values": {"all": 30}},
-                {"system": "LDR", "mode": "oracle", "metric": "accuracy", "values": {"all": 80}},
-                {"system": "LDR", "mode": "flipped", "metric": "follow", "values": {"all": 40}},
-                {"system": "LDR", "mode": "flipped", "metric": "shift", "values": {"all": 65}},
+                {
+                    "system": "LDR (summed)",
+                    "mode": "oracle",
+                    "metric": "accuracy",
+                    "values": {"all": 80},
+                },
+                {
+                    "system": "LDR (summed)",
+                    "mode": "flipped",
+                    "metric": "follow",
+                    "values": {"all": 40},
+                },
+                {
+                    "system": "LDR (summed)",
+                    "mode": "flipped",
+                    "metric": "shift",
+                    "values": {"all": 65},
+                },
                 {"system": "DC", "mode": "wrong", "metric": "accuracy", "values": {"all": None}},
             ]
         }
         figures = demo.contrastive_rates(results)
-        self.assertEqual(figures, {"Mixed (oracle)": 70, "LDR (oracle)": 80, "LDR (effect)": 65})
+        self.assertEqual(
+            figures,
+            {"Mixed (oracle)": 70, "LDR (summed) (oracle)": 80, "LDR (summed) (effect)": 65},
+        )
         text = "\n".join(demo.findings(RESULTS, 0.3, figures))
         self.assertIn(
             "  Contrastive lexical choice: 80% right with its labels (Mixed: 70%); giving it the"
@@ -100,15 +118,17 @@ class FindingsTest(tf.test.TestCase):
 
     def test_each_row_names_its_control_and_whether_it_is_matched(self):
         matched = "\n".join(
-            demo.findings(RESULTS, 0.3, output_layers={"Mixed": True, "LDR": True}, steps=4500)
+            demo.findings(
+                RESULTS, 0.3, output_layers={"Mixed": True, "LDR (summed)": True}, steps=4500
+            )
         )
         self.assertIn(
             "  Control: Mixed, matched (4500 steps, seed 1, output layer tied to the target"
-            " embeddings like LDR's).",
+            " embeddings like LDR (summed)'s).",
             matched,
         )
         unmatched = "\n".join(
-            demo.findings(RESULTS, 0.3, output_layers={"Mixed": True, "LDR": False})
+            demo.findings(RESULTS, 0.3, output_layers={"Mixed": True, "LDR (summed)": False})
         )
         self.assertIn("  Control: Mixed, NOT matched: its output layer is tied", unmatched)
         unknown = "\n".join(demo.findings(RESULTS, 0.3))
@@ -128,7 +148,43 @@ class FindingsTest(tf.test.TestCase):
 
     def test_example_rows(self):
         rows = demo._example_rows(RESULTS)
-        self.assertEqual(rows, ["Mixed", "LDR (oracle)", "DC (oracle)"])
+        self.assertEqual(rows, ["Mixed", "LDR (summed) (oracle)", "DC (oracle)"])
+
+    def test_ldr_is_judged_against_its_equal_compute_control(self):
+        # Issue 59 item 5: the main job trains the LDR mode that reads its label best with
+        # the Mixed of the same passes, and says what the compute and the label add.
+        by_name = {run.name: run for run in demo.SYSTEMS if not run.full}
+        self.assertEqual(by_name["LDR (summed)"].params, {"domain_training": "summed"})
+        self.assertEqual(by_name["LDR (summed)"].control, "Mixed (equal passes)")
+        passes = by_name["Mixed (equal passes)"]
+        self.assertEqual((passes.continues, passes.continue_steps), ("Mixed", "passes"))
+        self.assertIn("pred", by_name["LDR (summed)"].label_modes())
+        rows = set(by_name) | {"FT_medical"}
+        self.assertEqual(
+            [(row, control) for row, control, _ in demo.demo_comparisons(rows)],
+            [
+                ("LDR (summed)", "Mixed"),
+                ("LDR (summed)", "Mixed (equal passes)"),
+                ("Mixed (equal passes)", "Mixed"),
+                ("Factorized PA", "Mixed"),
+            ],
+        )
+        from tests.experiments.test_table_verdicts import make_judge
+
+        judge = make_judge(
+            self.get_temp_dir(),
+            {
+                "Mixed": 0.4,
+                "Mixed (equal passes)": 0.7,
+                "LDR (summed) (oracle)": 0.7,
+                "LDR (summed) (generic)": 0.5,
+            },
+        )
+        text = "\n".join(demo.verdict_findings(judge))
+        self.assertIn("- What the compute adds: Mixed trained for the passes of LDR (summed)", text)
+        self.assertIn("against Mixed of the same compute: +0.0 BLEU", text)
+        self.assertIn("no difference found", text)
+        self.assertIn("- What the label adds: LDR (summed) with its true label against", text)
 
 
 class PriorityTest(tf.test.TestCase):
