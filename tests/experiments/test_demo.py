@@ -42,8 +42,8 @@ class FindingsTest(tf.test.TestCase):
         text = "\n".join(lines)
         self.assertIn("- Mixed averages 15.0 BLEU; a second seed differs by 0.3.", text)
         self.assertIn(
-            "- LDR (summed) with its domain labels: +1.7 BLEU against Mixed, larger than the seed spread"
-            " (0.3).",
+            "- LDR (summed) with its domain labels: +1.7 BLEU against Mixed, larger than the seed"
+            " spread (0.3).",
             text,
         )
         self.assertIn("  With a wrong label it loses 0.1 BLEU (within the seed spread", text)
