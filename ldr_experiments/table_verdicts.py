@@ -249,6 +249,7 @@ MATCHED = {
     "matched": "output layer, training steps, data, seeds",
     "passes": "output layer, forward-backward passes (steps x passes per step), data, seeds",
     "stage2": "output layer, steps (base + stage 2), the stage 2's batches, seeds",
+    "ablation": "all but one option (an ablation): output layer, steps, passes, seeds",
 }
 
 
@@ -270,6 +271,9 @@ def comparisons(plan, controls, names):
             found.append((name, control, MATCHED["matched"]))
         if run.control is not None:
             other = plan.runs_by_name[run.control]
+            if other.continues is None:  # One option of the control's recipe changed.
+                found.append((name, run.control, MATCHED["ablation"]))
+                continue
             kind = "passes" if other.continue_steps == "passes" else "stage2"
             found.append((name, run.control, MATCHED[kind]))
     return found

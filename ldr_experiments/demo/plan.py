@@ -238,11 +238,16 @@ class Plan:
                 ) % base.name
             else:
                 continue
+            stage2_steps = budget["stage2_steps"] * run.stage2_factor
             config = _stage2_config(
-                run.directory, base_config, budget, runs_dir, finetune == "unfold"
+                run.directory,
+                base_config,
+                dict(budget, stage2_steps=stage2_steps),
+                runs_dir,
+                finetune == "unfold",
             )
-            title = "%s stage 2 (%s, %d steps)" % (run.name, how, budget["stage2_steps"])
-            final = budget["steps"] + budget["stage2_steps"]
+            title = "%s stage 2 (%s, %d steps)" % (run.name, how, stage2_steps)
+            final = budget["steps"] + stage2_steps
             # Seeded like every training (the seed of the run it continues): a continued
             # training draws its batches in the same order on every run.
             stages.append(
@@ -312,7 +317,7 @@ class Plan:
         if run.continue_steps == "passes":
             steps = budget["steps"]
         elif run.continue_steps == "stage2":
-            steps = budget["stage2_steps"]
+            steps = budget["stage2_steps"] * run.stage2_factor
         else:
             raise ValueError("continue_steps: passes or stage2, got %r" % run.continue_steps)
         config = _continued_config(

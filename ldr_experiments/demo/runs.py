@@ -59,6 +59,8 @@ class Run:
       distilled: Trained on the FT teachers' translations of the training sources
         (:mod:`ldr_experiments.distillation`: the tables set its corpora and its ``after``).
       after: Stages its training waits for besides the trainings it continues.
+      stage2_factor: Its stage 2 (or, with :attr:`continue_steps` ``"stage2"``, its
+        continuation) takes this many times the budget's stage-2 steps.
     """
 
     family: str
@@ -82,6 +84,7 @@ class Run:
     control: Optional[str] = None
     distilled: bool = False
     after: Tuple[str, ...] = ()
+    stage2_factor: int = 1
 
     @property
     def definition(self):

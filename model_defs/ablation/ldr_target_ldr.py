@@ -1,0 +1,13 @@
+"""LDR Transformer (model_defs/ldr_transformer.py, the paper's size) with one option of the
+authors' released code: LDR target embeddings too (the released code's tgt_ldr_embedding). A row
+of the one-at-a-time ablation of LDR as released (docs/families/ldr.md)."""
+
+from ldr_opennmt import hooks, models
+
+# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# installed here, on import, because onmt-main copies this file before it builds the model.
+hooks.install()
+
+
+def model():
+    return models.ldr_transformer(target_ldr=True)
