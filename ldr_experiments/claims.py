@@ -69,6 +69,14 @@ CLAIMS = (
     Claim(LDR_EN_FR, "a wrong label costs LDR something", "LDR", "LDR (wrong)"),
     Claim(LDR_EN_FR, "predicted labels do as well as true ones", "LDR (pred)", "LDR", EQUAL),
     Claim(LDR_EN_FR, "LDR beats DC", "LDR", "DC"),
+    # The same with both trained alike (two passes a step, summed): the recipe is not the gain.
+    Claim(
+        LDR_EN_FR,
+        "LDR (summed) beats DC (summed), both trained the same way",
+        "LDR (summed)",
+        "DC (summed)",
+        quoted_as=("LDR", "DC"),
+    ),
     Claim(LDR_EN_FR, "FT stays above LDR", "FT", "LDR"),
     # The same claims of LDR trained with the loss of the authors' released configuration
     # (domain_training: summed).
@@ -126,7 +134,7 @@ def _quoted_difference(claim):
     return figures[names[0]] - figures[names[1]]
 
 
-def judge(claim, verdict_judge, controls, tied, baseline, flagged=()):
+def judge(claim, verdict_judge, controls, tied, baseline, flagged=(), equal_controls=None):
     """``(verdict, ours, why)``: the verdict on :obj:`claim` by the stated test
     (:class:`ldr_experiments.table_verdicts.Judge`), our figure (the difference of BLEU over
     every test set, ``None`` when not testable) and the words that explain it.
@@ -139,8 +147,14 @@ def judge(claim, verdict_judge, controls, tied, baseline, flagged=()):
         differ are no matched comparison (issue 59 item 3), so not testable.
       baseline: The table's baseline (the control of a row not in :obj:`controls`).
       flagged: The systems that are defects.
+      equal_controls: ``{system: its control of the same compute}``: a row that "beats Mixed"
+        must beat that control too (a second pass or a stage 2 alone may win over the Mixed
+        of the same steps).
     """
     from .table_verdicts import ALL, _system_and_mode, verdict_cell
+
+    equal_controls = equal_controls or {}
+    against_mixed = "Mixed" in (claim.first, claim.second)
 
     first, second = claim.first, claim.second
     if second == "Mixed":
@@ -178,15 +192,31 @@ def judge(claim, verdict_judge, controls, tied, baseline, flagged=()):
         ", ".join(map(str, found["seeds"])),
         verdict_cell(found),
     )
+    equal = equal_controls.get(first_row) if claim.second == "Mixed" else None
+    if against_mixed and equal is not None and claim.kind == BEATS:
+        if equal in flagged:
+            return NOT_TESTABLE, None, "its control of the same compute, %s, is a defect" % equal
+        same_compute = verdict_judge.compare(first_row, equal, first_mode or "oracle")
+        if same_compute is None:
+            return NOT_TESTABLE, None, "no %s translations of a common seed" % equal
+        why += "; against %s (the same compute), seeds %s: %s" % (
+            equal,
+            ", ".join(map(str, same_compute["seeds"])),
+            verdict_cell(same_compute),
+        )
+        if same_compute[ALL].words != "beats":
+            verdict = NOT_REPRODUCED
     return verdict, found[ALL].difference, why
 
 
-def claim_lines(verdict_judge, controls, tied, baseline, flagged=()):
+def claim_lines(verdict_judge, controls, tied, baseline, flagged=(), equal_controls=None):
     """The report's section: a table of every claim, its paper's figure, ours and the verdict,
     then the count of each verdict."""
     cells, counts = [], {REPRODUCED: 0, NOT_REPRODUCED: 0, NOT_TESTABLE: 0}
     for claim in CLAIMS:
-        verdict, ours, why = judge(claim, verdict_judge, controls, tied, baseline, flagged)
+        verdict, ours, why = judge(
+            claim, verdict_judge, controls, tied, baseline, flagged, equal_controls
+        )
         counts[verdict] += 1
         theirs = _quoted_difference(claim)
         cells.append(
@@ -205,8 +235,9 @@ def claim_lines(verdict_judge, controls, tied, baseline, flagged=()):
         "Each comparison the papers' tables make between rows this table has: the paper's"
         " difference (quoted, average BLEU of its table), ours (BLEU over every test set;"
         " `Mixed` is the row's matched control), and whether the stated test (Verdicts, above)"
-        ' finds it here (for "about nothing" and "as well as": no difference found). Not'
-        " testable: a row is missing or a defect, or the two rows' output layers differ (no"
+        ' finds it here (for "about nothing" and "as well as": no difference found); a row'
+        ' that "beats Mixed" must also beat its control of the same compute, where it has one.'
+        " Not testable: a row is missing or a defect, or the two rows' output layers differ (no"
         " matched comparison).",
         "",
         markdown_table(

@@ -107,12 +107,26 @@ def find(averages, systems, baseline, controls=None, counts=None):
     return found
 
 
-def without(results, flagged):
-    """:obj:`results` without the rows of the :obj:`flagged` systems (a new dict)."""
+def without(results, flagged, row_of=None):
+    """:obj:`results` without the rows and the translations (``outputs``) of the
+    :obj:`flagged` systems (a new dict).
+
+    Args:
+      results: The BLEU results.
+      flagged: ``{system: why}``.
+      row_of: A system's row for this purpose (a seed twin's: the row it trains again,
+        ``ldr_experiments.table_verdicts.parse_twin``): a flagged row's twins go with it.
+    """
     if not flagged:
         return results
-    rows = [(row, scores) for row, scores in results["rows"] if system_of(row, flagged) is None]
-    return dict(results, rows=rows)
+    row_of = row_of or (lambda system: system)
+
+    def kept(row):
+        return system_of(row, flagged) is None and row_of(bare(row)) not in flagged
+
+    rows = [(row, scores) for row, scores in results["rows"] if kept(row)]
+    outputs = {row: path for row, path in (results.get("outputs") or {}).items() if kept(row)}
+    return dict(results, rows=rows, outputs=outputs)
 
 
 def lines(flagged):

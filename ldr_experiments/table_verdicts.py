@@ -253,6 +253,24 @@ MATCHED = {
 }
 
 
+def _differs(run):
+    """What :obj:`run` changes in its control's batches (``""`` when nothing)."""
+    changes = ["%s: %s" % item for item in sorted(dict(run.data, **run.train).items())]
+    if run.distilled:
+        changes.insert(0, "targets: the FT teachers' translations")
+    return "; not matched: " + ", ".join(changes) if changes else ""
+
+
+def matched_words(run, kind):
+    """What a comparison of :obj:`run` with a control of :obj:`kind` (a key of
+    :data:`MATCHED`) matches, and what it does not."""
+    if kind == "matched" and (run.definition.stage1 is not None or run.curriculum):
+        # A stage 2 on its stage 1 (or the curriculum's): the same steps from scratch, and a
+        # stage 2 more (its control of the same compute: Mixed continued).
+        return "output layer, stage 1 (steps, data), seeds; not matched: its stage 2"
+    return MATCHED[kind] + _differs(run)
+
+
 def comparisons(plan, controls, names):
     """The report's comparisons: ``[(row, control, what is matched)]`` for every row (not a
     seed twin) against its matched Mixed (:obj:`controls`) and its equal-compute control
@@ -268,14 +286,14 @@ def comparisons(plan, controls, names):
             found.append((name, run.continues, "what its extra compute adds: " + MATCHED[kind]))
             continue
         if control != name:
-            found.append((name, control, MATCHED["matched"]))
+            found.append((name, control, matched_words(run, "matched")))
         if run.control is not None:
             other = plan.runs_by_name[run.control]
             if other.continues is None:  # One option of the control's recipe changed.
                 found.append((name, run.control, MATCHED["ablation"]))
                 continue
             kind = "passes" if other.continue_steps == "passes" else "stage2"
-            found.append((name, run.control, MATCHED[kind]))
+            found.append((name, run.control, matched_words(run, kind)))
     return found
 
 

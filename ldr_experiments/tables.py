@@ -582,8 +582,12 @@ def write_report(
     tied = output_layers(plan)
     controls = matched_controls(plan, tied)
     names = [run.name for run in plan.runs if run.seed_of is None]
-    systems = [run.name for run in plan.runs] + [
-        row for row, _ in results["rows"] if row.startswith("FT_")
+    # Seed 1 of every row is checked (a twin goes with its row: seeds of one recipe may differ
+    # by more than the bar, so a twin is not judged against seed 1 of its control).
+    systems = names + [
+        row
+        for row, _ in results["rows"]
+        if row.startswith("FT_") and table_verdicts.parse_twin(row)[1] == 1
     ]
     flagged = defects.find(
         row_averages(results),
@@ -592,7 +596,7 @@ def write_report(
         controls,
         defects.translation_counts(results, systems),
     )
-    results = defects.without(results, flagged)
+    results = defects.without(results, flagged, lambda row: table_verdicts.parse_twin(row)[0])
     names = [name for name in names if name not in flagged]
     judge = table_verdicts.Judge(table_verdicts.outputs_of(plan.data, results))
     # The main tables: each row's first seed (the seeds' mean and deviation: their own table).
@@ -651,6 +655,10 @@ def write_report(
         "",
         evaluate.format_tables(first_seeds),
         "",
+        "(`*`: sacrebleu's paired bootstrap of seed 1 against %s, as `ldr-eval` prints it for"
+        " every row, tied or not: a mark, not this report's verdicts, which follow.)"
+        % plan.baseline.name,
+        "",
         "![BLEU per domain](bleu.png)",
         "",
     ]
@@ -706,7 +714,10 @@ def write_report(
     lines += ["## What this shows", "", "Generated from the figures above.", ""]
     lines += findings(first_seeds, judge, plan.baseline.name, names, controls, tied)
     lines += defects.lines(flagged)
-    lines += [""] + claims.claim_lines(judge, controls, tied, plan.baseline.name, flagged)
+    equal_controls = {run.name: run.control for run in plan.runs if run.control}
+    lines += [""] + claims.claim_lines(
+        judge, controls, tied, plan.baseline.name, flagged, equal_controls
+    )
     lines += claims.goal_lines(judge, plan, controls, plan.baseline.name, flagged)
     lines += ["", "## Time", ""] + steps.timing_lines(total)
     lines += ["", "## Commands to rerun any step", ""]

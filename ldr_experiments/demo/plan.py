@@ -279,7 +279,10 @@ class Plan:
         for run in scratch:
             if run.seed == seed and (run is first or run.seed_of == first.name):
                 return run
-        return first
+        raise ValueError(
+            "no seed %d of %s to continue: a row of seed %d continues the stage 1 of its seed"
+            % (seed, first.name, seed)
+        )
 
     def _finetune(self, baseline, domain, base_config):
         """FT_<domain>: :obj:`baseline` (the baseline or a seed twin of it) fine-tuned on

@@ -195,6 +195,14 @@ SYSTEMS = (
         continues="Mixed",
         continue_steps="passes",
     ),
+    # Factorized PA's control of the same compute: Mixed continued for the stage 2's steps.
+    Run(
+        "mixed_transformer",
+        suffix=" (continued)",
+        slug="mixed_continued",
+        continues="Mixed",
+        continue_steps="stage2",
+    ),
     # Mixed again with another seed (the run-to-run spread) under --full: the default run's
     # verdicts are the stated test's (ldr_opennmt/evaluation/verdicts.py), over sentences.
     Run("mixed_transformer", suffix=" (seed 2)", slug="mixed_seed2", seed=2, full=True),
@@ -233,7 +241,7 @@ SYSTEMS = (
     # Transformer's attention shapes, so the converged Mixed model is unfolded into PA's
     # domain blocks and stage 2 trains them alone, the rest frozen. (SF and DF use
     # multi-query attention and need their own stage 1: a full training more.)
-    Run("factorized_pa", headline=True),
+    Run("factorized_pa", headline=True, control="Mixed (continued)"),
 )
 #: The baseline of the comparisons; the fine-tuning baselines continue it on one domain each.
 BASELINE = SYSTEMS[0]

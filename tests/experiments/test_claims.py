@@ -34,6 +34,7 @@ def _claim(what):
 class JudgeTest(tf.test.TestCase):
     def setUp(self):
         super().setUp()
+        os.makedirs(os.path.join(self.get_temp_dir(), "passes"), exist_ok=True)
         self.verdict_judge = make_judge(self.get_temp_dir(), QUALITIES)
 
     def judge(self, what, flagged=()):
@@ -60,6 +61,32 @@ class JudgeTest(tf.test.TestCase):
         self.assertEqual(self.judge("a wrong label costs LDR something")[0], claims.NOT_REPRODUCED)
         self.assertEqual(self.judge("FT stays above LDR")[0], claims.REPRODUCED)
         self.assertEqual(self.judge("LDR beats DC")[0], claims.REPRODUCED)
+
+    def test_beating_mixed_also_needs_the_control_of_the_same_compute(self):
+        qualities = dict(QUALITIES, **{"Mixed (equal passes)": 0.9})
+        verdict_judge = make_judge(os.path.join(self.get_temp_dir(), "passes"), qualities)
+        equal = {"LDR": "Mixed (equal passes)"}
+        verdict, _, why = claims.judge(
+            _claim("LDR with the true label beats Mixed"),
+            verdict_judge,
+            CONTROLS,
+            TIED,
+            "Mixed",
+            equal_controls=equal,
+        )
+        self.assertEqual(verdict, claims.NOT_REPRODUCED)  # Mixed of the same compute is as good
+        self.assertIn("; against Mixed (equal passes) (the same compute), seeds 1:", why)
+        self.assertIn("no difference found", why)
+        verdict, _, why = claims.judge(
+            _claim("LDR with the true label beats Mixed"),
+            verdict_judge,
+            CONTROLS,
+            TIED,
+            "Mixed",
+            flagged={"Mixed (equal passes)": "collapsed"},
+            equal_controls=equal,
+        )
+        self.assertEqual(verdict, claims.NOT_TESTABLE)
 
     def test_unmatched_missing_and_defective_rows_make_a_claim_not_testable(self):
         verdict, ours, why = self.judge("predicted labels do as well as true ones")

@@ -2,7 +2,7 @@ import os
 
 import tensorflow as tf
 
-from ldr_experiments import defects
+from ldr_experiments import defects, table_verdicts
 
 SYSTEMS = ["Mixed", "Mixed (untied)", "LDR", "LDR (joint)", "AdvL", "Factorized DF", "FT_medical"]
 AVERAGES = {
@@ -68,6 +68,17 @@ class DefectsTest(tf.test.TestCase):
         kept = defects.without(results, {"LDR (joint)": "x", "AdvL": "y", "Mixed": "z"})
         self.assertEqual([row for row, _ in kept["rows"]], ["Mixed (seed 2)", "LDR (oracle)"])
         self.assertIs(defects.without(results, {}), results)
+        # With the twins' rows known, a flagged row's seeds go with it, translations too.
+        results["outputs"] = {row: row + ".fr" for row, _ in results["rows"]}
+        results["rows"].append(("LDR (joint, seed 2) (oracle)", {}))
+        results["outputs"]["LDR (joint, seed 2) (oracle)"] = "twin.fr"
+        kept = defects.without(
+            results, {"LDR (joint)": "x"}, lambda row: table_verdicts.parse_twin(row)[0]
+        )
+        self.assertNotIn("LDR (joint, seed 2) (oracle)", [row for row, _ in kept["rows"]])
+        self.assertEqual(
+            sorted(kept["outputs"]), ["AdvL", "LDR (oracle)", "Mixed", "Mixed (seed 2)"]
+        )
         self.assertEqual(defects.system_of("LDR (joint) (ens-uniform)", SYSTEMS), "LDR (joint)")
         self.assertIsNone(defects.system_of("Mixed (seed 2)", SYSTEMS))
 

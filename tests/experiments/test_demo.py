@@ -167,6 +167,7 @@ class FindingsTest(tf.test.TestCase):
                 ("LDR (summed)", "Mixed (equal passes)"),
                 ("Mixed (equal passes)", "Mixed"),
                 ("Factorized PA", "Mixed"),
+                ("Factorized PA", "Mixed (continued)"),
             ],
         )
         from tests.experiments.test_table_verdicts import make_judge
