@@ -1,0 +1,50 @@
+import glob
+import os
+
+import tensorflow as tf
+
+from ldr_experiments import records
+from ldr_experiments.common import ROOT
+
+RECORD = """# The papers' tables
+
+| row | seeds | avg BLEU | avg chrF |
+|---|---|---:|---:|
+| Mixed | 1, 2, 3 | 23.8 ± 0.4 | 45.1 ± 0.2 |
+| LDR (summed) (oracle) | 1, 2, 3 | 27.8 ± 0.3 | 48.0 ± 0.1 |
+"""
+
+
+class RecordsTest(tf.test.TestCase):
+    def _page(self, text):
+        root = self.get_temp_dir()
+        os.makedirs(os.path.join(root, "docs", "records"), exist_ok=True)
+        with open(os.path.join(root, "docs", "records", "t.md"), "w") as f:
+            f.write(RECORD)
+        page = os.path.join(root, "docs", "page.md")
+        with open(page, "w") as f:
+            f.write(text)
+        return page
+
+    def test_a_quote_is_checked_against_its_cell(self):
+        good = self._page(
+            'LDR averages [27.8](records/t.md "row: LDR (summed) (oracle); column: avg BLEU").'
+        )
+        self.assertEqual(records.check(good), [])
+        self.assertEqual(records.quotes(good), 1)
+        bad = self._page(
+            'Mixed [24.1](records/t.md "row: Mixed; column: avg BLEU"), chrF'
+            ' [45.1](records/t.md "row: Mixed; column: avg chrF").'
+        )
+        [problem] = records.check(bad)
+        self.assertIn("24.1 quotes Mixed / avg BLEU", problem)
+        self.assertIn("which has 23.8 ± 0.4", problem)
+        missing = self._page('[1.0](records/t.md "row: DC; column: avg BLEU")')
+        self.assertIn("no such cell", records.check(missing)[0])
+
+    def test_every_quote_in_the_readme_and_the_docs_holds(self):
+        pages = [os.path.join(ROOT, "README.md")]
+        pages += glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
+        pages = [p for p in pages if "_build" not in p and "_generated" not in p]
+        problems = [problem for page in pages for problem in records.check(page)]
+        self.assertEqual(problems, [])
