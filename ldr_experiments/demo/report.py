@@ -33,9 +33,11 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         " %d. LDR (summed): LDR trained with one loss 0.5 L_domain + 0.5 L_generic over every"
         " parameter (the loss of the authors' released configuration, the mode that reads its"
         " label best in the tables). FT_<domain>: Mixed fine-tuned %d more steps on that domain"
-        " only. Factorized PA: the paper's curriculum with Mixed as its domain-agnostic stage 1"
-        " (the same converged general model the FT rows start from), unfolded into every domain"
-        " block, then %d steps training the domain blocks alone, the rest frozen. LDR (summed)"
+        " only. Factorized PA (with `--full`): the paper's curriculum with Mixed as its"
+        " domain-agnostic stage 1 (the same converged general model the FT rows start from),"
+        " unfolded into every domain block, then %d steps training the domain blocks alone, the"
+        " rest frozen; Mixed (continued) (with `--full`): Mixed continued as many steps, its"
+        " control of the same compute. LDR (summed)"
         " (pred): with the labels of a domain classifier (bidirectional LSTM, %d steps)."
         " Evaluation on the first %d test sentences of each domain, beam 4."
         % (
@@ -68,8 +70,8 @@ def _report(mode, info, results, classifier_scores, demo, total, configs_dir, bu
         "## Results",
         "",
         "Rows: Mixed, Mixed (equal passes) and, with `--full`, %s (Mixed again, another seed)"
-        " and Mixing (domain mixing: no label at translation); LDR (summed) and Factorized PA"
-        " (and DC with `--full`) with oracle, generic, wrong (the next domain in the list)"
+        " and Mixing (domain mixing: no label at translation); LDR (summed) (and DC and"
+        " Factorized PA with `--full`) with oracle, generic, wrong (the next domain in the list)"
         " labels, LDR (summed) also with predicted labels; with `--full`, LDR^1 (alpha = 1);"
         " the FT_* baselines with oracle labels." % SEED_ROW,
         "",
