@@ -77,8 +77,7 @@ def check(page_path):
     Raises:
       OSError: when a quoted record does not exist.
     """
-    with open(page_path, encoding="utf-8") as f:
-        page = f.read()
+    page = _prose(page_path)
     problems = []
     for match in QUOTE.finditer(page):
         record_path = os.path.normpath(
@@ -106,5 +105,13 @@ def check(page_path):
 
 def quotes(page_path):
     """The number of quoted figures of one page."""
+    return len(QUOTE.findall(_prose(page_path)))
+
+
+def _prose(page_path):
+    """A page's text without its code (fenced blocks and inline code): an example of a quote
+    there is not a quote."""
     with open(page_path, encoding="utf-8") as f:
-        return len(QUOTE.findall(f.read()))
+        text = f.read()
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`]*`", "", text)

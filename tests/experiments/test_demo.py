@@ -170,6 +170,7 @@ class FindingsTest(tf.test.TestCase):
                 ("LDR (summed)", "Mixed"),
                 ("LDR (summed)", "Mixed (equal passes)"),
                 ("Mixed (equal passes)", "Mixed"),
+                ("DC", "Mixed"),
                 ("Factorized PA", "Mixed"),
                 ("Factorized PA", "Mixed (continued)"),
             ],

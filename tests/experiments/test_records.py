@@ -41,6 +41,9 @@ class RecordsTest(tf.test.TestCase):
         self.assertIn("which has 23.8 ± 0.4", problem)
         missing = self._page('[1.0](records/t.md "row: DC; column: avg BLEU")')
         self.assertIn("no such cell", records.check(missing)[0])
+        # An example in code is not a quote.
+        example = self._page('`[1.0](records/t.md "row: DC; column: avg BLEU")`')
+        self.assertEqual((records.check(example), records.quotes(example)), ([], 0))
 
     def test_every_quote_in_the_readme_and_the_docs_holds(self):
         pages = [os.path.join(ROOT, "README.md")]
