@@ -68,7 +68,16 @@ from ldr_opennmt.reports import markdown_table
 from ldr_opennmt.utils import DEFAULT_CACHE, write_text_atomic
 
 from . import advl_choice as grid_choice
-from . import claims, common, defects, demo, distillation, equal_budgets, table_verdicts
+from . import (
+    claims,
+    common,
+    defects,
+    demo,
+    distillation,
+    equal_budgets,
+    table_serving,
+    table_verdicts,
+)
 from .common import ROOT, output_layers
 from .demo import Run
 from .table_curves import curve_section
@@ -665,6 +674,7 @@ def write_report(
     lines += table_verdicts.seed_table(results, names)
     lines += table_verdicts.verdict_section(judge, plan, controls, names, modes)
     lines += table_verdicts.share_section(judge, plan.baseline.name, names)
+    lines += table_serving.serving_section(plan, names)
     lines += [
         "Every continued training (FT_<domain>, the stage 2 of the two-stage families) starts"
         " from %s (seed k from its seed k)." % plan.baseline.name,

@@ -448,7 +448,7 @@ class ReportTest(tf.test.TestCase):
         self.assertNotIn("Factorized DF (oracle)", printed)
         self.assertNotIn("Factorized DF (generic)", printed)
         self.assertIn("Factorized PA (oracle)", printed)
-        shares = text.split("## Share of FT's gain")[1].split("## Systems")[0]
+        shares = text.split("## Share of FT's gain")[1].split("## Serving cost")[0]
         self.assertNotIn("AdvL", shares)
         self.assertIn("| Factorized PA |", shares)
         self.assertIn("whose least share is", shares)
