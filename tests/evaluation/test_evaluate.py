@@ -189,7 +189,10 @@ class EvaluateTest(helpers.SharedDirTestCase):
             reference = f.read().splitlines()[0]
         self.assertIn("**software 1** (test line 1)", text)
         self.assertIn("| *reference* | %s |" % reference, text)
-        self.assertIn("| LDR (wrong) | %s |" % tokenizer.detokenize(software_first.split()), text)
+        translation = tokenizer.detokenize(software_first.split())
+        # An empty translation (a tiny model may give one) is an empty cell: "| |".
+        cell = " %s " % translation if translation else " "
+        self.assertIn("| LDR (wrong) |%s|" % cell, text)
         self.assertEqual(text.count("| Mixed | "), 3)
         self.assertNotIn("LDR (oracle)", text)
 
