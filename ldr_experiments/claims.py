@@ -20,6 +20,7 @@ from typing import Optional, Tuple
 from ldr_opennmt.reports import markdown_table
 
 from . import defects, quoted
+from .table_verdicts import ALL, system_and_mode, verdict_cell
 
 #: The verdicts.
 REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "not reproduced", "not testable here"
@@ -151,8 +152,6 @@ def judge(claim, verdict_judge, controls, tied, baseline, flagged=(), equal_cont
         must beat that control too (a second pass or a stage 2 alone may win over the Mixed
         of the same steps).
     """
-    from .table_verdicts import ALL, _system_and_mode, verdict_cell
-
     equal_controls = equal_controls or {}
     against_mixed = "Mixed" in (claim.first, claim.second)
 
@@ -162,8 +161,8 @@ def judge(claim, verdict_judge, controls, tied, baseline, flagged=(), equal_cont
     elif first == "Mixed":
         first = controls.get(defects.bare(second), baseline)
     (first_row, first_mode), (second_row, second_mode) = (
-        _system_and_mode(first),
-        _system_and_mode(second),
+        system_and_mode(first),
+        system_and_mode(second),
     )
     for row in (first_row, second_row):
         if row in flagged:
@@ -269,8 +268,6 @@ def goal_lines(verdict_judge, plan, controls, baseline, flagged=()):
       baseline: The table's baseline.
       flagged: The systems that are defects.
     """
-    from .table_verdicts import ALL
-
     reading, met = [], []
     for row in LDR_MODES:
         run = plan.runs_by_name.get(row)

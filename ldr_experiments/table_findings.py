@@ -5,6 +5,7 @@ from ldr_opennmt.reports import markdown_table
 
 from . import quoted
 from .demo.findings import row_averages as demo_row_averages
+from .table_verdicts import ALL, system_and_mode
 
 
 def quoted_lines(averages):
@@ -80,8 +81,6 @@ def findings(results, verdict_judge, baseline, rows, controls=None, tied=None):
     Returns:
       Markdown lines.
     """
-    from .table_verdicts import ALL
-
     averages = row_averages(results)
     if baseline not in averages:
         return ["- No %s row: nothing to compare with." % baseline]
@@ -137,12 +136,10 @@ def ordering_agreement(ordering, verdict_judge, tied, baseline):
     """``(agree, reverse, undecided, unmatched)``: of the pairs of rows of :obj:`ordering`
     (best first), how many the stated test puts in the same order, in the other, in neither,
     and how many are no matched comparison (output layers that differ, or no common seed)."""
-    from .table_verdicts import ALL, _system_and_mode
-
     agree = reverse = undecided = unmatched = 0
     for i, better in enumerate(ordering):
         for worse in ordering[i + 1 :]:
-            (first, first_mode), (second, second_mode) = map(_system_and_mode, (better, worse))
+            (first, first_mode), (second, second_mode) = map(system_and_mode, (better, worse))
             if tied.get(first, tied.get(baseline)) != tied.get(second, tied.get(baseline)):
                 unmatched += 1
                 continue

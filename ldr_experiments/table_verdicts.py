@@ -12,6 +12,7 @@ by the model fine-tuned on it.
 import collections
 import re
 
+from ldr_experiments import defects
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import evaluate, verdicts
 from ldr_opennmt.reports import markdown_table
@@ -34,13 +35,11 @@ def parse_twin(name):
     return match.group("row") + ")", int(match.group("b"))
 
 
-def _system_and_mode(key):
-    """``(system, mode)`` of a results row (``LDR (summed, seed 2) (oracle)``)."""
-    for mode in ("oracle", "generic", "wrong", "pred", "ens-uniform", "ens-soft"):
-        suffix = " (%s)" % mode
-        if key.endswith(suffix):
-            return key[: -len(suffix)], mode
-    return key, None
+def system_and_mode(key):
+    """``(system, mode)`` of a results row (``LDR (summed, seed 2) (oracle)``; mode ``None``
+    for a row without one), by :func:`ldr_experiments.defects.bare`'s reading of the mode."""
+    system = defects.bare(key)
+    return system, (key[len(system) + 2 : -1] if system != key else None)
 
 
 def outputs_of(corpus_dir, results):
@@ -78,7 +77,7 @@ class Outputs:
         self.seeds = collections.defaultdict(dict)
         self._files = dict(results["outputs"])
         for key in self._files:
-            system, mode = _system_and_mode(key)
+            system, mode = system_and_mode(key)
             row, seed = parse_twin(system)
             self.seeds[(row, mode)][seed] = key
         self._lines = {}
@@ -189,7 +188,7 @@ def seed_table(results, rows):
     domains = results["domains"]
     groups = collections.OrderedDict()
     for key, scores in results["rows"]:
-        system, mode = _system_and_mode(key)
+        system, mode = system_and_mode(key)
         row, seed = parse_twin(system)
         if row not in rows and not row.startswith("FT_"):
             continue

@@ -18,10 +18,14 @@ ignore labels or need them for training only). Rows:
 * the variants of :data:`VARIANTS`: Mixed, with an output layer of its own, is the base every
   continued training starts from and the control of the rows with an output layer of their
   own; Mixed (tied), its target embeddings tied to the output layer, the control of the tied
-  rows; each trained again with another seed (the spread its rows are judged by); LDR
-  trained jointly and summed besides Procedure 1, encoder-only domain mixing (E) besides
-  E/DC, and the Factorized designs SF and DF with the paper's curriculum (a stage 1 of their
-  own, every sentence generic, then unfolded);
+  rows; the controls of the same compute (Mixed continued for a two-pass row's passes or a
+  stage 2's steps); LDR trained jointly and summed besides Procedure 1, and summed with one
+  released option at a time; DC summed; the distilled student; Mixed with balanced sampling;
+  encoder-only domain mixing (E) besides E/DC; the adapters with four times the stage 2; and
+  the Factorized designs SF and DF with the paper's curriculum (a stage 1 of their own, every
+  sentence generic, then unfolded);
+* the seed twins (``--seeds N``, 3) of the controls and of the rows of the papers' main
+  claims;
 * FT_<domain> (the base fine-tuned on one domain: the upper reference of every continued
   training) and the domain classifier behind the predicted labels, as in the demo.
 
@@ -35,11 +39,14 @@ more than 3 BLEU below its control is a defect in the findings, not a result
 The report (``report.md``) has BLEU and chrF per domain with a paired bootstrap test against
 Mixed, the parameters of every system (total, and specific to the domains), its training time,
 the contrastive lexical-choice accuracy and label effect, the figures the papers print for the
-same rows (quoted from :mod:`ldr_experiments.quoted`, marked as such), and a paragraph generated
-from the figures: which rows beat their Mixed beyond its seed spread (the Mixed whose output
-layer is like theirs: ``Mixed``, or ``Mixed (tied)``), and how the ordering of the systems
-compares with each paper's; each paper's claims, reproduced here or not or not testable
-(:mod:`ldr_experiments.claims`), and issue 42's two goals. A section says where each system's
+same rows (quoted from :mod:`ldr_experiments.quoted`, marked as such), the verdicts of the one
+stated test (:mod:`ldr_experiments.table_verdicts`: each row against its matched Mixed, whose
+output layer is like its own, and its control of the same compute; the seeds' mean and
+deviation; the label's effect; the share of FT's gain with its interval), the serving cost of
+each row (:mod:`ldr_experiments.table_serving`), a paragraph generated from the verdicts and
+how the ordering of the systems compares with each paper's on matched pairs; each paper's
+claims, reproduced here or not or not testable (:mod:`ldr_experiments.claims`), and issue 59's
+goal. A section says where each system's
 domain knowledge sits (:mod:`ldr_opennmt.analysis.label_use`: LDR's region shares, the mixing
 proportions at the contrastive items' ambiguous words, the context's margin and the label's
 pull).
@@ -126,48 +133,33 @@ TIED_CONTINUED = "Mixed (tied, continued)"
 CONTINUED_LONG = "Mixed (continued 4x)"
 
 #: LDR (summed) with one option of the authors' released code at a time (issue 53 item 2: which
-#: of the differences matters, measured): ``(row suffix, slug, model definitions or None, data,
-#: train)``; each judged against LDR (summed), the same in all else.
+#: of the differences matters, measured): ``(row suffix, slug, data, train)``; a row whose
+#: option is the model's has its definitions in ``model_defs/[small/]ablation/<slug>.py``
+#: (:func:`ablation_defs`). Each is judged against LDR (summed), the same in all else.
 LDR_ABLATION = (
-    (
-        "every layer",
-        "ldr_every_layer",
-        {
-            "small": "model_defs/small/ablation/ldr_every_layer.py",
-            "paper": "model_defs/ablation/ldr_every_layer.py",
-        },
-        {},
-        {},
-    ),
-    (
-        "target side",
-        "ldr_target_ldr",
-        {
-            "small": "model_defs/small/ablation/ldr_target_ldr.py",
-            "paper": "model_defs/ablation/ldr_target_ldr.py",
-        },
-        {},
-        {},
-    ),
-    (
-        "zero regions",
-        "ldr_zero_regions",
-        {
-            "small": "model_defs/small/ablation/ldr_zero_regions.py",
-            "paper": "model_defs/ablation/ldr_zero_regions.py",
-        },
-        {},
-        {},
-    ),
+    ("every layer", "ldr_every_layer", {}, {}),
+    ("target side", "ldr_target_ldr", {}, {}),
+    ("zero regions", "ldr_zero_regions", {}, {}),
     # The released utils/dataprocess.py: one domain per batch, drawn by its natural share.
     (
         "one-domain batches",
         "ldr_domain_batches",
-        None,
         {"domain_batches": True},
         {"domain_sampling_alpha": 1.0},
     ),
 )
+
+
+def ablation_defs(slug, data):
+    """The model definitions of an ablation row (:data:`LDR_ABLATION`): its own when its
+    option is the model's, ``None`` (the family's) when it changes the data only."""
+    if data:
+        return None
+    return {
+        "small": "model_defs/small/ablation/%s.py" % slug,
+        "paper": "model_defs/ablation/%s.py" % slug,
+    }
+
 
 VARIANTS = {
     # Mixed with an output layer of its own, as LDR, DC, TTM, ML, AdvL have: the base every
@@ -312,11 +304,11 @@ VARIANTS = {
                 params={"domain_training": "summed"},
                 data=data,
                 train=train,
-                model_defs=defs,
+                model_defs=ablation_defs(slug, data),
                 modes=("oracle", "generic"),
                 control="LDR (summed)",
             )
-            for what, slug, defs, data, train in LDR_ABLATION
+            for what, slug, data, train in LDR_ABLATION
         ],
     },
     # LDR as its authors' released code builds and trains it (issue 53): the family's preset
@@ -614,7 +606,7 @@ def write_report(
         rows=[
             (row, scores)
             for row, scores in results["rows"]
-            if table_verdicts.parse_twin(table_verdicts._system_and_mode(row)[0])[1] == 1
+            if table_verdicts.parse_twin(table_verdicts.system_and_mode(row)[0])[1] == 1
         ],
     )
     modes = {run.name: run.label_modes() for run in plan.runs}

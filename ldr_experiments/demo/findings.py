@@ -1,6 +1,7 @@
 """What the demo's report says of its figures: seed spread, matched controls, label use."""
 
 from ldr_experiments.demo.runs import EQUAL_PASSES, LABEL_SYSTEMS, LDR_ROW, SEED_ROW, TRANSLATES
+from ldr_experiments.table_verdicts import ALL
 from ldr_opennmt.evaluation import evaluate
 
 
@@ -228,7 +229,6 @@ def demo_comparisons(rows):
 def verdict_findings(judge):
     """What the label adds and what the compute adds, in the words of the stated test's
     figures (issue 59 item 5): ``[]`` without the rows."""
-    from ldr_experiments.table_verdicts import ALL
 
     def words(found):
         verdict = found[ALL]

@@ -202,23 +202,3 @@ class TrainStageTest(tf.test.TestCase):
         os.remove(os.path.join(model_dir, "checkpoint"))
         self.assertIsNone(common.latest_step(model_dir))
         self.assertEqual(run("")[0], 1)
-
-
-class FtGainSharesTest(tf.test.TestCase):
-    def test_share_of_the_fine_tuned_gain_per_domain(self):
-        def scores(medical, software):
-            return {"medical": {"bleu": medical}, "software": {"bleu": software}}
-
-        results = {
-            "domains": ["medical", "software"],
-            "rows": [
-                ("Mixed", scores(20.0, 10.0)),
-                ("LDR (oracle)", scores(25.0, 9.0)),
-                ("FT_medical", scores(30.0, 2.0)),
-                ("FT_software", scores(12.0, 10.0)),  # No gain on software: nothing to recover.
-            ],
-        }
-        header, rows = common.ft_gain_shares(results, "Mixed")
-        self.assertEqual(header, ["row", "medical", "software", "least"])
-        self.assertEqual(rows, [["LDR (oracle)", "50%", "-", "50%"]])
-        self.assertEqual(common.ft_gain_shares(results, "Mixed (untied)")[1], [])
