@@ -82,6 +82,7 @@ from . import (
     demo,
     distillation,
     equal_budgets,
+    table_compute,
     table_serving,
     table_verdicts,
 )
@@ -704,6 +705,7 @@ def write_report(
             label_figures, contrastive_results, classification, plan.baseline.name
         )
     lines += curve_section(plan, steps.out)
+    lines += table_compute.curve_section(table_compute.read_figures(steps.out), steps.out)
     lines += [
         "## The papers' figures beside ours",
         "",
@@ -788,7 +790,10 @@ class TablesPlan(demo.Plan):
         )
 
     def report_inputs(self):
-        return super().report_inputs() + [self.label_use_path]
+        return super().report_inputs() + [
+            self.label_use_path,
+            os.path.join(self.steps.out, table_compute.CURVE_FILE),
+        ]
 
     @property
     def label_use_path(self):
@@ -992,7 +997,10 @@ def main(argv=None):
     common.log("[tables] %d rows, %d stages" % (len(runs), len(parallel)))
     common.log("[tables] %s" % plan.stage2.rule())
     steps.run_stages(demo._by_priority(parallel), lanes, ahead=True)
-    steps.run_stages(evaluation + [plan.score_stage(), plan.label_use_stage()], ahead=True)
+    steps.run_stages(
+        evaluation + [plan.score_stage(), plan.label_use_stage(), table_compute.curve_stage(plan)],
+        ahead=True,
+    )
     if engine.planning_ahead():
         common.log("[tables] dry run: then the report (%s)" % os.path.join(steps.out, "report.md"))
         return 0
