@@ -264,3 +264,71 @@ def load_run_config(config_paths, config=None):
     for path in config_paths:
         config_util.merge_config(config, load_config_file(path))
     return config
+
+
+def resolve_tokenizer_files(tokenization):
+    """A tokenization configuration as ``opennmt.tokenizers.make_tokenizer`` takes it, with
+    the files a configuration *file* names found beside it.
+
+    OpenNMT-tf passes a file option (``bpe_model_path: bpe.en``) to pyonmttok as it is, and a
+    relative path is then relative to the current directory. Here a relative path is first
+    looked up in the directory of the configuration file (``ldr-data`` writes
+    ``tokenizer.LANG.yml`` so, next to ``bpe.LANG``: a corpus directory can be moved or
+    copied), then in the current directory, as OpenNMT-tf would; an absolute path that no
+    longer exists (a corpus of an older ``ldr-data``, moved) is looked up by its name beside
+    the configuration. Any other configuration (a dict, inline JSON, a path that is not a
+    file) is returned as it is, and so is a file option found nowhere: OpenNMT-tf reports it.
+
+    Args:
+      tokenization: What ``make_tokenizer`` takes.
+
+    Returns:
+      :obj:`tokenization`, or the file's content (a dict) with its file options resolved.
+    """
+    if not isinstance(tokenization, str) or not tokenization or "://" in tokenization:
+        return tokenization
+    if not os.path.isfile(tokenization):
+        return tokenization
+    try:
+        with open(tokenization, encoding="utf-8") as config_file:
+            loaded = yaml.safe_load(config_file)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return tokenization  # OpenNMT-tf reads it again and reports.
+    if not isinstance(loaded, dict):
+        return tokenization
+    options = loaded.get("params") if "type" in loaded else loaded
+    if not isinstance(options, dict):
+        return tokenization
+    directory = os.path.dirname(os.path.abspath(tokenization))
+    changed = False
+    for key, value in list(options.items()):
+        if not (isinstance(value, str) and value and key.endswith("_path")):
+            continue
+        if os.path.isabs(value):
+            candidates = [value, os.path.join(directory, os.path.basename(value))]
+        else:
+            candidates = [os.path.join(directory, value), os.path.abspath(value)]
+        found = next((path for path in candidates if os.path.isfile(path)), None)
+        if found is not None and found != value:
+            options[key] = found
+            changed = True
+    return loaded if changed else tokenization
+
+
+def resolve_tokenization(data_config):
+    """:obj:`data_config` with each ``*_tokenization`` entry that is a configuration file
+    given as :func:`resolve_tokenizer_files` returns it (a copy; the entries that need no
+    change, and every other key, as they are).
+
+    What the package's models pass to their inputters (:class:`ldr_opennmt.models.
+    sequence_to_sequence.MultiDomainModel`), so that ``tokenizer.LANG.yml`` of ``ldr-data``
+    finds its BPE model beside it under any command, stock ``onmt-main`` included, without
+    replacing ``opennmt.tokenizers.make_tokenizer``.
+    """
+    if not isinstance(data_config, dict):
+        return data_config
+    resolved = dict(data_config)
+    for key, value in data_config.items():
+        if isinstance(key, str) and key.endswith("_tokenization"):
+            resolved[key] = resolve_tokenizer_files(value)
+    return resolved

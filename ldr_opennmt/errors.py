@@ -7,8 +7,9 @@ message of one line that names the file, line and value. Commands print it as
 
 * the package's own commands through :func:`run_main`;
 * stock ``onmt-main`` through the exception hook that
-  :func:`ldr_opennmt.hooks.install_error_hook` installs (:func:`ldr_opennmt.hooks.install`,
-  which model definitions call; ``onmt-main`` has no error handling of its own to extend).
+  :func:`ldr_opennmt.upstream.patches.install_error_hook` installs
+  (:func:`ldr_opennmt.upstream.install`, which model definitions call; ``onmt-main`` has no
+  error handling of its own to extend).
 
 Every failure of a command exits non-zero, whatever it is: a user error 2, a full disk 1, Ctrl-C
 130 (``PROG: interrupted``, no traceback), anything else Python's 1 with its traceback. A

@@ -506,8 +506,8 @@ def check_stock_onmt_main(argv=None, prog=None):
     """Under stock ``onmt-main`` (not ``ldr-main``), :func:`check_command_line` on its
     arguments; elsewhere nothing.
 
-    For :func:`ldr_opennmt.hooks.install`: ``onmt-main --model FILE`` calls the model
-    definition's ``model()`` (whose model installs the hooks) after its own
+    For :func:`ldr_opennmt.upstream.install`: ``onmt-main --model FILE`` imports the model
+    definition (which installs the patches) after its own
     ``list_physical_devices`` and before it builds or trains anything, and stock
     ``onmt-main`` has no other hook. Only the command
     line counts there (``--num_gpus N``, ``--mixed_precision``), not ``nvidia-smi``.

@@ -9,11 +9,11 @@ file of their own, without editing the package:
 
     import opennmt
 
-    from ldr_opennmt import hooks, registry
+    from ldr_opennmt import registry, upstream
     from ldr_opennmt.models import MultiDomainTransformer
     from ldr_opennmt.models.sequence_to_sequence import transformer_arguments
 
-    hooks.install()  # onmt-main's hooks: this file is also a model definition.
+    upstream.install()  # onmt-main's hooks: this file is also a model definition.
 
     @registry.register_family(
         "bias_transformer",
@@ -50,7 +50,7 @@ A user module (a Python file, or an importable module name) is loaded by
 the module), by the top-level configuration key ``user_modules`` (``ldr-main``,
 ``ldr-eval``) and by the ``--user_module`` option of the commands that list families.
 
-Importing this module imports no TensorFlow (``tests/test_hooks.py`` checks it). What a
+Importing this module imports no TensorFlow (``tests/upstream/test_patches.py`` checks it). What a
 family declares and the table it is registered in are :mod:`ldr_opennmt.family_table`
 (re-exported here: ``registry.Family``, ``registry.register_family``), below both this module
 and the catalog; this module imports the catalog when the families are first asked for, and

@@ -4,11 +4,11 @@ gradient reversal whose weight ramps from 0 to lambda = 1 as in Ganin and Lempit
 (``params: gradient_reversal_steps``, set it to ``train: max_step``), L = L_gen + L_cls.
 Domain labels are needed for training only."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

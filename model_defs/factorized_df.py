@@ -1,11 +1,11 @@
 """Factorized Transformer, design DF (Deng et al., 2020): 6+6 layers, 512 units, 8 heads,
 FFN 2048, d_inner 280, target input and output embeddings shared (factorized, tied)."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

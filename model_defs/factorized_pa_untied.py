@@ -2,11 +2,11 @@
 tied to the target embeddings): the tables' PA row at paper scale, whose stage 1 is the
 tables' base, ``model_defs/mixed_transformer.py``."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

@@ -4,11 +4,11 @@ domain regions starting at zero, trained `summed` (docs/families/ldr.md, "LDR as
 Its data configuration gives one-domain batches drawn by natural shares (`data:
 domain_batches: true`, `train: domain_sampling_alpha: 1`)."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

@@ -2,11 +2,11 @@
 output embeddings, as the Factorized Transformer: the stage 1 of Factorized PA and the base of
 the tied residual adapters at paper size (``bash run/tables.sh --scale paper``)."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

@@ -2,11 +2,11 @@
 512 units, 8 heads, FFN 2048, target input and output embeddings shared, eps 0.05,
 gradient cut. Domain labels are needed for training only."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

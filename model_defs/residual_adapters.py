@@ -2,11 +2,11 @@
 8 heads, FFN 2048, adapter inner size 2048 (the Factorized Transformer paper's comparison).
 Trained by ldr-main with finetune: base (model_defs/mixed_transformer.py's model directory)."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

@@ -6,7 +6,7 @@ import types
 import opennmt
 import tensorflow as tf
 
-from ldr_opennmt import checkpoints
+from ldr_opennmt import checkpoints, upstream
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
@@ -97,7 +97,9 @@ class CheckpointCheckTest(helpers.SharedDirTestCase):
         self.assertAllEqual(model.variables[0], self.ldr.variables[0])
 
     def test_stock_runner_infer_and_export_refuse_another_models_checkpoint(self):
-        # What stock onmt-main runs: opennmt.Runner with the package's model.
+        # What stock onmt-main runs: opennmt.Runner with the package's model, the patches
+        # installed by the model definition.
+        upstream.install()
         model_dir, config, family = self._runner("mixed_transformer", "stock")
         config["data"]["domains"] = None
         features = self.paths["test_src"]

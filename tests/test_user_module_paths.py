@@ -6,8 +6,9 @@ import re
 import tensorflow as tf
 import yaml
 
-from ldr_opennmt import onmt_main, registry
+from ldr_opennmt import registry
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.upstream import onmt_main
 
 MODULE = (
     "from ldr_opennmt import models, registry\n"

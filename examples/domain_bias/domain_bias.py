@@ -26,14 +26,14 @@ output layer's bias.
 
 import opennmt
 
-from ldr_opennmt import hooks, registry
+from ldr_opennmt import registry, upstream
 from ldr_opennmt.layers import DomainCopies
 from ldr_opennmt.models import MultiDomainTransformer, procedure
 from ldr_opennmt.models.sequence_to_sequence import transformer_arguments
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 class DomainBiasDense(opennmt.layers.Dense, DomainCopies):

@@ -28,15 +28,15 @@ examples/domain_scale/domain_scale.py`` checks it.
 import opennmt
 import tensorflow as tf
 
-from ldr_opennmt import hooks, registry
+from ldr_opennmt import registry, upstream
 from ldr_opennmt.layers import DomainCopies, replace_dense
 from ldr_opennmt.layers.replace import dense_slots
 from ldr_opennmt.models import MultiDomainTransformer, procedure
 from ldr_opennmt.models.sequence_to_sequence import transformer_arguments
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 class DomainScaledDense(opennmt.layers.Dense, DomainCopies):

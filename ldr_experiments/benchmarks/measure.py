@@ -211,7 +211,7 @@ def measure_training(config, system, build=build_model, after=None):
     import tensorflow as tf
 
     import ldr_opennmt.models  # noqa: F401 (imports counted before the model)
-    from ldr_opennmt import compat
+    from ldr_opennmt.upstream import ledger
 
     _load_user_modules(config)
     import_rss = peak_rss_mib()
@@ -247,7 +247,7 @@ def measure_training(config, system, build=build_model, after=None):
     trainer = opennmt.training.Trainer(model, optimizer)
     times = []
     start = time.perf_counter()
-    for i, loss in enumerate(compat.training_steps(trainer, dataset, accum_steps=1)):
+    for i, loss in enumerate(ledger.training_steps(trainer, dataset, accum_steps=1)):
         now = time.perf_counter()
         if i >= config["warmup"]:
             times.append(now - start)

@@ -88,10 +88,10 @@ def _snapshot(variables):
 
 def _train(config, trainer, dataset, steps):
     """The losses of :obj:`steps` steps of :obj:`trainer` on :obj:`dataset`."""
-    from ldr_opennmt import compat
+    from ldr_opennmt.upstream import ledger
 
     losses = []
-    for loss in compat.training_steps(trainer, dataset, accum_steps=1):
+    for loss in ledger.training_steps(trainer, dataset, accum_steps=1):
         losses.append(loss)
         if len(losses) == steps:
             break

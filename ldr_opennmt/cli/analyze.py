@@ -27,7 +27,7 @@ import os
 import sys
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import errors, hooks, registry
+from ldr_opennmt import errors, registry, upstream
 from ldr_opennmt.analysis import parameters, polysemy, proportions
 from ldr_opennmt.cli import ArgumentParser
 from ldr_opennmt.errors import UserError
@@ -172,7 +172,7 @@ def proportions_main(args):
 
 def main(argv=None):
     """The ``ldr-analyze`` entry point."""
-    hooks.install()
+    upstream.install()
     return errors.run_main("ldr-analyze", _main, argv)
 
 

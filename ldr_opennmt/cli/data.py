@@ -20,7 +20,7 @@ is written outside ``--out`` nor through a symbolic link (see
 import collections
 import sys
 
-from ldr_opennmt import errors, hooks
+from ldr_opennmt import errors, upstream
 from ldr_opennmt.cli import ArgumentParser, positive_int
 from ldr_opennmt.data import corpus, opus_corpus, parallel_files, sources
 from ldr_opennmt.errors import UserError
@@ -36,7 +36,7 @@ def _log(message):
 
 def main(argv=None):
     """The ``ldr-data`` entry point."""
-    hooks.install()
+    upstream.install()
     return errors.run_main("ldr-data", _main, argv)
 
 

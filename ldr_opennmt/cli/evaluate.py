@@ -21,7 +21,7 @@ directory (``ensemble.json``)::
 import os
 import sys
 
-from ldr_opennmt import errors, hooks
+from ldr_opennmt import errors, upstream
 from ldr_opennmt.cli import ArgumentParser, positive_int
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import contrastive, evaluate
@@ -33,7 +33,7 @@ FIT_ENSEMBLE = "fit-ensemble"
 
 def main(argv=None):
     """The ``ldr-eval`` entry point."""
-    hooks.install()
+    upstream.install()
     return errors.run_main("ldr-eval", _main, argv)
 
 

@@ -17,10 +17,11 @@ step) is printed and recorded in the manifest (basename, step, sha256). An exist
 import os
 import sys
 
-from ldr_opennmt import errors, hooks, onmt_main
+from ldr_opennmt import errors, upstream
 from ldr_opennmt.cli import ArgumentParser
 from ldr_opennmt.serving import ct2_export
 from ldr_opennmt.training.runner import Runner
+from ldr_opennmt.upstream import onmt_main
 
 
 def _parser():
@@ -93,7 +94,7 @@ def main(argv=None):
     """The ``ldr-export`` entry point."""
     args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     onmt_main.initialize_logging(args.log_level)
-    hooks.install()
+    upstream.install()
     return errors.run_main("ldr-export", ctranslate2_main, args)
 
 

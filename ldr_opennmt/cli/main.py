@@ -35,15 +35,16 @@ import time
 
 import tensorflow as tf
 
-from ldr_opennmt import command_line, config_loader
+from ldr_opennmt import config_loader
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import errors, gpu, hooks, onmt_main, registry
+from ldr_opennmt import errors, gpu, registry, upstream
 from ldr_opennmt.checks import family as family_check
 from ldr_opennmt.cli import ArgumentParser, families
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import classification
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.training.runner import Runner
+from ldr_opennmt.upstream import command_line, onmt_main
 from ldr_opennmt.utils import read_lines, write_lines_atomic
 
 PREDICT_DOMAINS = "predict_domains"
@@ -61,7 +62,7 @@ def _run_type(argv):
 def main(argv=None):
     """The ``ldr-main`` entry point (errors printed as ``onmt-main`` users see them)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    hooks.install()
+    upstream.install()
     return errors.run_main(errors.PACKAGE_PROG, _main, argv)
 
 

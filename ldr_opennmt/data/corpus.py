@@ -225,7 +225,7 @@ def tokenizer_config(bpe_path):
     ``ldr-data`` writes it as ``tokenizer.LANG.yml`` with :obj:`bpe_path` relative to the
     corpus (``bpe.en``), so that a corpus directory can be moved or copied: OpenNMT-tf would
     resolve a relative path against the current directory, the package resolves it against
-    the configuration's (:func:`ldr_opennmt.hooks.resolve_tokenizer_files`, installed on
+    the configuration's (:func:`ldr_opennmt.config_loader.resolve_tokenizer_files`, installed on
     ``opennmt.tokenizers.make_tokenizer``; :func:`ldr_opennmt.assets.corpus_tokenizer`).
     """
     return {"type": "OpenNMTTokenizer", "params": dict(TOKENIZER_OPTIONS, bpe_model_path=bpe_path)}
@@ -617,7 +617,7 @@ def _write_corpus(output, all_splits, filter_counts, stats, langs, bpe_merges, v
         with atomic_output(output.path("tokenizer.%s.yml" % lang), root=root) as tmp:
             with open(tmp, "w") as f:
                 # Relative to the corpus: the directory can move (readers resolve it beside
-                # the configuration: ldr_opennmt.hooks.resolve_tokenizer_files).
+                # the configuration: ldr_opennmt.config_loader.resolve_tokenizer_files).
                 yaml.safe_dump(tokenizer_config(os.path.basename(bpe_path)), f)
 
     jobs = [(split, domain) for split in SPLITS for domain in domains]

@@ -34,7 +34,7 @@ installed on it: compose two behaviours by declaring a class that inherits both)
 is not built. Installing a behaviour that the layer already has returns it unchanged.
 
 The package does it in one other place, for an object that is not a layer:
-:func:`ldr_opennmt.compat.add_optimizer_mixin` gives the optimizer that OpenNMT-tf's
+:func:`ldr_opennmt.upstream.ledger.add_optimizer_mixin` gives the optimizer that OpenNMT-tf's
 ``make_optimizer`` built (``get_optimizer``) its update-skipping mixin
 (:class:`ldr_opennmt.models.optimizer.DomainUpdateSkipping`). That optimizer is of
 whichever class the configuration names (any in ``tf.keras.optimizers.legacy`` or

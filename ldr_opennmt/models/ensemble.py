@@ -21,8 +21,9 @@ import tensorflow as tf
 import tensorflow_addons as tfa
 from opennmt import constants
 
-from ldr_opennmt import compat, ensembles
+from ldr_opennmt import ensembles
 from ldr_opennmt.layers.context import domain_scope
+from ldr_opennmt.upstream import ledger
 
 
 def _split_views(tensor, num_views):
@@ -110,7 +111,7 @@ def ensemble_decode(model, features, weights):
         )
         initial_state = tf.nest.map_structure(lambda t: _split_views(t, num_views), initial_state)
         strategy = opennmt.utils.DecodingStrategy.from_params(params)
-        compat.set_state_reorder_flags(strategy, model.decoder)
+        ledger.set_state_reorder_flags(strategy, model.decoder)
         decoder = model.decoder
         result = opennmt.utils.dynamic_decode(
             _step,
@@ -125,4 +126,4 @@ def ensemble_decode(model, features, weights):
                 tf.shape(decoder.memory)[1] if decoder.support_alignment_history else None
             ),
         )
-    return compat.decoding_predictions(model, result, batch_size)
+    return ledger.decoding_predictions(model, result, batch_size)

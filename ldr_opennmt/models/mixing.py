@@ -45,7 +45,6 @@ import contextlib
 import tensorflow as tf
 from opennmt.utils import exporters
 
-from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import mixing
 from ldr_opennmt.layers.context import configured_regions, domain_scope
@@ -54,6 +53,7 @@ from ldr_opennmt.models.sequence_to_sequence import (
     MultiDomainTransformer,
     word_transformer_arguments,
 )
+from ldr_opennmt.upstream import ledger
 
 #: The variants this model builds.
 VARIANTS = ("encoder", "encoder_decoder")
@@ -188,7 +188,7 @@ class MixingTransformer(MultiDomainTransformer):
                 inputs, sequence_length=length, training=False
             )
             if labels is not None and self.variant == "encoder_decoder":
-                compat.decode_target(self, labels, memory, state, memory_length, training=False)
+                ledger.decode_target(self, labels, memory, state, memory_length, training=False)
         return records
 
     def export(self, export_dir, exporter=None):

@@ -22,7 +22,7 @@ its weight decay.
 
 import tensorflow as tf
 
-from ldr_opennmt import compat
+from ldr_opennmt.upstream import ledger
 
 
 def _variable_refs(variables):
@@ -46,7 +46,7 @@ def _variable_refs(variables):
     return refs
 
 
-class DomainUpdateSkipping(compat.ConditionalUpdateMixin):
+class DomainUpdateSkipping(ledger.ConditionalUpdateMixin):
     """Optimizer mixin: no update for domain variables with an all-zero gradient."""
 
     def _is_domain_variable(self, var):
@@ -75,7 +75,8 @@ def skip_absent_domains(optimizer, domain_variables_fn, frozen_variables_fn=None
     """Makes :obj:`optimizer` skip updates of absent domains, in place.
 
     The instance keeps its configuration, slots and checkpoint layout; only its
-    class gains :class:`DomainUpdateSkipping` (see :func:`ldr_opennmt.compat.add_optimizer_mixin`).
+    class gains :class:`DomainUpdateSkipping`
+    (see :func:`ldr_opennmt.upstream.ledger.add_optimizer_mixin`).
 
     Args:
       optimizer: A ``tf.keras.optimizers.legacy.Optimizer``.
@@ -87,7 +88,7 @@ def skip_absent_domains(optimizer, domain_variables_fn, frozen_variables_fn=None
     Returns:
       The same optimizer.
     """
-    compat.add_optimizer_mixin(optimizer, DomainUpdateSkipping)
+    ledger.add_optimizer_mixin(optimizer, DomainUpdateSkipping)
     # A plain function attribute: not tracked, so checkpoints are unchanged.
     optimizer._domain_variables_fn = domain_variables_fn
     optimizer._frozen_variables_fn = frozen_variables_fn or list

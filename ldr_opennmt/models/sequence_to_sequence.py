@@ -22,7 +22,7 @@ from opennmt import config as config_util
 from opennmt.utils import exporters
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import compat, config_keys, ensembles, hooks
+from ldr_opennmt import config_keys, config_loader, ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import (
     DEFAULT_MAXIMUM_SOURCE_LENGTH,
@@ -33,6 +33,7 @@ from ldr_opennmt.layers.context import DomainSpecificLayer, configured_regions, 
 from ldr_opennmt.models import ensemble
 from ldr_opennmt.models import optimizer as optimizer_lib
 from ldr_opennmt.models import procedure
+from ldr_opennmt.upstream import ledger
 
 
 def bidirectional_lstm_encoder(num_layers, hidden_size, dropout):
@@ -182,7 +183,7 @@ def _completes_initialization(initialize):
     return _initialize
 
 
-class MultiDomainModel(compat.DecodingScopeMixin):
+class MultiDomainModel(ledger.DecodingScopeMixin):
     """Mixin adding domain routing and multi-domain training to a seq2seq model."""
 
     #: Checkpoints restored for inference, export, evaluation and scoring, under stock
@@ -216,10 +217,6 @@ class MultiDomainModel(compat.DecodingScopeMixin):
             cls.initialize = _completes_initialization(own)
 
     def __init__(self, *args, **kwargs):
-        # The package's hooks (one-line errors, training lock, checkpoint check, domains.json,
-        # GPU check), once per process: for the model definitions that do not install them
-        # (an older model directory's model_description.py), see ldr_opennmt.hooks.
-        hooks.install()
         super().__init__(*args, **kwargs)
         # SequenceToSequence hard-codes its examples inputter: replaced by one that adds
         # domain batches, over the same two inputters (same checkpoint layout).
@@ -258,6 +255,9 @@ class MultiDomainModel(compat.DecodingScopeMixin):
         # The package's keys of the two sections a model sees (also under stock onmt-main).
         config_keys.check_section("data", data_config)
         config_keys.check_section("params", params)
+        # Tokenization files found beside the configuration that names them (ldr-data's
+        # tokenizer.LANG.yml and its bpe.LANG), under any command.
+        data_config = config_loader.resolve_tokenization(data_config)
         super().initialize(data_config, params=params)
         if self.domain_training == procedure.SUMMED:  # Fail early on an invalid mode.
             procedure.summed_weights(self.params, self.domains or [], shares=lambda: [])

@@ -16,9 +16,9 @@ import time
 
 import tensorflow as tf
 
-from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import constant_label_name
+from ldr_opennmt.upstream import ledger
 
 
 def evaluation_sets(features_file, labels_file):
@@ -69,7 +69,7 @@ def _what_is_done(labels_file, scorers):
     return "%s, translated with beam search for %s" % (count, ", ".join(scorers))
 
 
-class MultiDomainEvaluator(compat.EvaluatorAdapter):
+class MultiDomainEvaluator(ledger.EvaluatorAdapter):
     """An OpenNMT-tf evaluator that scores each domain's dev set separately.
 
     With one evaluation set it is OpenNMT-tf's evaluator unchanged.

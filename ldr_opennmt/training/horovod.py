@@ -29,8 +29,8 @@ import re
 
 import tensorflow as tf
 
-from ldr_opennmt import compat
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.upstream import ledger
 
 
 def is_master(hvd):
@@ -129,7 +129,7 @@ def optimizer_variables(optimizer, variables):
     return [v for v in optimizer.variables() if v.ref() not in refs] + slots
 
 
-class HorovodTrainer(compat.HorovodTrainerAdapter):
+class HorovodTrainer(ledger.HorovodTrainerAdapter):
     """OpenNMT-tf's Horovod trainer, with the workers' variables equal from the start.
 
     OpenNMT-tf broadcasts worker 0's variables after the first update only, and only

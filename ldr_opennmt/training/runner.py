@@ -38,14 +38,15 @@ from opennmt import inference
 from opennmt.utils import checkpoint as checkpoint_util
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt import checkpoints, compat, config_keys, domain_record
+from ldr_opennmt import checkpoints, config_keys, domain_record
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import ensembles, locks, onmt_main
+from ldr_opennmt import ensembles, locks
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.training import data_files, eta, horovod, inference_checks, recipe_checks
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator, evaluation_sets
+from ldr_opennmt.upstream import ledger, onmt_main
 from ldr_opennmt.utils import atomic_output, same_file, write_lines_atomic
 
 FINETUNE_STATE = "finetune.json"
@@ -60,12 +61,17 @@ MODEL_DESCRIPTION = "model_description.py"
 DEFAULT_MAXIMUM_DECODING_LENGTH = 250
 
 
-class Runner(compat.RunnerAdapter):
+class Runner(ledger.RunnerAdapter):
     """``opennmt.Runner`` with per-domain corpora, domain sampling and fine-tuning.
 
     It is also the one way to load a trained model (:meth:`from_files`, then
     :meth:`restore`), used by every command of the package.
     """
+
+    #: This Runner takes the training lock of its ``model_dir`` and writes ``domains.json``
+    #: itself: the guard of stock ``opennmt.Runner.train``
+    #: (:func:`ldr_opennmt.upstream.patches.guard_training`) leaves it alone.
+    guards_model_dir = True
 
     def __init__(self, model, config, **kwargs):
         # The package's keys (type, range, section) before anything else reads them.
@@ -688,7 +694,7 @@ class Runner(compat.RunnerAdapter):
         if master:
             self.warn_about_recipe(hvd.size() if hvd is not None else num_devices)
         max_step = self.finalized_config()["train"].get("max_step")
-        with compat.evaluator_class(MultiDomainEvaluator), compat.horovod_trainer_class(
+        with ledger.evaluator_class(MultiDomainEvaluator), ledger.horovod_trainer_class(
             horovod.HorovodTrainer
         ), eta.eta_in_step_logs(max_step):
             return super().train(num_devices=num_devices, with_eval=with_eval, **kwargs)
@@ -701,7 +707,7 @@ class Runner(compat.RunnerAdapter):
     def evaluate(self, features_file=None, labels_file=None, checkpoint_path=None):
         self.validate("eval")
         self._check_evaluation_files(features_file, labels_file)
-        with compat.evaluator_class(MultiDomainEvaluator):
+        with ledger.evaluator_class(MultiDomainEvaluator):
             return super().evaluate(
                 features_file=features_file,
                 labels_file=labels_file,

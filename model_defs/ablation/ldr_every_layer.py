@@ -3,11 +3,11 @@ authors' released code: the LDR transform after the input and after every encode
 released code's cell/self_attention_encoder_LDR.py). A row of the one-at-a-time ablation of LDR
 as released (docs/families/ldr.md)."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

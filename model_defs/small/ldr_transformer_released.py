@@ -2,11 +2,11 @@
 model_defs/ldr_transformer_released.py), at the CPU size of model_defs/small/ldr_transformer.py:
 2 layers of 64 units, domain regions of 4 cells (beside the 64-cell generic embedding)."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

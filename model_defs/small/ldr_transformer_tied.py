@@ -2,11 +2,11 @@
 demo's Mixed baseline (model_defs/small/mixed_transformer_tied.py): the demo's LDR row, so
 that it differs from its control by the method alone."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

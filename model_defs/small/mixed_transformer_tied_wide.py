@@ -4,11 +4,11 @@ spent on wider feed-forward layers instead (4 of them x (2 x 64 + 1) x 986 more 
 508,776). The controlled experiment of docs/tables.md, "One base for continued training":
 whether the tied and untied Mixed differ by their parameter count or by the tying."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

@@ -1,11 +1,11 @@
 """Small domain-mixing Transformer, encoder-only variant (E): mixing in the encoder layers
 only, the decoder a plain Transformer's (the mixing paper's E against E/DC)."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

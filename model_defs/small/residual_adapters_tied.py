@@ -2,11 +2,11 @@
 (``model_defs/small/mixed_transformer_tied.py``, the registry's small Mixed): the tables'
 row, whose Mixed is also Factorized PA's stage 1."""
 
-from ldr_opennmt import hooks, models
+from ldr_opennmt import models, upstream
 
-# The package's hooks into onmt-main (one-line errors, training lock, domains.json, ...):
+# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
 # installed here, on import, because onmt-main copies this file before it builds the model.
-hooks.install()
+upstream.install()
 
 
 def model():

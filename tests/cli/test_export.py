@@ -21,7 +21,9 @@ from tests import helpers
 
 SOURCES = ["the big cell", "a host is here", "spirit", "cell host spirit now"]
 MAX_LENGTH = 10
-DEFINITION = """from ldr_opennmt import models
+DEFINITION = """from ldr_opennmt import models, upstream
+
+upstream.install()
 
 
 def model():

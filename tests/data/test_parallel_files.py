@@ -15,6 +15,7 @@ import opennmt
 import tensorflow as tf
 import yaml
 
+from ldr_opennmt import config_loader
 from ldr_opennmt.cli import data as cli
 from ldr_opennmt.data import corpus, parallel_files
 from ldr_opennmt.errors import UserError
@@ -116,8 +117,11 @@ class BuildFilesTest(tf.test.TestCase):
         cwd = os.getcwd()
         os.chdir(self.dir)  # Not the corpus directory: a path relative to it is not found here.
         try:
+            # What the package's models give their inputters (MultiDomainModel.initialize).
             tokenizer = opennmt.tokenizers.make_tokenizer(
-                os.path.join("elsewhere", "corpus", "tokenizer.en.yml")
+                config_loader.resolve_tokenizer_files(
+                    os.path.join("elsewhere", "corpus", "tokenizer.en.yml")
+                )
             )
             self.assertEqual(tokenizer.tokenize("Take one tablet daily."), expected)
             self.assertEqual(tokenizer.config["bpe_model_path"], os.path.join(moved, "bpe.en"))

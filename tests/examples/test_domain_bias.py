@@ -22,7 +22,7 @@ from ldr_opennmt.layers import domain_scope
 from ldr_opennmt.serving import client
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
-from tests.test_onmt_main import ROOT, _checkpoints, _onmt_main, _write_config
+from tests.upstream.test_onmt_main import ROOT, _checkpoints, _onmt_main, _write_config
 
 EXAMPLE = os.path.join(ROOT, "examples", "domain_bias", "domain_bias.py")
 FAMILY = "domain_bias_transformer"

@@ -523,7 +523,7 @@ class MixingOnmtMainTest(tf.test.TestCase):
 
         # The refusal of an unlabelled training corpus is tested in process above
         # (MixingTransformerTest); onmt-main prints UserErrors as one line
-        # (tests/test_onmt_main.py).
+        # (tests/upstream/test_onmt_main.py).
         train = subprocess.run(
             [onmt_main, "--model", "model_defs/small/mixing_transformer.py"]
             + ["--config", path, "--auto_config", "train"],

@@ -1,5 +1,6 @@
-"""Importing the package has no side effect; :func:`ldr_opennmt.hooks.install` installs the
-hooks, once, and every multi-domain model calls it (issue 46 item 3)."""
+"""Importing the package or constructing its objects changes nothing outside it;
+:func:`ldr_opennmt.upstream.install` installs the patches, once, and every model definition
+calls it (issues 46 item 3 and 57 item 2)."""
 
 import ast
 import glob
@@ -9,39 +10,38 @@ import sys
 import textwrap
 import unittest
 
-import opennmt
 import tensorflow as tf
 import yaml
 
-from ldr_opennmt import hooks
+from ldr_opennmt import config_loader, models
+from tests import corpus, helpers
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-#: What a process reports of the hooks: whether sys.excepthook is still Python's, and the
-#: OpenNMT-tf names the package patches, marked by its wrappers.
+#: What a process reports of the patches: whether sys.excepthook is still Python's, and the
+#: OpenNMT-tf names the package patches, marked by its wrappers (and make_tokenizer, which it
+#: no longer replaces).
 REPORT = """
 def report():
     import opennmt
     from opennmt import tokenizers
     from opennmt.utils import checkpoint
 
-    marked = lambda f, mark="_ldr_opennmt": bool(getattr(f, mark, False))
+    marked = lambda f: bool(getattr(f, "_ldr_opennmt", False))
     return {
         "excepthook": sys.excepthook is sys.__excepthook__,
-        "train_lock": marked(opennmt.Runner.train),
-        "train_record": marked(opennmt.Runner.train, "_ldr_opennmt_record"),
-        "tokenizer_paths": marked(tokenizers.make_tokenizer),
+        "train_guard": marked(opennmt.Runner.train),
+        "tokenizer": marked(tokenizers.make_tokenizer),
         "checkpoint_check": marked(checkpoint.Checkpoint.restore),
     }
 """
 UNPATCHED = {
     "excepthook": True,
-    "train_lock": False,
-    "train_record": False,
-    "tokenizer_paths": False,
+    "train_guard": False,
+    "tokenizer": False,
     "checkpoint_check": False,
 }
-PATCHED = {key: not value for key, value in UNPATCHED.items()}
+PATCHED = dict(UNPATCHED, excepthook=False, train_guard=True, checkpoint_check=True)
 
 
 def _run(code):
@@ -60,12 +60,13 @@ def _run(code):
 
 
 class ImportTest(unittest.TestCase):
-    def test_the_registry_imports_no_tensorflow_and_patches_nothing(self):
+    def test_the_registry_and_the_seam_import_no_tensorflow_and_patch_nothing(self):
         loaded, hook = _run("""
             hook = sys.excepthook
             import ldr_opennmt
             import ldr_opennmt.registry
             import ldr_opennmt.errors
+            import ldr_opennmt.upstream
             print((sorted(m for m in sys.modules if m.split(".")[0] in
                           ("tensorflow", "opennmt", "keras", "ldr_opennmt")),
                    sys.excepthook is hook))
@@ -77,31 +78,36 @@ class ImportTest(unittest.TestCase):
                 "ldr_opennmt.errors",
                 "ldr_opennmt.family_table",
                 "ldr_opennmt.registry",
+                "ldr_opennmt.upstream",
             ],
         )
         self.assertTrue(hook)
 
-    def test_importing_every_module_patches_nothing_a_model_installs_once(self):
-        before, after_import, after_model, again = _run("""
+    def test_importing_and_constructing_patch_nothing_install_patches_once(self):
+        before, after, installed, again = _run("""
             import importlib, pkgutil
             before = report()
             import ldr_opennmt
             for module in pkgutil.walk_packages(ldr_opennmt.__path__, "ldr_opennmt."):
                 importlib.import_module(module.name)
-            from ldr_opennmt import hooks, models
-            after_import = (report(), hooks.installed())
-            models.ldr_transformer(num_layers=1, num_units=16, num_heads=2, ffn_inner_dim=32)
-            installed = (report(), hooks.installed())
+            from ldr_opennmt import models, registry, upstream
+            from ldr_opennmt.training.runner import Runner
+            # Every family's tiny model, initialized and built (its capabilities), and a Runner.
+            for family in registry.families():
+                registry.capabilities(family.name)
+            Runner(models.mixed_transformer(**registry.TINY_TRANSFORMER),
+                   {"model_dir": "unused", "data": {}})
+            after = (report(), upstream.installed())
             import opennmt
+            upstream.install()
+            installed = (report(), upstream.installed())
             train = opennmt.Runner.train
-            hooks.install()
-            models.mixed_transformer(num_layers=1, num_units=16, num_heads=2, ffn_inner_dim=32)
-            print((before, after_import, installed, opennmt.Runner.train is train))
+            upstream.install()
+            print((before, after, installed, opennmt.Runner.train is train))
             """)
         self.assertEqual(before, UNPATCHED)
-        self.assertEqual(after_import, (UNPATCHED, False))
-        # A model's construction installed every hook (what stock onmt-main --model needs).
-        self.assertEqual(after_model, (PATCHED, True))
+        self.assertEqual(after, (UNPATCHED, False))
+        self.assertEqual(installed, (PATCHED, True))
         self.assertTrue(again)  # Once: a second call wraps nothing again.
 
     def test_a_model_definition_installs_them_on_import(self):
@@ -109,10 +115,19 @@ class ImportTest(unittest.TestCase):
         report, installed = _run("""
             import runpy
             runpy.run_path("model_defs/small/mixed_transformer.py")
-            from ldr_opennmt import hooks
-            print((report(), hooks.installed()))
+            from ldr_opennmt import upstream
+            print((report(), upstream.installed()))
             """)
         self.assertEqual((report, installed), (PATCHED, True))
+
+    def test_the_old_name_of_the_seam_still_installs(self):
+        # A model directory's model_description.py copied before the move imports hooks.
+        report = _run("""
+            from ldr_opennmt import hooks
+            hooks.install()
+            print(report())
+            """)
+        self.assertEqual(report, PATCHED)
 
 
 class ModelDefinitionsTest(unittest.TestCase):
@@ -133,7 +148,7 @@ class ModelDefinitionsTest(unittest.TestCase):
                 for call in calls
                 if isinstance(call, ast.Attribute) and isinstance(call.value, ast.Name)
             ]
-            self.assertIn("hooks.install", names, path)
+            self.assertIn("upstream.install", names, path)
             # Before the definitions: the top level calls it before any def or class.
             first_def = next(
                 i
@@ -143,7 +158,7 @@ class ModelDefinitionsTest(unittest.TestCase):
             install = next(
                 i
                 for i, node in enumerate(tree.body)
-                if isinstance(node, ast.Expr) and ast.unparse(node) == "hooks.install()"
+                if isinstance(node, ast.Expr) and ast.unparse(node) == "upstream.install()"
             )
             self.assertLess(install, first_def, path)
 
@@ -167,29 +182,33 @@ class TokenizerPathsTest(tf.test.TestCase):
 
     def test_relative_and_moved_paths_are_found_beside_the_file(self):
         bpe = os.path.join(self.corpus, "bpe.en")
+        paths = corpus.write_corpus(os.path.join(self.dir, "data"), count=4)
         for value in ("bpe.en", "/gone/corpus/bpe.en"):
             path = self._config({"type": "OpenNMTTokenizer", "params": {"bpe_model_path": value}})
-            resolved = hooks.resolve_tokenizer_files(path)
+            resolved = config_loader.resolve_tokenizer_files(path)
             self.assertEqual(resolved["params"]["bpe_model_path"], bpe, value)
-            # What the inputters call (installed by the package's hooks).
-            hooks.install()
-            tokenizer = opennmt.tokenizers.make_tokenizer(path)
-            self.assertEqual(tokenizer.config["bpe_model_path"], bpe)
+            # What a model of the package gives its inputters, under any command: nothing
+            # installed, run from another directory.
+            data = dict(corpus.data_config(paths), source_tokenization=path)
+            model = models.mixed_transformer(**helpers.TINY)
+            model.initialize(data)
+            self.assertEqual(model.features_inputter.tokenizer.config["bpe_model_path"], bpe)
+            self.assertEqual(data["source_tokenization"], path)  # The caller's config kept.
         # Without a type: the options at the top level.
         path = self._config({"mode": "aggressive", "bpe_model_path": "bpe.en"}, "flat.yml")
-        self.assertEqual(hooks.resolve_tokenizer_files(path)["bpe_model_path"], bpe)
+        self.assertEqual(config_loader.resolve_tokenizer_files(path)["bpe_model_path"], bpe)
 
     def test_other_configurations_are_left_as_they_are(self):
         inline = '{"mode": "aggressive"}'
-        self.assertEqual(hooks.resolve_tokenizer_files(inline), inline)
-        self.assertIsNone(hooks.resolve_tokenizer_files(None))
+        self.assertEqual(config_loader.resolve_tokenizer_files(inline), inline)
+        self.assertIsNone(config_loader.resolve_tokenizer_files(None))
         options = {"bpe_model_path": "bpe.en"}
-        self.assertIs(hooks.resolve_tokenizer_files(options), options)
+        self.assertIs(config_loader.resolve_tokenizer_files(options), options)
         # An absolute path that exists, and a file found nowhere (OpenNMT-tf reports it).
         bpe = os.path.join(self.corpus, "bpe.en")
         for value in (bpe, "missing.bpe"):
             path = self._config({"bpe_model_path": value})
-            self.assertEqual(hooks.resolve_tokenizer_files(path), path)
+            self.assertEqual(config_loader.resolve_tokenizer_files(path), path)
 
 
 if __name__ == "__main__":

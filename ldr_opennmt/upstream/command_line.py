@@ -1,12 +1,12 @@
 """An ``onmt-main`` command line read as ``onmt-main`` reads it: its run type and its
 ``model_dir``.
 
-Used by ``ldr-main`` (:func:`ldr_opennmt.onmt_main.run_onmt_main`) and by the guard that locks
-a stock ``onmt-main ... train`` (:func:`ldr_opennmt.guards.lock_stock_onmt_main_training`).
-The configuration files are read with the package's bounded loader
-(:func:`ldr_opennmt.config_loader.load_run_config`) for their ``model_dir`` only: no user
-module is loaded here (that is :func:`ldr_opennmt.onmt_main.load_run_config`'s), so that the
-hooks below the models never reach the family registry.
+Used by ``ldr-main`` (:func:`ldr_opennmt.upstream.onmt_main.run_onmt_main`) and by the lock of
+a stock ``onmt-main ... train``
+(:func:`ldr_opennmt.upstream.patches.lock_stock_onmt_main_training`). The configuration files
+are read with the package's bounded loader (:func:`ldr_opennmt.config_loader.load_run_config`)
+for their ``model_dir`` only: no user module is loaded here (that is
+:func:`ldr_opennmt.upstream.onmt_main.load_run_config`'s).
 """
 
 import argparse

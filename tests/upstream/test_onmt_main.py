@@ -11,7 +11,7 @@ import yaml
 
 from tests import corpus, helpers
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ONMT_MAIN = os.path.join(os.path.dirname(sys.executable), "onmt-main")
 
 

@@ -1,11 +1,11 @@
 """Taking over ``onmt-main``: what ``ldr-main`` and stock ``onmt-main`` runs get from the package.
 
 ``ldr-main`` is ``onmt-main`` with the package's Runner; users of stock ``onmt-main
---model FILE.py`` get the same checks and one-line errors through the package's hooks
-(:func:`ldr_opennmt.hooks.install`, which the model definition calls).
+--model FILE.py`` get the same checks and one-line errors through the package's patches
+(:func:`ldr_opennmt.upstream.install`, which the model definition calls).
 This module holds that plumbing; the adapters on OpenNMT-tf's classes (Runner,
-evaluator, trainer, decoding, optimizer) are :mod:`ldr_opennmt.compat`, whose ledger
-(:data:`ldr_opennmt.compat.UPSTREAM_NAMES`) also lists the upstream names used here
+evaluator, trainer, decoding, optimizer) are :mod:`ldr_opennmt.upstream.ledger`, whose ledger
+(:data:`ldr_opennmt.upstream.ledger.UPSTREAM_NAMES`) also lists the upstream names used here
 (``opennmt.bin.main``'s ``main``, ``Runner``, ``config_util`` and
 ``_initialize_logging``), so that whoever upgrades OpenNMT-tf still reads one list.
 
@@ -19,11 +19,11 @@ evaluator, trainer, decoding, optimizer) are :mod:`ldr_opennmt.compat`, whose le
   runs in process too (tests).
 * :func:`load_run_config`: the run configuration of an ``onmt-main`` command line, read
   as ``onmt-main`` reads it, with the user modules of its ``user_modules`` loaded; its run
-  type and model directory: :mod:`ldr_opennmt.command_line`.
+  type and model directory: :mod:`ldr_opennmt.upstream.command_line`.
 * :func:`initialize_logging`: ``onmt-main``'s log format (``_initialize_logging``).
 
-The hooks of stock ``onmt-main`` (the one-line error hook, the tokenization files found
-beside their configuration) are :mod:`ldr_opennmt.hooks`.
+What stock ``onmt-main`` gets (the one-line error hook, the guard of ``Runner.train``, the
+checkpoint check) is :mod:`ldr_opennmt.upstream.patches`.
 """
 
 import contextlib
@@ -35,7 +35,8 @@ import tensorflow as tf
 from opennmt import config as config_util
 from opennmt.bin import main as stock_main
 
-from ldr_opennmt import command_line, config_keys, config_loader, errors, locks, registry
+from ldr_opennmt import config_keys, config_loader, errors, locks, registry
+from ldr_opennmt.upstream import command_line
 
 
 def load_run_config(config_paths, config=None):

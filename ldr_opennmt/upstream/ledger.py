@@ -2,9 +2,9 @@
 
 ldr-opennmt is pinned to OpenNMT-tf :data:`PINNED_OPENNMT`. Where the public API
 offers no hook, the package relies on the upstream names listed in
-:data:`UPSTREAM_NAMES`; they are used in this module, in :mod:`ldr_opennmt.onmt_main`
-(taking over ``onmt-main``) and in :mod:`ldr_opennmt.guards`, and all of them are
-listed here, so whoever upgrades OpenNMT-tf reads one list. ``tests/test_compat.py``
+:data:`UPSTREAM_NAMES`; they are used in this module, in :mod:`ldr_opennmt.upstream.onmt_main`
+(taking over ``onmt-main``) and in :mod:`ldr_opennmt.upstream.patches`, and all of them are
+listed here, so whoever upgrades OpenNMT-tf reads one list. ``tests/upstream/test_ledger.py``
 checks the version and every listed name, and fails naming what broke.
 
 On import, a different OpenNMT-tf version logs one warning with the names that
@@ -48,11 +48,13 @@ What is here, and why no public equivalent exists:
   for a trainer that broadcasts before the first step and by position
   (:mod:`ldr_opennmt.training.horovod`); ``Runner.train`` builds it through the module
   global ``opennmt.runner.training_util``, swapped for the duration of the call only.
-* :mod:`ldr_opennmt.guards` (names of this ledger, each listed here):
-  ``opennmt.Runner.train`` wrapped to take the training lock of its
-  ``model_dir``, and ``opennmt.utils.checkpoint.Checkpoint.restore`` wrapped to refuse a
-  checkpoint of another model, as stock ``onmt-main`` has no hook around either.
-* :mod:`ldr_opennmt.onmt_main` (taking over ``onmt-main``: ``ldr-main``'s run of its
+* :mod:`ldr_opennmt.upstream.patches` (names of this ledger, each listed here):
+  ``opennmt.Runner.train`` wrapped to take the training lock of its ``model_dir`` and write
+  ``domains.json`` when OpenNMT-tf's own Runner trains (``Runner._finalize_config`` and
+  ``_init_model`` read its configuration and model), and
+  ``opennmt.utils.checkpoint.Checkpoint.restore`` wrapped to refuse a checkpoint of another
+  model, as stock ``onmt-main`` has no hook around either.
+* :mod:`ldr_opennmt.upstream.onmt_main` (taking over ``onmt-main``: ``ldr-main``'s run of its
   ``main()`` with the package's Runner, the deferred copy of the model definition,
   the log format and the one-line error hook): the names of ``opennmt.bin.main`` it
   uses are listed here.
@@ -74,10 +76,10 @@ from opennmt.utils import misc
 PINNED_OPENNMT = "2.32.0"
 
 #: (object, attribute, what uses it). Instance attributes are checked on instances
-#: by the tests (``tests/test_compat.py``).
+#: by the tests (``tests/upstream/test_ledger.py``).
 UPSTREAM_NAMES = (
-    (opennmt.Runner, "_finalize_config", "RunnerAdapter.finalized_config"),
-    (opennmt.Runner, "_init_model", "RunnerAdapter.new_model"),
+    (opennmt.Runner, "_finalize_config", "RunnerAdapter.finalized_config, patches.record_domains"),
+    (opennmt.Runner, "_init_model", "RunnerAdapter.new_model, patches.record_domains"),
     (runner_module, "evaluation", "evaluator_class (per-domain evaluation)"),
     (evaluation.Evaluator, "_record_results", "EvaluatorAdapter.record"),
     (evaluation.Evaluator, "_maybe_export", "EvaluatorAdapter.record"),
@@ -103,9 +105,9 @@ UPSTREAM_NAMES = (
     (training_module.HorovodTrainer, "_broadcast_variables", "HorovodTrainerAdapter"),
     (training_module.HorovodTrainer, "_steps", "HorovodTrainerAdapter"),
     (training_module, "TrainingStats", "training_steps"),
-    (opennmt.Runner, "train", "guards.install_training_lock"),
-    (checkpoint_module.Checkpoint, "restore", "guards.install_checkpoint_check"),
-    (opennmt.Runner, "model_dir", "guards.install_training_lock"),
+    (opennmt.Runner, "train", "patches.guard_training"),
+    (checkpoint_module.Checkpoint, "restore", "patches.install_checkpoint_check"),
+    (opennmt.Runner, "model_dir", "patches.guard_training"),
 )
 
 #: Attributes that OpenNMT-tf sets on instances (checked on built objects by the tests).
@@ -146,7 +148,7 @@ def check_upstream():
         (
             "missing " + "; ".join(missing)
             if missing
-            else "the names it relies on exist (see ldr_opennmt/compat.py)"
+            else "the names it relies on exist (see ldr_opennmt/upstream/ledger.py)"
         ),
     )
 
@@ -157,7 +159,7 @@ def instance_attribute(obj, name):
     except AttributeError as e:
         raise RuntimeError(
             "OpenNMT-tf %s: %s has no attribute %s (ldr-opennmt is pinned to %s; see "
-            "ldr_opennmt/compat.py)"
+            "ldr_opennmt/upstream/ledger.py)"
             % (opennmt.__version__, type(obj).__name__, name, PINNED_OPENNMT)
         ) from e
 
