@@ -373,14 +373,14 @@ def _initialized_tiny(family):
 
 def _ct2_refusal(model):
     """Why the CTranslate2 export refuses :obj:`model`, or ``None``: what the fold's own
-    check (:func:`ldr_opennmt.serving.folding.check_foldable`) says of it, the family's
+    check (:func:`ldr_opennmt.export.folding.check_foldable`) says of it, the family's
     stated :attr:`ctranslate2_refusal` first. An unbuilt model is checked as far as its
     structure allows (the layers' folds need their weights)."""
     if getattr(model, "ctranslate2_refusal", None):
         return model.ctranslate2_refusal
     # Imported when a model is read, as the catalog is: importing the registry imports no
     # TensorFlow.
-    from ldr_opennmt.serving import folding  # pylint: disable=import-outside-toplevel
+    from ldr_opennmt.export import folding  # pylint: disable=import-outside-toplevel
 
     try:
         folding.check_foldable(model)

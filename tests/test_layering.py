@@ -40,6 +40,7 @@ LAYERS = (
     ("models",),
     ("training",),
     ("serving", "evaluation", "analysis"),
+    ("export",),
     ("checks",),
     ("cli",),
 )
@@ -47,9 +48,9 @@ LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 
 #: The imports that go up on purpose, done when first needed (never on import): the registry
 #: loads the package's families (``models.catalog``) and reads the CTranslate2 fold's verdict
-#: of a tiny model (``serving.folding``) when first asked, so that importing it imports no
+#: of a tiny model (``export.folding``) when first asked, so that importing it imports no
 #: TensorFlow. No circle comes of them (:func:`circles`).
-LATE_BOUND = {("registry", "models"), ("registry", "serving")}
+LATE_BOUND = {("registry", "models"), ("registry", "export")}
 
 #: A string that names a module of the project (a dynamic import when the module exists).
 MODULE_NAME = re.compile(r"(ldr_opennmt|ldr_experiments)(\.\w+)*")
@@ -186,9 +187,25 @@ class LayeringTest(tf.test.TestCase):
         # go up.
         graph = module_imports(ROOT, "ldr_opennmt")
         self.assertIn("ldr_opennmt.models.catalog", graph["ldr_opennmt.registry"])
-        self.assertIn("ldr_opennmt.serving.folding", graph["ldr_opennmt.registry"])
+        self.assertIn("ldr_opennmt.export.folding", graph["ldr_opennmt.registry"])
         # The catalog registers into the table below the registry, not into the registry.
         self.assertNotIn("ldr_opennmt.registry", graph["ldr_opennmt.models.catalog"])
+
+
+class ServingRuntimeTest(tf.test.TestCase):
+    def test_the_serving_runtime_reaches_no_model_nor_the_export(self):
+        # Issue 57 item 4: what ldr-serve, ldr-translate and the Translator import, however
+        # deep, holds no model, layer, training, seam to OpenNMT-tf or export-time code.
+        graph = module_imports(ROOT, "ldr_opennmt")
+        reached, todo = set(), [m for m in graph if m.startswith("ldr_opennmt.serving")]
+        while todo:
+            module = todo.pop()
+            if module not in reached:
+                reached.add(module)
+                todo.extend(graph.get(module, ()))
+        forbidden = ("models", "layers", "training", "upstream", "export", "inputters")
+        self.assertEqual(sorted(m for m in reached if _part(m) in forbidden), [])
+        self.assertIn("ldr_opennmt.serving.server", reached)
 
 
 class CircleTest(tf.test.TestCase):

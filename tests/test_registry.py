@@ -17,8 +17,8 @@ from parameterized import parameterized
 
 from ldr_opennmt import registry
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.export import folding
 from ldr_opennmt.models import catalog
-from ldr_opennmt.serving import folding
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 from tests.models import test_sequence_to_sequence

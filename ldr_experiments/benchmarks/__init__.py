@@ -17,7 +17,7 @@ the same size, and prints as markdown with ratios to the vanilla
 2. inference on CPU with beam search, on the same padded batches of the same
    sentences: the exported SavedModels (``serving_default``), and the CTranslate2
    models of vanilla (OpenNMT-tf converter) and of the families that fold (one model
-   for one domain, :mod:`ldr_opennmt.serving.ct2_export`). The models are untrained,
+   for one domain, :mod:`ldr_opennmt.export.ct2_export`). The models are untrained,
    so every output is forced to ``--decode_length`` tokens (minimum = maximum decoding
    length) and the tokens are counted from the outputs;
 3. the peak resident memory of each of these measurements: each one runs in its own

@@ -286,7 +286,7 @@ def _prepare_inference(config):
     inference rows (an ensemble's is the SavedModel of the row it ensembles)."""
     import tensorflow as tf
 
-    from ldr_opennmt.serving import ct2_export
+    from ldr_opennmt.export import ct2_export
 
     _load_user_modules(config)
     exports = collections.OrderedDict()  # Model name: [a row that builds it, tf, ct2].

@@ -173,7 +173,8 @@ def translate(config):
     import ctranslate2
     import tensorflow as tf
 
-    from ldr_opennmt.serving import client, ct2_export
+    from ldr_opennmt.export import ct2_export
+    from ldr_opennmt.serving import client
 
     tf.random.set_seed(config["seed"])
     row = bench_rows.Row(**config["translate"])

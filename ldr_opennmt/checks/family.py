@@ -56,8 +56,8 @@ from ldr_opennmt.checkpoints import check_model_checkpoint, model_checkpoint_key
 from ldr_opennmt.checks import data
 from ldr_opennmt.checks import outputs as outputs_lib
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.export import ct2_export
 from ldr_opennmt.models import procedure, ttm
-from ldr_opennmt.serving import ct2_export
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 #: The checks, in the order they run (``modes``: one line per declared mode).

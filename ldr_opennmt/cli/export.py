@@ -6,7 +6,7 @@
 
 writes one CTranslate2 model per domain (``export/ct2/medical``, ...,
 ``export/ct2/generic``) and ``export/ct2/manifest.json``; see
-:mod:`ldr_opennmt.serving.ct2_export`. The model is loaded the one way every
+:mod:`ldr_opennmt.export.ct2_export`. The model is loaded the one way every
 command loads a trained model (``Runner.from_files`` then ``Runner.restore``:
 ``model_dir``'s ``model_description.py``, per-domain corpora, ``--auto_config``),
 from the latest checkpoint or ``--checkpoint_path``; the checkpoint exported (path and
@@ -19,7 +19,7 @@ import sys
 
 from ldr_opennmt import errors, upstream
 from ldr_opennmt.cli import ArgumentParser
-from ldr_opennmt.serving import ct2_export
+from ldr_opennmt.export import ct2_export
 from ldr_opennmt.training.runner import Runner
 from ldr_opennmt.upstream import onmt_main
 

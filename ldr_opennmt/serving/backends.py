@@ -53,29 +53,24 @@ class CTranslate2Backend:
     def __init__(self, options, models=None):
         self.options = options
         if models is None:
-            manifest, paths = ct2_models.open_export(options.model_dir)
-            ct2_models.generic_required(options.model_dir, paths)
-            checks = ct2_models.checks(options.model_dir, manifest)
-            models = {
-                domain: ct2_models.DomainModel(
-                    domain,
-                    path,
-                    device=options.device,
-                    inter_threads=options.inter_threads,
-                    intra_threads=options.intra_threads,
-                    load=not options.lazy,
-                    check=checks[domain],
-                    compute_type=getattr(options, "compute_type", None) or "default",
-                )
-                for domain, path in paths.items()
-            }
+            export = ct2_models.Export(options.model_dir)
+            ct2_models.generic_required(options.model_dir, export.paths)
+            models = export.models(
+                tokenizer_required=False,
+                device=options.device,
+                inter_threads=options.inter_threads,
+                intra_threads=options.intra_threads,
+                load=not options.lazy,
+                compute_type=getattr(options, "compute_type", None) or "default",
+            )
             if all(model.source_tokenizer is None for model in models.values()):
                 print(NO_TOKENIZER % options.model_dir, file=sys.stderr)
+            self.declared, self.ignored = export.declared, export.ignored
+            self.ensemble_refusal = export.ensemble_refusal
         else:
-            manifest = {"declared_domains": [d for d in models if d != domains_lib.GENERIC]}
+            self.declared = [d for d in models if d != domains_lib.GENERIC] or None
+            self.ignored, self.ensemble_refusal = None, ct2_models.ENSEMBLE_REFUSAL
         self.models = models
-        self.declared = ct2_models.declared_domains(manifest)
-        self.ignored, self.ensemble_refusal = ct2_models.label_reasons(manifest)
         self.learned_refusal = None
         self.loaded = ct2_models.LoadedModels(models, options.max_loaded_models)
         self.queues = {

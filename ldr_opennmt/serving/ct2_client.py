@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import ct2_models, labels, textio, tokenization
+from ldr_opennmt.serving import ct2_models, labels, textio
 
 
 def stopped_warning(stopped, translated, limit):
@@ -67,35 +67,20 @@ def run(args):
     """
     textio.check_paths(args)
     textio.check_output(args.output)
-    manifest, paths = ct2_models.open_export(args.export, where="--export")
+    export = ct2_models.Export(args.export, where="--export")
+    paths = export.paths
     ignored, refusal = (
         None if reason is None else "%s: %s" % (args.export, reason)
-        for reason in ct2_models.label_reasons(manifest)
+        for reason in (export.ignored, export.ensemble_refusal)
     )
     input_name = textio.STDIN if textio.is_stdin(args.input) else args.input
     lines = textio.read_text_lines(args.input)
     label_source = labels.label_source(args)
-    line_labels = labels.read_labels(
-        args, input_name, len(lines), ct2_models.declared_domains(manifest), refusal
-    )
+    line_labels = labels.read_labels(args, input_name, len(lines), export.declared, refusal)
     routes = _routes(args, line_labels, label_source, paths, ignored)
     textio.check_empty_lines(lines, input_name, args.keep_empty)
     used = list(dict.fromkeys(r for r, line in zip(routes, lines) if line.strip()))
-    checks = ct2_models.checks(args.export, manifest)
-    models = {
-        domain: ct2_models.DomainModel(
-            domain,
-            paths[domain],
-            intra_threads=0,
-            load=False,
-            tokenized=args.tokenized,
-            check=checks[domain],
-        )
-        for domain in used
-    }
-    for domain, model in models.items():
-        if not args.tokenized and model.source_tokenizer is None:
-            raise tokenization.missing_source_tokenizer(model.path, "the %s model" % domain)
+    models = export.models(used, tokenized=args.tokenized, intra_threads=0, load=False)
     sentences = [
         models[route].tokenize(line) if line.strip() else [] for route, line in zip(routes, lines)
     ]

@@ -1,8 +1,9 @@
 """The CTranslate2 models of an ``ldr-export ctranslate2`` directory, as translators use them.
 
-Shared by ``ldr-serve`` (:mod:`ldr_opennmt.serving.backends`), ``ldr-translate``
-(:mod:`ldr_opennmt.serving.ct2_client`) and :class:`ldr_opennmt.serving.translator.Translator`:
-opening the directory (:func:`open_export`), what its labels mean (:func:`label_reasons`),
+The one way ``ldr-serve`` (:mod:`ldr_opennmt.serving.backends`), ``ldr-translate``
+(:mod:`ldr_opennmt.serving.ct2_client`) and :class:`ldr_opennmt.serving.translator.Translator`
+open an export: :class:`Export` (the directory read and checked, :func:`open_export`; what its
+labels mean, :func:`label_reasons`; its models, :meth:`Export.models`), then
 each domain's model with its tokenizers (:class:`DomainModel`, loaded at once or on first
 use, its files checked against the manifest's sha256 at every load) and a cap on the models
 loaded at once (:class:`LoadedModels`, least recently used first out).
@@ -68,6 +69,52 @@ def open_export(model_dir, where="--model_dir"):
             )
         paths[domain] = path
     return manifest, paths
+
+
+class Export:
+    """An ``ldr-export ctranslate2`` directory, opened (:func:`open_export`).
+
+    Attributes:
+      dir: The directory.
+      manifest: Its manifest.
+      paths: ``{domain: model directory}``, in the manifest's order.
+      declared: The domains the model declares (:func:`declared_domains`).
+      ignored: Why its labels are ignored, or ``None`` (:func:`label_reasons`).
+      ensemble_refusal: Why it translates no ensemble label.
+    """
+
+    def __init__(self, export_dir, where="--model_dir"):
+        self.dir = export_dir
+        self.manifest, self.paths = open_export(export_dir, where=where)
+        self.declared = declared_domains(self.manifest)
+        self.ignored, self.ensemble_refusal = label_reasons(self.manifest)
+
+    def models(self, domains=None, tokenized=False, tokenizer_required=True, **options):
+        """``{domain: DomainModel}`` of :obj:`domains` (default: every exported one), each
+        checked against the manifest's sha256 at load (:func:`checks`).
+
+        Args:
+          domains: The domains to open, exported ones.
+          tokenized: Text is already tokenized: no tokenizer is used.
+          tokenizer_required: For raw text, every model must have its source tokenizer
+            (``ldr-serve`` splits on spaces instead, with a warning).
+          **options: :class:`DomainModel`'s (``device``, ``inter_threads``, ``load``, ...).
+
+        Raises:
+          UserError: for raw text and a model without a source tokenizer.
+        """
+        verified = checks(self.dir, self.manifest)
+        models = {
+            domain: DomainModel(
+                domain, self.paths[domain], tokenized=tokenized, check=verified[domain], **options
+            )
+            for domain in (self.paths if domains is None else domains)
+        }
+        if tokenizer_required and not tokenized:
+            for domain, model in models.items():
+                if model.source_tokenizer is None:
+                    raise tokenization.missing_source_tokenizer(model.path, "the %s model" % domain)
+        return models
 
 
 def checks(model_dir, manifest):

@@ -1,7 +1,7 @@
 """The manifest of an ``ldr-export ctranslate2`` directory, read without TensorFlow or
 CTranslate2: what the serving runtime needs to open an export made elsewhere.
 
-``OUT/manifest.json`` (written by :mod:`ldr_opennmt.serving.ct2_export`) records, with paths
+``OUT/manifest.json`` (written by :mod:`ldr_opennmt.export.ct2_export`) records, with paths
 relative to ``OUT``:
 
 * ``format`` (:data:`FORMAT`) and ``version`` (:data:`VERSION`);

@@ -61,27 +61,16 @@ class Translator:
         if not manifest_lib.is_export(export_dir):
             self._open_saved_model(export_dir, tokenized)
             return
-        manifest, paths = ct2_models.open_export(export_dir, where=export_dir)
-        self.declared = ct2_models.declared_domains(manifest)
-        self.ignored, _ = ct2_models.label_reasons(manifest)
-        checks = ct2_models.checks(export_dir, manifest)
-        self.models = {
-            domain: ct2_models.DomainModel(
-                domain,
-                path,
-                device=device,
-                inter_threads=inter_threads,
-                intra_threads=intra_threads,
-                load=False,
-                tokenized=tokenized,
-                check=checks[domain],
-                compute_type=compute_type,
-            )
-            for domain, path in paths.items()
-        }
-        if not tokenized and any(m.source_tokenizer is None for m in self.models.values()):
-            name = next(d for d, m in self.models.items() if m.source_tokenizer is None)
-            raise tokenization.missing_source_tokenizer(paths[name], "the %s model" % name)
+        export = ct2_models.Export(export_dir, where=export_dir)
+        self.declared, self.ignored = export.declared, export.ignored
+        self.models = export.models(
+            tokenized=tokenized,
+            device=device,
+            inter_threads=inter_threads,
+            intra_threads=intra_threads,
+            load=False,
+            compute_type=compute_type,
+        )
         self.loaded = ct2_models.LoadedModels(self.models, max_loaded_models)
 
     def _open_saved_model(self, export_dir, tokenized):

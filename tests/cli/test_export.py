@@ -15,7 +15,7 @@ import yaml
 
 from ldr_opennmt.cli import export as cli
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import ct2_export
+from ldr_opennmt.export import ct2_export
 from ldr_opennmt.serving import manifest as manifest_lib
 from tests import helpers
 

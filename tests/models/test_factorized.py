@@ -17,8 +17,8 @@ from parameterized import parameterized
 from ldr_opennmt import models
 from ldr_opennmt.cli import analyze
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.export import folding
 from ldr_opennmt.layers import factorized
-from ldr_opennmt.serving import folding
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -182,7 +182,7 @@ class FactorizedTransformerTest(tf.test.TestCase):
             )
         for design in ("pa", "df"):
             model = _model(self, design)
-            # Folds into a plain Transformer (exactness: tests/serving/test_folding.py).
+            # Folds into a plain Transformer (exactness: tests/export/test_folding.py).
             self.assertIs(type(folding.fold(model, "medical")), opennmt.models.Transformer)
         with self.assertRaisesRegex(UserError, "no single kernel"):
             model.decoder.output_layer.kernel

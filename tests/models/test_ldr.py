@@ -10,9 +10,9 @@ from parameterized import parameterized
 
 from ldr_opennmt import models, registry
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.export import ct2_export, folding
 from ldr_opennmt.layers import LayerwiseLDREmbedder, domain_scope, ldr_transform
 from ldr_opennmt.models import procedure
-from ldr_opennmt.serving import ct2_export, folding
 from tests import corpus, helpers
 
 RELEASED = "ldr_transformer_released"

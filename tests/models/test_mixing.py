@@ -16,8 +16,8 @@ from parameterized import parameterized
 
 from ldr_opennmt import models
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.export import folding
 from ldr_opennmt.layers import mixing
-from ldr_opennmt.serving import folding
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -11,8 +11,8 @@ from opennmt.utils import misc
 from parameterized import parameterized
 
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.export import folding
 from ldr_opennmt.models import multitask
-from ldr_opennmt.serving import folding
 from tests import corpus, helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -7,10 +7,10 @@ from parameterized import parameterized
 
 from ldr_opennmt import ensembles, registry
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.export import folding
 from ldr_opennmt.layers import DomainCopies
 from ldr_opennmt.models import MultiDomainTransformer, procedure
 from ldr_opennmt.models.sequence_to_sequence import transformer_arguments
-from ldr_opennmt.serving import folding
 from tests import by_capability, corpus, helpers
 
 SENTENCES = ["the big cell", "a host is here now", "spirit", "red cell a host"]

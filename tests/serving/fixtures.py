@@ -24,8 +24,8 @@ import opennmt
 
 from ldr_opennmt import models
 from ldr_opennmt.cli import translate as translate_cli
+from ldr_opennmt.export import ct2_export
 from ldr_opennmt.models import ttm
-from ldr_opennmt.serving import ct2_export
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 

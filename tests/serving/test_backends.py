@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from ldr_opennmt.cli import serve as serve_cli
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import backends, ct2_export
+from ldr_opennmt.export import ct2_export
+from ldr_opennmt.serving import backends
 from tests import helpers
 from tests.serving import fixtures, test_manifest
 

@@ -27,7 +27,8 @@ import tensorflow as tf
 from ldr_experiments import serve_bench
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt.cli import serve as serve_cli
-from ldr_opennmt.serving import backends, ct2_export, ct2_models
+from ldr_opennmt.export import ct2_export
+from ldr_opennmt.serving import backends, ct2_models
 from ldr_opennmt.serving import server as server_lib
 from tests import corpus, helpers
 from tests.serving import fake_backend, fixtures

@@ -13,7 +13,7 @@ import tensorflow as tf
 import yaml
 
 from ldr_opennmt import assets
-from ldr_opennmt.serving import ct2_export
+from ldr_opennmt.export import ct2_export
 from ldr_opennmt.serving import manifest as manifest_lib
 from ldr_opennmt.serving.translator import Translator
 from tests import corpus, helpers

@@ -2,7 +2,7 @@
 
 CTranslate2 has no domain input, so each domain gets its own model directory,
 converted by CTranslate2's OpenNMT-tf converter from the plain Transformer that
-:mod:`ldr_opennmt.serving.folding` builds for that domain::
+:mod:`ldr_opennmt.export.folding` builds for that domain::
 
     OUT/
       manifest.json      which directory is which domain, the checkpoint (name, step,
@@ -46,7 +46,7 @@ from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
 
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import folding
+from ldr_opennmt.export import folding
 from ldr_opennmt.serving.manifest import (  # noqa: F401 (this module's names, kept)
     FORMAT,
     MANIFEST,

@@ -16,9 +16,9 @@ import tensorflow as tf
 from parameterized import parameterized
 
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.export import ct2_export, folding
 from ldr_opennmt.inputters import MultiDomainInputter
 from ldr_opennmt.layers.context import DomainSpecificLayer
-from ldr_opennmt.serving import ct2_export, folding
 from tests import helpers
 
 SOURCES = ["the big cell", "a host is here", "spirit", "cell host spirit now", "small red host"]

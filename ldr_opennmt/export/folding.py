@@ -15,7 +15,7 @@ function of the word, i.e. a plain embedding table:
 vocabularies, plain word embedders on both sides, the encoder and decoder weights
 copied and the folded tables as embeddings: for that domain it computes what the
 multi-domain model computes, and it is the kind of model that OpenNMT-tf and
-CTranslate2 know (see :mod:`ldr_opennmt.serving.ct2_export`). Folded models are
+CTranslate2 know (see :mod:`ldr_opennmt.export.ct2_export`). Folded models are
 for inference: their embedders have no dropout.
 
 The per-domain projections that model families put into the stock attention and
