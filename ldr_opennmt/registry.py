@@ -13,7 +13,7 @@ file of their own, without editing the package:
     from ldr_opennmt.models import MultiDomainTransformer
     from ldr_opennmt.models.sequence_to_sequence import transformer_arguments
 
-    upstream.install()  # onmt-main's hooks: this file is also a model definition.
+    upstream.install()  # onmt-main's patches: this file is also a model definition.
 
     @registry.register_family(
         "bias_transformer",

@@ -225,8 +225,9 @@ def tokenizer_config(bpe_path):
     ``ldr-data`` writes it as ``tokenizer.LANG.yml`` with :obj:`bpe_path` relative to the
     corpus (``bpe.en``), so that a corpus directory can be moved or copied: OpenNMT-tf would
     resolve a relative path against the current directory, the package resolves it against
-    the configuration's (:func:`ldr_opennmt.config_loader.resolve_tokenizer_files`, installed on
-    ``opennmt.tokenizers.make_tokenizer``; :func:`ldr_opennmt.assets.corpus_tokenizer`).
+    the configuration's (:func:`ldr_opennmt.config_loader.resolve_tokenizer_files`, which the
+    package's models apply to their data configuration; :func:`ldr_opennmt.assets.
+    corpus_tokenizer`).
     """
     return {"type": "OpenNMTTokenizer", "params": dict(TOKENIZER_OPTIONS, bpe_model_path=bpe_path)}
 
