@@ -1,23 +1,26 @@
 """Dev BLEU against training compute (issue 59 item 4): the checkpoints a curve reads, its
 compute, the flat criterion and a real curve of a tiny model."""
 
-import collections
 import math
 import os
-import subprocess
-import sys
 import types
 
-import pytest
+import opennmt
 import tensorflow as tf
 import yaml
 
 from ldr_experiments import table_compute
-from ldr_opennmt.data import corpus as corpus_lib
 from tests import corpus as tiny
 from tests import helpers
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFINITION = """from ldr_opennmt import models, upstream
+
+upstream.install()
+
+
+def model():
+    return models.mixed_transformer(%s)
+"""
 
 
 def _checkpoint_file(model_dir, steps, absolute=False):
@@ -111,67 +114,60 @@ class FlatTest(tf.test.TestCase):
         self.assertEqual(table_compute.curve_section(None, out), [])
 
 
-@pytest.mark.e2e
-class MeasureTest(helpers.SharedDirTestCase):
-    """A curve measured on the kept checkpoints of a tiny model trained by onmt-main."""
+class MeasureTest(tf.test.TestCase):
+    """A curve measured on the kept checkpoints of a tiny model (saved at steps 3 and 6, with
+    other weights), on a corpus directory laid out as ``ldr-data`` lays it out."""
 
     def test_every_kept_checkpoint_is_scored_on_every_dev_set(self):
-        pairs = collections.OrderedDict((d, tiny.make_pairs(d, 40, seed=3)) for d in tiny.DOMAINS)
-        corpus_dir = os.path.join(self.dir, "corpus")
-        corpus_lib.build(pairs, corpus_dir, dev_size=4, test_size=4, bpe_merges=30, log=print)
+        directory = self.get_temp_dir()
+        test = types.SimpleNamespace(get_temp_dir=lambda: directory)
+        model, paths = helpers.build_model(test, "mixed_transformer", seed=3)
+        model_dir = os.path.join(directory, "mixed")
+        os.makedirs(model_dir)
+        with open(os.path.join(model_dir, "model_description.py"), "w") as f:
+            f.write(DEFINITION % ", ".join("%s=%r" % item for item in helpers.TINY.items()))
+        checkpoint = opennmt.utils.checkpoint.Checkpoint(model, model_dir=model_dir)
+        checkpoint.save(step=3)
+        helpers.randomize_weights(model, 4)
+        checkpoint.save(step=6)
         config = {
-            "model_dir": os.path.join(self.dir, "mixed"),
-            "data": {
-                "domains": tiny.DOMAINS,
-                "train_features_file": [
-                    os.path.join(corpus_dir, "train.en"),
-                    os.path.join(corpus_dir, "train.domain"),
-                ],
-                "train_labels_file": os.path.join(corpus_dir, "train.fr"),
-                "source_vocabulary": os.path.join(corpus_dir, "vocab.en"),
-                "target_vocabulary": os.path.join(corpus_dir, "vocab.fr"),
-            },
-            "params": {"optimizer": "Adam", "learning_rate": 0.003, "beam_width": 1},
-            "train": {
-                "batch_size": 16,
-                "batch_type": "examples",
-                "effective_batch_size": None,
-                "max_step": 6,
-                "save_checkpoints_steps": 3,
-                "average_last_checkpoints": 0,
-            },
-            "infer": {"batch_size": 16},
+            "model_dir": model_dir,
+            "data": dict(tiny.data_config(paths)),
+            "params": {"beam_width": 1, "maximum_decoding_length": 6},
         }
-        path = os.path.join(self.dir, "mixed.yml")
-        with open(path, "w") as f:
+        config_path = os.path.join(directory, "mixed.yml")
+        with open(config_path, "w") as f:
             yaml.safe_dump(config, f)
-        onmt_main = os.path.join(os.path.dirname(sys.executable), "onmt-main")
-        result = subprocess.run(
-            [onmt_main, "--model", "model_defs/small/mixed_transformer.py", "--config", path]
-            + ["--auto_config", "train"],
-            cwd=ROOT,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore"),
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        # The dev sets: two pairs per domain, tokenized sources and raw references.
+        corpus_dir = os.path.join(directory, "corpus_dir")
+        os.makedirs(os.path.join(corpus_dir, "raw"))
+        for domain in tiny.DOMAINS:
+            pairs = tiny.make_pairs(domain, 2, seed=5)
+            tiny.write_lines(os.path.join(corpus_dir, "dev.%s.en" % domain), [s for s, _ in pairs])
+            tiny.write_lines(os.path.join(corpus_dir, "dev.%s.domain" % domain), [domain] * 2)
+            tiny.write_lines(
+                os.path.join(corpus_dir, "raw", "dev.%s.fr" % domain), [t for _, t in pairs]
+            )
         trained = types.SimpleNamespace(
-            name="Mixed", model_dir=config["model_dir"], config_paths=[path]
+            name="Mixed", model_dir=model_dir, config_paths=[config_path]
         )
-        plan = types.SimpleNamespace(trained=[trained])
         logged = []
-        detok = corpus_lib.load_tokenizer(corpus_dir, "fr")
         figures = table_compute.measure(
-            plan, corpus_dir, "en", "fr", tiny.DOMAINS, detok.detokenize, log=logged.append
+            types.SimpleNamespace(trained=[trained]),
+            corpus_dir,
+            "en",
+            "fr",
+            tiny.DOMAINS,
+            " ".join,
+            log=logged.append,
         )
         (curve,) = figures["curves"]
         self.assertEqual(curve["name"], "Mixed")
-        kept = [step for step, _ in table_compute.kept_checkpoints(config["model_dir"])]
-        self.assertEqual([p["step"] for p in curve["points"]], kept)
-        self.assertLessEqual({3, 6}, set(kept))
+        self.assertEqual([(p["step"], p["passes"]) for p in curve["points"]], [(3, 3), (6, 6)])
         for point in curve["points"]:
             self.assertEqual(sorted(point["bleu"]), sorted(tiny.DOMAINS))
             self.assertAllClose(point["avg"], sum(point["bleu"].values()) / 3)
             self.assertTrue(all(0 <= value <= 100 for value in point["chrf"].values()))
-        self.assertEqual(len(logged), len(kept))
+        # Each checkpoint translated with its own weights.
+        self.assertNotEqual(curve["points"][0]["chrf"], curve["points"][1]["chrf"])
+        self.assertEqual(len(logged), 2)
