@@ -3,8 +3,9 @@ the tables' budget, with the two-pass headline rows beside it.
 
 A training saves a checkpoint every ``save_checkpoints_steps`` (a quarter of the tables'
 budget) and keeps the last ``keep_checkpoint_max`` (two in the default corpus's configuration,
-``data_configs/default.yml``: 3375 and 4500 steps); ``Mixed (equal passes)`` continues
-``Mixed``, so one curve of Mixed runs through both (3375, 4500, 7875 and 9000 passes). Each
+``data_configs/default.yml``: 3375 and 4500 steps); a training that continues another saves
+at its end only. ``Mixed (equal passes)`` continues ``Mixed``, so one curve of Mixed runs
+through both (3375, 4500 and 9000 passes). Each
 kept checkpoint of seed 1 translates the dev sets of every domain (every sentence, with its true
 label) and is scored with sacrebleu's BLEU. Compute is counted in forward-backward passes:
 steps times the passes of a step (:data:`CURVES`: 2 for the rows trained ``summed``, whose
@@ -171,7 +172,7 @@ def flat_verdict(name, points):
             before,
             last,
             FLAT_BLEU,
-            "" if flat else " (%.0fx the criterion)" % (rate / FLAT_BLEU) if rate > 0 else "",
+            "" if flat else " (%.0fx the criterion)" % (rate / FLAT_BLEU),
         )
     )
 

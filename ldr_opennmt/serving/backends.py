@@ -65,12 +65,12 @@ class CTranslate2Backend:
             )
             if all(model.source_tokenizer is None for model in models.values()):
                 print(NO_TOKENIZER % options.model_dir, file=sys.stderr)
-            self.declared, self.ignored = export.declared, export.ignored
-            self.ensemble_refusal = export.ensemble_refusal
+            manifest = export.manifest
         else:
-            self.declared = [d for d in models if d != domains_lib.GENERIC] or None
-            self.ignored, self.ensemble_refusal = None, ct2_models.ENSEMBLE_REFUSAL
+            manifest = {"declared_domains": [d for d in models if d != domains_lib.GENERIC]}
         self.models = models
+        self.declared = ct2_models.declared_domains(manifest)
+        self.ignored, self.ensemble_refusal = ct2_models.label_reasons(manifest)
         self.learned_refusal = None
         self.loaded = ct2_models.LoadedModels(models, options.max_loaded_models)
         self.queues = {

@@ -15,6 +15,8 @@ TensorFlow, and every model definition at its top (for stock ``onmt-main --model
 Importing this package imports no TensorFlow; :func:`install` does.
 """
 
+import sys
+
 
 def install():
     """Installs the package's patches of OpenNMT-tf and runs the checks of the process, once
@@ -31,7 +33,5 @@ def install():
 
 def installed():
     """Whether :func:`install` ran in this process."""
-    import sys
-
     patches = sys.modules.get("ldr_opennmt.upstream.patches")
     return patches is not None and patches.installed()

@@ -55,9 +55,8 @@ What is here, and why no public equivalent exists:
   ``opennmt.utils.checkpoint.Checkpoint.restore`` wrapped to refuse a checkpoint of another
   model, as stock ``onmt-main`` has no hook around either.
 * :mod:`ldr_opennmt.upstream.onmt_main` (taking over ``onmt-main``: ``ldr-main``'s run of its
-  ``main()`` with the package's Runner, the deferred copy of the model definition,
-  the log format and the one-line error hook): the names of ``opennmt.bin.main`` it
-  uses are listed here.
+  ``main()`` with the package's Runner, the deferred copy of the model definition and
+  the log format): the names of ``opennmt.bin.main`` it uses are listed here.
 """
 
 import contextlib
