@@ -71,13 +71,10 @@ def label_modes(system):
     return LABEL_MODES if needed else None
 
 
-UNITS = {"small": 64, "paper": 512}
-#: The sizes of the parameter table at each size (``ldr-analyze parameters``'s keys).
-SIZES = {
-    "small": factorized.SMALL_SIZES,
-    "paper": {},
-}
-ADAPTER_DIMS = {"small": 256, "paper": 2048}
+def adapter_dim(size):
+    """The residual adapters' inner size at a named size: the family's preset."""
+    return registry.get("residual_adapters").preset_arguments(size)["adapter_dim"]
+
 
 BUDGETS = {
     # Small models run about 4 steps/s on the 2 CPU cores: four trainings from scratch
@@ -182,7 +179,12 @@ def main(argv=None):
     start = engine.started()  # The command's start, also in a stage's process.
     common.prepare_corpus(args.data, args.cache)
     configs = system_configs(
-        systems, budget, steps.runs_dir, steps.configs_dir, args.config, UNITS[args.size]
+        systems,
+        budget,
+        steps.runs_dir,
+        steps.configs_dir,
+        args.config,
+        factorized.model_width(args.size),
     )
     evaluated = []
     order = [BASELINE] + systems
@@ -213,7 +215,7 @@ def main(argv=None):
     )
     steps.timings.append(("evaluate", time.time() - t0))
     tables = evaluate.format_tables(results)
-    sizes = dict(SIZES[args.size], num_domains=num_domains)
+    sizes = dict(factorized.parameter_sizes(args.size), num_domains=num_domains)
     lines = [
         "# The papers' baselines (%s, %s size)" % (mode, args.size),
         "",
@@ -238,10 +240,10 @@ def main(argv=None):
         "",
         "Parameters against the vanilla Transformer of the same size (%d domains, a"
         " 50,000-word vocabulary, one tied target embedding, kernels and embeddings;"
-        " residual adapters of inner size %d):" % (num_domains, ADAPTER_DIMS[args.size]),
+        " residual adapters of inner size %d):" % (num_domains, adapter_dim(args.size)),
         "",
     ]
-    lines += parameters.parameter_table(adapter_dim=ADAPTER_DIMS[args.size], **sizes)
+    lines += parameters.parameter_table(adapter_dim=adapter_dim(args.size), **sizes)
     steps.write_report(lines, tables, time.time() - start)
     return 0
 

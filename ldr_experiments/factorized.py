@@ -29,7 +29,7 @@ import sys
 import time
 
 from ldr_experiments import engine
-from ldr_opennmt import errors
+from ldr_opennmt import errors, family_table, registry
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.layers import factorized as factorized_layers
 from ldr_opennmt.reports import markdown_table
@@ -40,7 +40,6 @@ from .common import ROOT
 
 DESIGNS = ("pa", "sf", "df")
 MODEL_DIRS = {"small": "model_defs/small", "paper": "model_defs"}
-UNITS = {"small": 64, "paper": 512}
 MODES = ("oracle", "generic", "wrong")
 
 BUDGETS = {
@@ -71,12 +70,27 @@ def model_def(size, design):
     return os.path.join(MODEL_DIRS[size], "factorized_%s.py" % design)
 
 
-#: The sizes of ``model_defs/small/`` for the parameter tables (``d_inner``: the small DF
-#: definition's, its model's width; tests/experiments/test_factorized.py checks them against
-#: the definitions).
-SMALL_SIZES = dict(
-    encoder_layers=2, decoder_layers=2, d_model=64, ffn_dim=256, num_heads=4, d_inner=64
-)
+def model_width(size):
+    """The model width of a named size (``small``, ``paper``: the registry's size table)."""
+    return family_table.size_arguments("transformer", size)["num_units"]
+
+
+def parameter_sizes(size):
+    """The sizes of the parameter tables at a named size, in the Factorized paper's names
+    (``layers.factorized.PAPER_SIZES``'s keys): Factorized DF's preset of that size (its
+    ``d_inner``, the model's width at the small size), so the tables count the models the
+    definitions build. The paper's size is the paper's own (its table's 50,000 words)."""
+    if size == family_table.PAPER:
+        return {}
+    arguments = registry.get("factorized_df").preset_arguments(size)
+    return dict(
+        encoder_layers=arguments["num_layers"],
+        decoder_layers=arguments["num_layers"],
+        d_model=arguments["num_units"],
+        ffn_dim=arguments["ffn_inner_dim"],
+        num_heads=arguments["num_heads"],
+        d_inner=arguments["d_inner"],
+    )
 
 
 def row_name(design):
@@ -88,8 +102,7 @@ def parameter_lines(designs, num_domains, size):
     """The designs' parameter counts against the vanilla Transformer (the paper's #P),
     at the size of the run, with the paper's 50,000-word vocabulary."""
     sizes = dict(factorized_layers.PAPER_SIZES, num_domains=num_domains)
-    if size == "small":
-        sizes.update(SMALL_SIZES)
+    sizes.update(parameter_sizes(size))
     rows = [
         [row_name(design), "%.2fx" % factorized_layers.parameter_ratio(design, **sizes)]
         for design in designs
@@ -116,7 +129,7 @@ def main(argv=None):
     out = steps.out  # A link given as --out is resolved once.
     start = engine.started()  # The command's start, also in a stage's process.
     common.prepare_corpus(args.data, args.cache)
-    units = UNITS[args.size]
+    units = model_width(args.size)
 
     config = common.train_config("mixed", {}, {}, budget, steps.runs_dir, data=common.MIXED_BATCHES)
     config["params"]["decay_params"]["model_dim"] = units

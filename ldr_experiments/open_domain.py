@@ -104,7 +104,7 @@ def main(argv=None):
     data_config, known = known_data_config(
         args.config, unseen, os.path.join(steps.configs_dir, "data_known.yml")
     )
-    units = factorized.UNITS[args.size]
+    units = factorized.model_width(args.size)
 
     config = common.train_config(
         "transformer", {}, {}, budget, steps.runs_dir, data=common.MIXED_BATCHES

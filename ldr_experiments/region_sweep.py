@@ -30,7 +30,7 @@ import sys
 import time
 
 from ldr_experiments import engine
-from ldr_opennmt import errors
+from ldr_opennmt import errors, family_table
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.reports import pyplot
 from ldr_opennmt.training import corpora as corpora_lib
@@ -42,10 +42,9 @@ from .common import ROOT
 #: The training modes of the sweep (``params: domain_training``).
 DOMAIN_TRAINING = ("procedure1", "joint", "summed")
 
-SIZES = {
-    "small": dict(num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256),
-    "paper": dict(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048),
-}
+#: The model sizes of the sweep: the registry's size table (its LDR presets' domain regions
+#: are what the sweep varies).
+SIZES = family_table.SIZES["transformer"]
 BUDGETS = {
     # Why 1000 steps, and how long: BENCHMARKS.md, "Measurements behind the budgets".
     "full": {
@@ -92,13 +91,12 @@ def check_sizes(cells, num_units, num_domains):
 
 def model_definition(size, cells):
     """The text of a model definition file for one sweep point."""
-    arguments = ", ".join("%s=%d" % item for item in sorted(SIZES[size].items()))
     return (
         '"""LDR Transformer (%s size) with %d-cell domain regions (region-size sweep)."""\n\n'
-        "from ldr_opennmt import models\n\n\n"
-        "def model():\n"
-        "    return models.ldr_transformer(%s, domain_region_size=%d)\n"
-        % (size, cells, arguments, cells)
+        "from ldr_opennmt import registry, upstream\n\n"
+        "upstream.install()\n"
+        'model = registry.preset("ldr_transformer", "%s", domain_region_size=%d)\n'
+        % (size, cells, size, cells)
     )
 
 

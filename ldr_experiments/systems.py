@@ -1,33 +1,34 @@
 """What the experiments know of each family: its model definition files and its benchmark rows.
 
 The library's registry (:mod:`ldr_opennmt.registry`) describes a family (its builder, title,
-paper, stages); what only the experiments use lives here, keyed by the family's registry
-name:
+paper, stages, presets and benchmark rows); what only the experiments use lives here, keyed
+by the family's registry name:
 
 - :data:`MODEL_DEFS`: the repository's model definition files of the package's families, at
   the paper's size (``model_defs/``) and at the demo's (``model_defs/small/``), relative to
   the repository root (the installed library ships none of them). A family of a user module
   has none: its module's file is its model definition (``onmt-main --model FILE``).
-- :data:`BENCHMARK`: the benchmark's rows (``ldr-experiments bench``, ``run/bench.sh``):
-  ``{row name: builder keyword arguments}``, the arguments a dict or a callable of the
-  benchmark's model size returning one; the entries of :data:`BENCHMARK_OPTIONS` in a row are
-  options of the measurement, not builder arguments. ``None``: not benchmarked.
+- :func:`benchmark_rows`: the benchmark's rows (``ldr-experiments bench``, ``run/bench.sh``),
+  declared with the family (``benchmark=``: ``{row name: builder keyword arguments}``, the
+  arguments a dict or a callable of the benchmark's model size returning one; ``None``: not
+  benchmarked); the entries of :data:`BENCHMARK_OPTIONS` in a row are options of the
+  measurement, not builder arguments.
 
-A user module declares its families' rows in a module-level dict of the same shape,
+A user module may also declare its families' rows in a module-level dict of the same shape,
 :data:`USER_ROWS_ATTRIBUTE` (``BENCHMARK_ROWS = {"my_family": {"my_row": {}}}``; ``None`` for
-a family it does not want benchmarked); a family it registers without one gets one row named
+a family it does not want benchmarked); a family declared in neither gets one row named
 after it.
 
-This module imports nothing of TensorFlow or of the library at its top: the benchmark's
-CTranslate2 processes may read it.
+This module imports nothing of TensorFlow at its top (of the library, the standard library's
+family table only): the benchmark's CTranslate2 processes may read it.
 """
 
 import inspect
 import sys
 
-#: The scales of :func:`model_def`: the paper's size and the demo's.
-PAPER = "paper"
-SMALL = "small"
+from ldr_opennmt.family_table import PAPER, SMALL
+
+#: The scales of :func:`model_def`: the paper's size and the demo's (the registry's sizes).
 SCALES = (PAPER, SMALL)
 
 #: The reserved entries of a benchmark row: ``domain_training``, the training mode
@@ -64,43 +65,6 @@ MODEL_DEFS = {
     "mixed_rnn": _defs("mixed_rnn"),
 }
 
-#: Family name -> its benchmark rows (see the module docstring); the package's families.
-BENCHMARK = {
-    "mixed_transformer": {"mixed": {}},
-    "dc_transformer": {"dc": {}},
-    "ldr_transformer": {
-        "ldr_joint": {"domain_training": "joint"},
-        "ldr_procedure1": {"domain_training": "procedure1"},
-        "ens_ldr": {"ensemble": True},
-    },
-    "ldr_transformer_released": {"ldr_released": {"domain_training": "summed"}},
-    "factorized_pa": {"fact_pa": {}, "ens_fact_pa": {"ensemble": True}},
-    "factorized_sf": {"fact_sf": {}},
-    # d_inner in the paper's proportion to the model size (280 for 512 units).
-    "factorized_df": {
-        "fact_df": lambda size: {"d_inner": max(1, round(size["num_units"] * 280 / 512))}
-    },
-    "mixing_transformer": {
-        "mix_k2": {"num_domains": 2},
-        "mix_k3": {"num_domains": 3},
-        "mix_k6": {"num_domains": 6},
-    },
-    # Adapters 4x the model size (2048 for 512 units); trained alone, the base frozen.
-    "residual_adapters": {
-        "adapters": lambda size: {
-            "adapter_dim": 4 * size["num_units"],
-            "domain_training": "domains",
-        }
-    },
-    "ttm_transformer": {"ttm": {}},
-    "ml_transformer": {"ml": {}},
-    "advl_transformer": {"advl": {}},
-    # The benchmark compares Transformers.
-    "ldr_rnn": None,
-    "dc_rnn": None,
-    "mixed_rnn": None,
-}
-
 
 def model_def(name, scale=SMALL):
     """The model definition file of a package family at one scale.
@@ -122,15 +86,14 @@ def model_def(name, scale=SMALL):
 
 
 def _declared_rows(family):
-    """The rows declared for :obj:`family`: the package's table, else its module's
-    :data:`USER_ROWS_ATTRIBUTE` entry, else one row named after it (``{}``)."""
-    if family.name in BENCHMARK:
-        return BENCHMARK[family.name]
+    """The rows declared for :obj:`family`: its module's :data:`USER_ROWS_ATTRIBUTE` entry,
+    else its registration's (:attr:`Family.benchmark <ldr_opennmt.registry.Family>`: one row
+    named after it unless declared)."""
     builder = getattr(family.builder, "func", family.builder)  # A functools.partial's.
     module = sys.modules.get(getattr(builder, "__module__", None) or "")
     module = module or inspect.getmodule(builder)
     declared = getattr(module, USER_ROWS_ATTRIBUTE, None) or {}
-    return declared.get(family.name, {})
+    return declared[family.name] if family.name in declared else family.benchmark
 
 
 def benchmarked(family):

@@ -10,7 +10,9 @@ it. Standard library only.
 """
 
 import collections
+import collections.abc
 import dataclasses
+import functools
 import hashlib
 import sys
 from typing import Any, Callable, Mapping, Optional
@@ -21,6 +23,30 @@ from ldr_opennmt.errors import UserError
 TINY_TRANSFORMER = dict(num_layers=1, num_units=16, num_heads=2, ffn_inner_dim=32, dropout=0.0)
 TINY_RNN = dict(embedding_size=16, hidden_size=16, dropout=0.0)
 TINY_SIZES = {"transformer": TINY_TRANSFORMER, "rnn": TINY_RNN}
+
+#: The named sizes, the one size table of every family (:meth:`Family.preset_arguments`):
+#: ``paper``, the builders' defaults (the LDR paper's: 6+6 layers of 512 units, 8 heads, FFN
+#: 2048; an RNN of 512-cell embeddings and 1024 cells); ``small``, the CPU size of the demo,
+#: the tables and ``model_defs/small/`` (2+2 layers of 64 units, 4 heads, FFN 256; an RNN of
+#: 64 and 128 cells). A family adds its own values to a size under the same name in its
+#: :attr:`Family.presets` (LDR's ``small`` has domain regions of 4 cells).
+PAPER = "paper"
+SMALL = "small"
+SIZES = {
+    "transformer": {
+        PAPER: dict(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048),
+        SMALL: dict(num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256),
+    },
+    "rnn": {
+        PAPER: dict(embedding_size=512, hidden_size=1024),
+        SMALL: dict(embedding_size=64, hidden_size=128),
+    },
+}
+
+
+def size_arguments(architecture, size):
+    """The builder arguments of one named size (:data:`SIZES`) of one architecture."""
+    return dict(SIZES[architecture][size])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +69,13 @@ class Family:
         or ``"base"``), or ``None``.
       parameter_count: ``f(**sizes) -> int`` in the Factorized paper's convention
         (:mod:`ldr_opennmt.analysis.parameters`), or ``None`` (no row in the table).
+      presets: Named builder arguments (``{"tied": {"share_target_embeddings": True}}``),
+        chosen by name in a model definition (:meth:`preset_arguments`); a preset named like
+        a size of :data:`SIZES` adds the family's values to that size.
+      benchmark: The benchmark's rows (``ldr-experiments bench``): ``{row: builder
+        arguments}``, the arguments a dict or a callable of the benchmark's model size
+        returning one (``ldr_experiments.systems``); ``None``: not benchmarked; empty: one
+        row named after the family.
       module: Where it was registered (filled in by :func:`register_family`).
     """
 
@@ -56,6 +89,8 @@ class Family:
     stage1: Optional[str] = None
     finetune: Optional[str] = None
     parameter_count: Optional[Callable[..., int]] = None
+    presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    benchmark: Optional[Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     module: str = ""
 
     @property
@@ -80,6 +115,36 @@ class Family:
         sizes.update(self.tiny)
         sizes.update(overrides)
         return self.builder(**sizes)
+
+    def preset_names(self):
+        """The presets :meth:`preset_arguments` accepts: the sizes of :data:`SIZES` and the
+        family's own :attr:`presets`."""
+        return list(dict.fromkeys(list(SIZES[self.architecture]) + list(self.presets)))
+
+    def preset_arguments(self, *names):
+        """The builder arguments of named presets, applied in order: a size of :data:`SIZES`
+        (with the family's values of the same name), or one of the family's :attr:`presets`
+        (``("small", "tied")``: the CPU size, then the tied output layer).
+
+        Raises:
+          UserError: on a preset the family does not have, naming those it has.
+        """
+        arguments = {}
+        for name in names:
+            if name not in self.preset_names():
+                raise UserError(
+                    "family %s has no preset %r (its presets: %s)"
+                    % (self.name, name, ", ".join(self.preset_names()))
+                )
+            arguments.update(SIZES[self.architecture].get(name, {}))
+            arguments.update(self.presets.get(name, {}))
+        return arguments
+
+    def preset(self, *names, **overrides):
+        """A builder of this family's model at named presets (:meth:`preset_arguments`),
+        then :obj:`overrides`, called with no argument: what ``onmt-main --model FILE``
+        calls as ``FILE``'s ``model`` (``model = family.preset("small", "tied")``)."""
+        return functools.partial(self.builder, **dict(self.preset_arguments(*names), **overrides))
 
 
 _FAMILIES = collections.OrderedDict()
@@ -113,6 +178,14 @@ def _check(family):
     for field in ("title", "paper", "summary"):
         if not isinstance(getattr(family, field), str) or not getattr(family, field).strip():
             raise UserError("%s: family %s: %s is required" % (where, family.name, field))
+    for preset, arguments in family.presets.items():
+        if not isinstance(arguments, collections.abc.Mapping) or not all(
+            isinstance(k, str) for k in arguments
+        ):
+            raise UserError(
+                "%s: family %s: preset %r must map argument names to values, got %r"
+                % (where, family.name, preset, arguments)
+            )
 
 
 def register(family):

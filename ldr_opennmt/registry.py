@@ -75,6 +75,7 @@ from ldr_opennmt.errors import UserError
 # The table of declared families, re-exported: users register with registry.register_family.
 from ldr_opennmt.family_table import (  # noqa: F401
     _FAMILIES,
+    SIZES,
     TINY_RNN,
     TINY_SIZES,
     TINY_TRANSFORMER,
@@ -128,6 +129,20 @@ def find(name):
             % (name, ", ".join(family.name for family in matches))
         )
     return matches[0] if matches else get(name)
+
+
+def preset(name, *presets, **overrides):
+    """A builder of family :obj:`name`'s model at named presets, then :obj:`overrides`: what
+    a model definition file gives ``onmt-main --model`` as its ``model``
+    (:meth:`Family.preset`)::
+
+        model = registry.preset("ldr_transformer", "small", "tied")
+        model = registry.preset("ldr_transformer", "small", domain_region_size=8)
+
+    Raises:
+      UserError: on an unknown family or preset.
+    """
+    return find(name).preset(*presets, **overrides)
 
 
 def names():

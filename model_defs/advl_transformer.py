@@ -4,12 +4,7 @@ gradient reversal whose weight ramps from 0 to lambda = 1 as in Ganin and Lempit
 (``params: gradient_reversal_steps``, set it to ``train: max_step``), L = L_gen + L_cls.
 Domain labels are needed for training only."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.advl_transformer()
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("advl_transformer", "paper")

@@ -1,11 +1,6 @@
 """dc rnn (full size, as in the LDR paper)."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.dc_rnn()
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("dc_rnn", "paper")

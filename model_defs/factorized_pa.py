@@ -1,12 +1,7 @@
 """Factorized Transformer, design PA (Deng et al., 2020): 6+6 layers, 512 units, 8 heads,
 FFN 2048, target input and output embeddings shared."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.factorized_transformer("pa")
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("factorized_pa", "paper")

@@ -4,12 +4,7 @@ domain regions starting at zero, trained `summed` (docs/families/ldr.md, "LDR as
 Its data configuration gives one-domain batches drawn by natural shares (`data:
 domain_batches: true`, `train: domain_sampling_alpha: 1`)."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.ldr_transformer_released()
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("ldr_transformer_released", "paper")

@@ -2,12 +2,7 @@
 output embeddings, as the Factorized Transformer: the stage 1 of Factorized PA and the base of
 the tied residual adapters at paper size (``bash run/tables.sh --scale paper``)."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.mixed_transformer(share_target_embeddings=True)
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("mixed_transformer", "paper", "tied")

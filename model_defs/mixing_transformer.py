@@ -2,12 +2,7 @@
 512 units, 8 heads, FFN 2048, target input and output embeddings shared, eps 0.05,
 gradient cut. Domain labels are needed for training only."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.mixing_transformer()
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("mixing_transformer", "paper")

@@ -2,12 +2,7 @@
 (E): mixing in the 6 encoder layers, a plain decoder; otherwise as
 ``mixing_transformer.py``."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.mixing_transformer(variant="encoder")
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("mixing_transformer", "paper", "encoder")

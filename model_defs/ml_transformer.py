@@ -2,12 +2,7 @@
 FFN 2048, dropout 0.1) trained jointly with a domain classifier on its mean-pooled encoder
 output, L = L_gen + L_cls. Domain labels are needed for training only."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.ml_transformer()
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("ml_transformer", "paper")

@@ -3,12 +3,7 @@
 (add one line per declared domain to the target vocabulary); the token is predicted for
 ``generic`` sentences, forced for labelled ones, and removed from the output."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.ttm_transformer()
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("ttm_transformer", "paper")

@@ -72,6 +72,7 @@ class RegistryTest(tf.test.TestCase):
             ({"stage1": "mixed_transformer", "finetune": "merge"}, "finetune must be one of"),
             ({"architecture": "cnn"}, "architecture must be one of"),
             ({"builder": 3}, "the builder is not callable"),
+            ({"presets": {"wide": 1024}}, "preset 'wide' must map argument names to values"),
         ]
     )
     def test_invalid_declarations(self, fields, message):
@@ -282,15 +283,50 @@ class RegistryTest(tf.test.TestCase):
         with self.assertRaisesRegex(UserError, "user_modules must be a list or str, got 3"):
             Runner.from_files([config_path], model_file=model_file)
 
-    def test_a_family_holds_no_experiment(self):
-        # Benchmark rows and repository files are the experiments' (ldr_experiments/systems.py),
-        # the Markdown listing the command's (ldr_opennmt/cli/families.py).
+    def test_a_family_holds_no_repository_file(self):
+        # A family's presets and benchmark rows are declared with it (issue 57 item 1); the
+        # repository's files are the experiments' (ldr_experiments/systems.py), the Markdown
+        # listing the command's (ldr_opennmt/cli/families.py).
         fields = {field.name for field in dataclasses.fields(registry.Family)}
-        self.assertFalse(fields & {"benchmark", "model_def", "small_def"})
+        self.assertLessEqual({"presets", "benchmark", "tiny", "parameter_count"}, fields)
+        self.assertFalse(fields & {"model_def", "small_def"})
         for name in ("BENCHMARK_OPTIONS", "describe"):
             self.assertFalse(hasattr(registry, name), name)
-        with self.assertRaises(TypeError):
-            _family(benchmark={})
+
+    def test_presets_apply_in_order_over_the_size_table(self):
+        ldr = registry.get("ldr_transformer")
+        small = registry.SIZES["transformer"]["small"]
+        self.assertEqual(
+            ldr.preset_arguments("small", "tied"),
+            dict(small, domain_region_size=4, share_target_embeddings=True),
+        )
+        # The paper's size is the builders' defaults, written out.
+        self.assertEqual(ldr.preset_arguments("paper")["num_units"], 512)
+        # A family's own value at a size: Factorized DF's d_inner.
+        self.assertEqual(registry.get("factorized_df").preset_arguments("paper")["d_inner"], 280)
+        self.assertEqual(registry.get("factorized_df").preset_arguments("small")["d_inner"], 64)
+        self.assertEqual(
+            registry.get("ldr_rnn").preset_arguments("small"),
+            {"embedding_size": 64, "hidden_size": 128, "domain_region_size": 4},
+        )
+        with self.assertRaisesRegex(
+            UserError, r"^family dc_transformer has no preset 'tied' \(its presets: paper, small\)$"
+        ):
+            registry.preset("dc_transformer", "small", "tied")
+
+    def test_a_preset_builds_what_its_arguments_build(self):
+        builder = registry.preset("ldr_transformer", "small", "tied", num_layers=1)
+        self.assertEqual(builder.keywords["num_layers"], 1)
+        self.assertEqual(builder.keywords["share_target_embeddings"], True)
+        model = builder()
+        self.assertIsInstance(model, type(registry.get("ldr_transformer").build_tiny()))
+        self.assertEqual(model.features_inputter.word_inputter.domain_region_size, 4)
+
+    def test_every_family_has_the_sizes(self):
+        for family in registry.families():
+            for size in ("paper", "small"):
+                self.assertIn(size, family.preset_names(), family.name)
+                family.preset_arguments(size)
 
     def test_capabilities_are_checked_not_declared(self):
         # The guide's family states no CTranslate2 refusal, but its output bias does not

@@ -31,15 +31,15 @@ def describe(names=None):
     """
     lines = [
         "| family | title | labels at inference | training modes | stages | CTranslate2 "
-        "| ensembles | paper | registered by |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| ensembles | presets | paper | registered by |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names or registry.names():
         family = registry.get(name)
         caps = registry.capabilities(name)
         start = "%s, then %s" % (family.stage1, family.finetune) if family.stage1 else "one"
         lines.append(
-            "| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+            "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
             % (
                 name,
                 family.title,
@@ -48,6 +48,7 @@ def describe(names=None):
                 start,
                 _ct2_cell(caps),
                 "yes" if caps.ensembles is None else "no",
+                ", ".join(family.preset_names()),
                 family.paper,
                 family.module,
             )

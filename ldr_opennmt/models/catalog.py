@@ -2,10 +2,12 @@
 mixing, residual adapters, multitask (ML) and adversarial (AdvL) domain
 classifiers, target token mixing (TTM).
 
-Model definition files in ``model_defs/`` are one call to these functions. The table at
-the end of this module registers each of them as a family (:mod:`ldr_opennmt.family_table`,
-read through :mod:`ldr_opennmt.registry`, which imports this module when first asked):
-the one list of the package's families that everything else reads.
+The table at the end of this module registers each of them as a family
+(:mod:`ldr_opennmt.family_table`, read through :mod:`ldr_opennmt.registry`, which imports this
+module when first asked): the one list of the package's families that everything else reads,
+each with its presets (named sizes and variants) and benchmark rows. A model definition file in
+``model_defs/`` is one choice of a family and its presets
+(``model = registry.preset("ldr_transformer", "small", "tied")``).
 Defaults follow the LDR paper (Pham et al., 2019, section 3.2): Transformer
 6+6 layers, 512 units, 8 heads, FFN 2048; RNN with 512-cell embeddings and
 1024 hidden cells; LDR regions of 8 cells per domain fused by a 512 dense layer;
@@ -340,7 +342,26 @@ def _sizes(count):
     return lambda adapter_dim=2048, **sizes: count(**sizes)
 
 
-#: The package's families, in the order of the tables. Registered once, here.
+#: The presets of the families with a tied variant: the decoder's output layer is the target
+#: embedding table (the control of a tied row).
+TIED = {"tied": {"share_target_embeddings": True}}
+#: LDR's domain regions at the CPU size: 4 cells of 64 (8 of 512 in the paper).
+LDR_SMALL = {"small": {"domain_region_size": 4}}
+
+
+def _adapter_rows(size):
+    # Adapters 4x the model size (2048 for 512 units); trained alone, the base frozen.
+    return {"adapter_dim": 4 * size["num_units"], "domain_training": "domains"}
+
+
+def _df_rows(size):
+    # d_inner in the paper's proportion to the model size (280 for 512 units).
+    return {"d_inner": max(1, round(size["num_units"] * 280 / 512))}
+
+
+#: The package's families, in the order of the tables. Registered once, here: each with its
+#: presets (the named sizes and variants the model definitions in ``model_defs/`` choose,
+#: ``registry.preset``) and its benchmark rows (``ldr-experiments bench``).
 FAMILIES = (
     family_table.Family(
         name="mixed_transformer",
@@ -348,6 +369,10 @@ FAMILIES = (
         title="Mixed",
         paper=TRANSFORMER_PAPER,
         summary="A plain Transformer trained on all domains; the labels are ignored.",
+        # "wide": the tables' controlled experiment at the small size, a tied Mixed with the
+        # untied one's parameter count (docs/tables.md, "One base for continued training").
+        presets=dict(TIED, wide={"ffn_inner_dim": 1242}),
+        benchmark={"mixed": {}},
     ),
     family_table.Family(
         name="dc_transformer",
@@ -355,6 +380,7 @@ FAMILIES = (
         title="DC",
         paper=DC_PAPER,
         summary="A domain embedding concatenated with every source word embedding.",
+        benchmark={"dc": {}},
     ),
     family_table.Family(
         name="ldr_transformer",
@@ -364,6 +390,21 @@ FAMILIES = (
         summary="Source word embeddings with a generic region and one small region per "
         "domain, fused by a dense layer; trained by Procedure 1.",
         tiny={"domain_region_size": 2},
+        presets=dict(
+            LDR_SMALL,
+            **TIED,
+            # Regions reserved for domains added later (ldr-experiments new-domain).
+            reserved={"num_reserved_regions": 2},
+            # The released code's options one at a time (the LDR page's ablation).
+            every_layer={"ldr_transform": LDR_EVERY_LAYER},
+            target_ldr={"target_ldr": True},
+            zero_regions={"zero_domain_regions": True},
+        ),
+        benchmark={
+            "ldr_joint": {"domain_training": "joint"},
+            "ldr_procedure1": {"domain_training": "procedure1"},
+            "ens_ldr": {"ensemble": True},
+        },
     ),
     family_table.Family(
         name="ldr_transformer_released",
@@ -374,6 +415,8 @@ FAMILIES = (
         "regions, zero at start, added by a dense layer after the input and after every "
         "encoder and decoder layer; trained summed.",
         tiny={"domain_region_size": 2},
+        presets=LDR_SMALL,
+        benchmark={"ldr_released": {"domain_training": "summed"}},
     ),
     family_table.Family(
         name="factorized_pa",
@@ -385,6 +428,8 @@ FAMILIES = (
         stage1="mixed_transformer",
         finetune="unfold",
         parameter_count=_sizes(_factorized_count("pa")),
+        presets={"untied": {"share_target_embeddings": False}},
+        benchmark={"fact_pa": {}, "ens_fact_pa": {"ensemble": True}},
     ),
     family_table.Family(
         name="factorized_sf",
@@ -394,6 +439,7 @@ FAMILIES = (
         summary="Multi-query attention with per-domain single-head K and V (F2) and a "
         "per-domain square map after the FFN (F6); trained general, then domains.",
         parameter_count=_sizes(_factorized_count("sf")),
+        benchmark={"fact_sf": {}},
     ),
     family_table.Family(
         name="factorized_df",
@@ -404,6 +450,17 @@ FAMILIES = (
         "factors (F1, F3, F4) and per-domain K and V (F2); trained general, then domains.",
         tiny={"d_inner": 8},
         parameter_count=_sizes(_factorized_count("df")),
+        presets={
+            "paper": {"d_inner": 280},
+            # d_inner is the model's width at the small size, not the paper's ratio (280 of
+            # 512, which gave 32): DF's output layer is tied through d_inner (F1), so d_inner
+            # is the rank of its classifier. At 32 the 8k-word classifier had rank 32, half
+            # that of the tied Mixed it is compared with, and the row fell 5.2 BLEU below
+            # that control (docs/tables.md, "Findings explained", 5): a defect of the size,
+            # not of the design.
+            "small": {"d_inner": 64},
+        },
+        benchmark={"fact_df": _df_rows},
     ),
     family_table.Family(
         name="mixing_transformer",
@@ -412,6 +469,12 @@ FAMILIES = (
         paper=MIXING_PAPER,
         summary="Per-domain attention and FFN weights mixed per word by learned domain "
         "proportions; labels for training only.",
+        presets={"encoder": {"variant": "encoder"}},
+        benchmark={
+            "mix_k2": {"num_domains": 2},
+            "mix_k3": {"num_domains": 3},
+            "mix_k6": {"num_domains": 6},
+        },
     ),
     family_table.Family(
         name="residual_adapters",
@@ -423,6 +486,8 @@ FAMILIES = (
         stage1="mixed_transformer",
         finetune="base",
         parameter_count=_adapters_count,
+        presets=dict(TIED, paper={"adapter_dim": 2048}, small={"adapter_dim": 256}),
+        benchmark={"adapters": _adapter_rows},
     ),
     family_table.Family(
         name="ttm_transformer",
@@ -431,6 +496,7 @@ FAMILIES = (
         paper=BRITZ_PAPER,
         summary="Target token mixing: each target starts with its domain token.",
         parameter_count=_sizes(_ttm_count),
+        benchmark={"ttm": {}},
     ),
     family_table.Family(
         name="ml_transformer",
@@ -439,6 +505,7 @@ FAMILIES = (
         paper=BRITZ_PAPER,
         summary="Multitask learning: a domain classifier on the encoder output.",
         parameter_count=_sizes(_classifier_count),
+        benchmark={"ml": {}},
     ),
     family_table.Family(
         name="advl_transformer",
@@ -447,6 +514,7 @@ FAMILIES = (
         paper=BRITZ_PAPER,
         summary="Adversarial learning: the domain classifier behind a gradient reversal.",
         parameter_count=_sizes(_classifier_count),
+        benchmark={"advl": {}},
     ),
     family_table.Family(
         name="ldr_rnn",
@@ -456,6 +524,8 @@ FAMILIES = (
         summary="LDR source embeddings in an attentional RNN (the paper's first system).",
         architecture="rnn",
         tiny={"domain_region_size": 2},
+        presets=LDR_SMALL,
+        benchmark=None,  # The benchmark compares Transformers.
     ),
     family_table.Family(
         name="dc_rnn",
@@ -464,6 +534,7 @@ FAMILIES = (
         paper=DC_PAPER,
         summary="Domain control in an attentional RNN.",
         architecture="rnn",
+        benchmark=None,
     ),
     family_table.Family(
         name="mixed_rnn",
@@ -472,6 +543,7 @@ FAMILIES = (
         paper=RNN_PAPER,
         summary="A plain attentional RNN trained on all domains.",
         architecture="rnn",
+        benchmark=None,
     ),
 )
 

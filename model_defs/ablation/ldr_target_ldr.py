@@ -2,12 +2,7 @@
 authors' released code: LDR target embeddings too (the released code's tgt_ldr_embedding). A row
 of the one-at-a-time ablation of LDR as released (docs/families/ldr.md)."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.ldr_transformer(target_ldr=True)
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("ldr_transformer", "paper", "target_ldr")

@@ -3,12 +3,7 @@ authors' released code: domain regions starting at zero (the released code's
 tf.zeros_initializer). A row of the one-at-a-time ablation of LDR as released
 (docs/families/ldr.md)."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.ldr_transformer(zero_domain_regions=True)
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("ldr_transformer", "paper", "zero_regions")

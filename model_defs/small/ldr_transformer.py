@@ -1,13 +1,6 @@
 """Small LDR Transformer for CPU experiments and tests."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.ldr_transformer(
-        num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=256, domain_region_size=4
-    )
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("ldr_transformer", "small")

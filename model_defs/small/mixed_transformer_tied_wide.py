@@ -4,14 +4,7 @@ spent on wider feed-forward layers instead (4 of them x (2 x 64 + 1) x 986 more 
 508,776). The controlled experiment of docs/tables.md, "One base for continued training":
 whether the tied and untied Mixed differ by their parameter count or by the tying."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.mixed_transformer(
-        num_layers=2, num_units=64, num_heads=4, ffn_inner_dim=1242, share_target_embeddings=True
-    )
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("mixed_transformer", "small", "tied", "wide")

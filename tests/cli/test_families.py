@@ -13,6 +13,11 @@ class DescribeTest(tf.test.TestCase):
         self.assertLen(lines, 2 + len(registry.names()))
         self.assertTrue(any(line.startswith("| factorized_pa | Factorized PA |") for line in lines))
         self.assertEqual(lines[1].count("|"), lines[0].count("|"))
+        # The presets a model definition chooses (registry.preset).
+        ldr = next(line for line in lines if line.startswith("| ldr_transformer |"))
+        self.assertIn(
+            "| paper, small, tied, reserved, every_layer, target_ldr, zero_regions |", ldr
+        )
 
     def test_a_row_shows_the_checked_capabilities(self):
         # The guide's family states no CTranslate2 refusal, but its output bias does not
@@ -31,7 +36,9 @@ class DescribeTest(tf.test.TestCase):
         lines = families.describe(["guide_family"])
         self.assertLen(lines, 3)
         self.assertIn(
-            "| procedure1 (default), joint, summed, general, domains | one | no | yes |", lines[2]
+            "| procedure1 (default), joint, summed, general, domains | one | no | yes "
+            "| paper, small |",
+            lines[2],
         )
         self.assertTrue(lines[2].endswith("| tests.cli.test_families |"))
 

@@ -25,7 +25,7 @@ class BaselinesExperimentTest(tf.test.TestCase):
                 self.assertIsInstance(model, CLASSES[system], system)
                 self.assertEqual(model.encoder.layers[0].ffn.layer.inner.units, 4 * units)
             adapters = scope_model(size, "adapters")
-            self.assertEqual(adapters.adapter_dim, baselines.ADAPTER_DIMS[size])
+            self.assertEqual(adapters.adapter_dim, baselines.adapter_dim(size))
             self.assertTrue(scope_model(size, "advl").adversarial)
             self.assertFalse(scope_model(size, "ml").adversarial)
 

@@ -1,4 +1,5 @@
 import os
+import runpy
 
 import tensorflow as tf
 
@@ -39,20 +40,18 @@ class FactorizedExperimentTest(tf.test.TestCase):
 
     def test_the_small_sizes_are_the_small_definitions(self):
         # The parameter tables at the small size (here and in the baselines' experiment) count
-        # the models of model_defs/small/: a d_inner or a width changed in one place only
-        # would print another model's parameters.
-        from ldr_experiments import baselines
-
-        self.assertIs(baselines.SIZES["small"], factorized.SMALL_SIZES)
+        # the models of model_defs/small/: both read the registry's presets.
+        sizes = factorized.parameter_sizes("small")
         path = os.path.join(common.ROOT, factorized.model_def("small", "df"))
-        scope = {}
-        exec(compile(open(path).read(), path, "exec"), scope)
-        self.assertEqual(scope["model"]().d_inner, factorized.SMALL_SIZES["d_inner"])
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        for key, argument in (("d_model", "num_units"), ("num_heads", "num_heads")):
-            self.assertIn("%s=%d" % (argument, factorized.SMALL_SIZES[key]), text)
-        self.assertIn("ffn_inner_dim=%d" % factorized.SMALL_SIZES["ffn_dim"], text)
+        model = runpy.run_path(path)["model"]()
+        self.assertEqual(model.d_inner, sizes["d_inner"])
+        self.assertEqual(
+            (sizes["d_model"], sizes["num_heads"], sizes["ffn_dim"], sizes["encoder_layers"]),
+            (64, 4, 256, 2),
+        )
+        self.assertEqual(factorized.parameter_sizes("paper"), {})
+        self.assertEqual(factorized.model_width("small"), 64)
+        self.assertEqual(factorized.model_width("paper"), 512)
 
     def test_parameter_lines_at_paper_size(self):
         lines = factorized.parameter_lines(["df", "sf", "pa"], 5, "paper")

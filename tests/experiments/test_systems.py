@@ -1,5 +1,7 @@
 """What the experiments know of each family: model definition files and benchmark rows."""
 
+import functools
+import glob
 import os
 import runpy
 import textwrap
@@ -36,7 +38,30 @@ def _user_module(directory, name, rows):
 class ModelDefinitionsTest(tf.test.TestCase):
     def test_every_package_family_has_its_files(self):
         self.assertCountEqual(systems.MODEL_DEFS, [name for name, in PACKAGE_FAMILIES])
-        self.assertCountEqual(systems.BENCHMARK, [name for name, in PACKAGE_FAMILIES])
+
+    def test_every_model_definition_is_a_preset_of_a_family(self):
+        # model_defs/ holds choices of a family and its presets (issue 57 item 1): no size
+        # is written twice. The domain classifier is no translation family.
+        paths = glob.glob(os.path.join(ROOT, "model_defs", "**", "*.py"), recursive=True)
+        self.assertGreater(len(paths), 40)
+        for path in paths:
+            if os.path.basename(path) == "domain_classifier.py":
+                continue
+            model = runpy.run_path(path)["model"]
+            self.assertIsInstance(model, functools.partial, path)
+            families = [
+                family
+                for family in registry.families()
+                if getattr(family.builder, "func", family.builder) is model.func
+                and tuple(getattr(family.builder, "args", ())) == model.args
+            ]
+            self.assertLen(families, 1, path)
+            # At its directory's size, but where a variant preset changes a size (a wide FFN).
+            size = "small" if "/small/" in path else "paper"
+            variants = [v for k, v in families[0].presets.items() if k not in ("paper", "small")]
+            for key, value in families[0].preset_arguments(size).items():
+                if not any(key in variant for variant in variants):
+                    self.assertEqual(model.keywords[key], value, "%s: %s" % (path, key))
 
     @parameterized.expand(PACKAGE_FAMILIES)
     def test_model_definitions_build_the_family(self, name):

@@ -149,11 +149,16 @@ class ModelDefinitionsTest(unittest.TestCase):
                 if isinstance(call, ast.Attribute) and isinstance(call.value, ast.Name)
             ]
             self.assertIn("upstream.install", names, path)
-            # Before the definitions: the top level calls it before any def or class.
+            # Before the definitions: the top level calls it before any def, class or
+            # ``model =`` (a preset of a family: registry.preset).
             first_def = next(
                 i
                 for i, node in enumerate(tree.body)
                 if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                or (
+                    isinstance(node, ast.Assign)
+                    and any(getattr(t, "id", None) == "model" for t in node.targets)
+                )
             )
             install = next(
                 i

@@ -3,19 +3,7 @@ released code: the LDR transform after the input and after every encoder layer (
 code's cell/self_attention_encoder_LDR.py). A row of the one-at-a-time ablation of LDR as
 released (docs/families/ldr.md)."""
 
-from ldr_opennmt import models, upstream
+from ldr_opennmt import registry, upstream
 
-# The package's patches of onmt-main (one-line errors, training lock, domains.json, ...):
-# installed here, on import, because onmt-main copies this file before it builds the model.
-upstream.install()
-
-
-def model():
-    return models.ldr_transformer(
-        num_layers=2,
-        num_units=64,
-        num_heads=4,
-        ffn_inner_dim=256,
-        domain_region_size=4,
-        ldr_transform="every_layer",
-    )
+upstream.install()  # onmt-main's patches (one-line errors, lock, domains.json): see upstream.
+model = registry.preset("ldr_transformer", "small", "every_layer")
