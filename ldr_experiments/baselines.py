@@ -35,7 +35,7 @@ import sys
 import time
 
 from ldr_experiments import engine
-from ldr_opennmt import errors, registry
+from ldr_opennmt import errors, probe, registry
 from ldr_opennmt.analysis import parameters
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.models import ttm
@@ -67,7 +67,7 @@ def title(system):
 
 def label_modes(system):
     """The label modes a system is evaluated with (``None``: it reads no label)."""
-    needed = registry.capabilities(family(system).name).labels == registry.LABEL_NEEDED
+    needed = probe.capabilities(family(system).name).labels == probe.LABEL_NEEDED
     return LABEL_MODES if needed else None
 
 
@@ -149,7 +149,7 @@ def system_configs(systems, budget, runs_dir, configs_dir, data_config, model_di
                     "save_checkpoints_steps": steps,
                 },
             }
-        elif registry.capabilities(declared.name).domain_tokens:  # TTM's targets.
+        elif probe.capabilities(declared.name).domain_tokens:  # TTM's targets.
             vocabulary = domain_token_vocabulary(
                 data_config, os.path.join(configs_dir, "%s_target_vocabulary.txt" % system)
             )

@@ -15,7 +15,7 @@ import json
 import os
 import runpy
 
-from ldr_opennmt import registry
+from ldr_opennmt import probe
 from ldr_opennmt.reports import markdown_table
 
 from .common import ROOT
@@ -49,7 +49,7 @@ def refusal(model_def):
     model = runpy.run_path(os.path.join(ROOT, model_def))["model"]()
     # The registry's own reader (private: the table's rerun freezes ldr_opennmt; a public name
     # is for after it).
-    return registry._ct2_refusal(model)  # pylint: disable=protected-access
+    return probe._ct2_refusal(model)  # pylint: disable=protected-access
 
 
 def serving_section(plan, names):

@@ -68,7 +68,7 @@ import sys
 import time
 
 from ldr_experiments import engine
-from ldr_opennmt import config_loader, errors, registry, stamps
+from ldr_opennmt import config_loader, errors, probe, registry, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import contrastive, evaluate
 from ldr_opennmt.reports import markdown_table
@@ -440,8 +440,8 @@ def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE, seeds=1):
 def _with_modes(run):
     """:obj:`run` with the label modes its family supports (:data:`LABEL_MODES`, ``pred``
     where asked, ``ens-uniform`` where it translates ensembles of its domain views)."""
-    caps = registry.capabilities(run.family)
-    if run.modes is not None or caps.labels != registry.LABEL_NEEDED:
+    caps = probe.capabilities(run.family)
+    if run.modes is not None or caps.labels != probe.LABEL_NEEDED:
         return run
     modes = LABEL_MODES + (("pred",) if run.pred else ())
     if caps.ensembles is None:
@@ -459,10 +459,10 @@ def contrastive_rows(runs):
     parameters or reads labels (the test asks whether the label picks the word)."""
     rows = []
     for run in runs:
-        caps = registry.capabilities(run.family)
+        caps = probe.capabilities(run.family)
         if run.seed_of is not None:
             continue  # A seed twin: its row's items are scored once.
-        if run is runs[0] or caps.labels != registry.LABEL_IGNORED:
+        if run is runs[0] or caps.labels != probe.LABEL_IGNORED:
             rows.append(run.name)
     return tuple(rows)
 

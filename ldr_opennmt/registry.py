@@ -37,13 +37,13 @@ builds it step by step.)
 
 Everything that lists families reads this registry: the catalog, ``ldr-main
 --list-families`` (:mod:`ldr_opennmt.cli.families`), ``ldr-analyze parameters``, the
-experiments (``ldr_experiments``, which keep their own model definition files and benchmark
-rows per family in ``ldr_experiments/systems.py``), the tests' family list and the
-documentation. A family is described here, and only here; what an experiment does with it
-is the experiment's. Capabilities the model class
-already states (label policy, training modes, the need for a base model, CTranslate2
-folding, ensembles of views) are read from a tiny instance (:func:`capabilities`),
-never written a second time here.
+experiments (``ldr_experiments``, which keep the repository's model definition files per
+family in ``ldr_experiments/systems.py``), the tests' family list and the documentation. A
+family is described here, and only here (with its presets and benchmark rows); what an
+experiment does with it is the experiment's. Capabilities the model class already states
+(label policy, training modes, the need for a base model, CTranslate2 folding, ensembles of
+views) are read from a tiny instance by the capability probe (:mod:`ldr_opennmt.probe`, above
+the models and the export), never written a second time here.
 
 A user module (a Python file, or an importable module name) is loaded by
 :func:`load_user_module`: by ``onmt-main --model FILE`` itself (the model definition is
@@ -53,21 +53,18 @@ the module), by the top-level configuration key ``user_modules`` (``ldr-main``,
 Importing this module imports no TensorFlow (``tests/upstream/test_patches.py`` checks it). What a
 family declares and the table it is registered in are :mod:`ldr_opennmt.family_table`
 (re-exported here: ``registry.Family``, ``registry.register_family``), below both this module
-and the catalog; this module imports the catalog when the families are first asked for, and
-the CTranslate2 fold when a tiny model is read (the two imports that go up on purpose,
-``tests/test_layering.py``: ``LATE_BOUND``), so that no import circle remains.
+and the catalog; this module imports the catalog when the families are first asked for (the
+one import that goes up on purpose, ``tests/test_layering.py``: ``LATE_BOUND``), so that no
+import circle remains.
 """
 
-import dataclasses
 import hashlib
 import importlib
 import importlib.util
 import os
 import sys
-import tempfile
 import threading
 import time
-from typing import Optional, Tuple
 
 from ldr_opennmt import errors
 from ldr_opennmt.errors import UserError
@@ -87,11 +84,6 @@ from ldr_opennmt.family_table import (  # noqa: F401
 
 #: The configuration key (top level) naming user modules to load.
 USER_MODULES_KEY = "user_modules"
-
-#: How a family treats domain labels at inference (:func:`capabilities`).
-LABEL_NEEDED = "needed"
-LABEL_IGNORED = "ignored"
-LABEL_NONE = "none (labels for training only)"
 
 
 def get(name):
@@ -280,127 +272,3 @@ def load_configured_modules(config, base_dir=None):
     for spec in specs:
         registered += load_user_module(str(spec), base_dir=base_dir)
     return registered
-
-
-@dataclasses.dataclass(frozen=True)
-class Capabilities:
-    """What a family can do, read from a tiny instance of its model class.
-
-    Attributes:
-      labels: :data:`LABEL_NEEDED` (its translation reads the label; ``generic`` selects
-        no domain parameters), :data:`LABEL_IGNORED` or :data:`LABEL_NONE`.
-      domain_training: The ``params: domain_training`` modes it supports.
-      default_domain_training: The mode when none is configured.
-      requires_base: Trained on a frozen base model (``finetune: base``).
-      ctranslate2: ``None`` when it folds into one CTranslate2 model per domain, else why
-        the export refuses it.
-      ensembles: ``None`` when it translates ensembles of domain views, else why not.
-      domain_parameters: Whether it has domain-specific parameters.
-      domain_tokens: Whether its targets start with a domain token (Target Token
-        Mixing), so that its target vocabulary must hold the declared domains' tokens:
-        the model class states its ``domain_tokens`` (a property).
-    """
-
-    labels: str
-    domain_training: Tuple[str, ...]
-    default_domain_training: str
-    requires_base: bool
-    ctranslate2: Optional[str]
-    ensembles: Optional[str]
-    domain_parameters: bool
-    domain_tokens: bool = False
-
-    @property
-    def stages(self):
-        """The training stages, in words."""
-        return "one" if not self.requires_base else "two (a frozen base, then its blocks)"
-
-
-_CAPABILITIES = {}
-
-
-def capabilities(name):
-    """The :class:`Capabilities` of the family :obj:`name` (cached; builds a tiny model and
-    reads it with :func:`model_capabilities`)."""
-    family = get(name)
-    if family.name not in _CAPABILITIES or _CAPABILITIES[family.name][0] is not family:
-        _CAPABILITIES[family.name] = (family, model_capabilities(_initialized_tiny(family)))
-    return _CAPABILITIES[family.name][1]
-
-
-def model_capabilities(model):
-    """The :class:`Capabilities` of a model instance, from what its class states.
-
-    The one place where the label policy and the other capabilities are worked out:
-    :func:`capabilities` reads a tiny instance of a family with it, ``ldr-eval`` the
-    trained model it loads (:class:`ldr_opennmt.evaluation.systems.System`).
-
-    Args:
-      model: A multi-domain model, initialized or not (a family that creates its
-        domain layers in ``initialize`` states them once initialized).
-    """
-    domain_inputter = getattr(getattr(model, "features_inputter", None), "domain_inputter", None)
-    has_domain = bool(model.domain_layers()) or model.reads_labels_without_domain_layers
-    if domain_inputter is not None and domain_inputter.optional_labels:
-        labels = LABEL_NONE
-    elif domain_inputter is None or not domain_inputter.required or not has_domain:
-        labels = LABEL_IGNORED
-    else:
-        labels = LABEL_NEEDED
-    return Capabilities(
-        labels=labels,
-        domain_training=tuple(model.domain_training_modes),
-        default_domain_training=model.default_domain_training,
-        requires_base=bool(getattr(model, "requires_base", False)),
-        ctranslate2=_ct2_refusal(model),
-        ensembles=model.ensemble_refusal_reason(),
-        domain_parameters=bool(model.domain_layers()),
-        domain_tokens=isinstance(getattr(type(model), "domain_tokens", None), property),
-    )
-
-
-def _initialized_tiny(family):
-    """A tiny model of :obj:`family`, initialized on two domains and a three-word
-    vocabulary and built (some families create their domain layers in ``initialize``, once
-    the vocabulary is known; the CTranslate2 fold is checked on the built weights). A
-    family whose ``initialize`` needs more (TTM: its domain tokens in the vocabulary) is
-    read uninitialized."""
-    model = family.build_tiny()
-    with tempfile.TemporaryDirectory() as directory:
-        vocabulary = os.path.join(directory, "vocab.txt")
-        with open(vocabulary, "w", encoding="utf-8") as f:
-            f.write("<blank>\n<s>\n</s>\na\nb\n")
-        data = {
-            "domains": ["d0", "d1"],
-            "source_vocabulary": vocabulary,
-            "target_vocabulary": vocabulary,
-        }
-        try:
-            model.initialize(data, params={})
-        except Exception:  # noqa: BLE001 - the uninitialized model is read instead.
-            return family.build_tiny()
-        try:
-            model.create_variables()
-        except Exception:  # noqa: BLE001 - read unbuilt (the fold is then unchecked).
-            pass
-    return model
-
-
-def _ct2_refusal(model):
-    """Why the CTranslate2 export refuses :obj:`model`, or ``None``: what the fold's own
-    check (:func:`ldr_opennmt.export.folding.check_foldable`) says of it, the family's
-    stated :attr:`ctranslate2_refusal` first. An unbuilt model is checked as far as its
-    structure allows (the layers' folds need their weights)."""
-    if getattr(model, "ctranslate2_refusal", None):
-        return model.ctranslate2_refusal
-    # Imported when a model is read, as the catalog is: importing the registry imports no
-    # TensorFlow.
-    from ldr_opennmt.export import folding  # pylint: disable=import-outside-toplevel
-
-    try:
-        folding.check_foldable(model)
-    except UserError as e:
-        return str(e)
-    except ValueError:  # Unbuilt: every check that does not need the weights passed.
-        pass
-    return None

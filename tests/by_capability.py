@@ -7,7 +7,7 @@ later is tested too. The test variants of a family (``ldr_transformer_target``) 
 their family's capabilities.
 """
 
-from ldr_opennmt import registry
+from ldr_opennmt import probe, registry
 from tests import helpers
 
 
@@ -17,9 +17,9 @@ def family_name(name):
 
 
 def capabilities(name):
-    """The :class:`ldr_opennmt.registry.Capabilities` of an entry of
+    """The :class:`ldr_opennmt.probe.Capabilities` of an entry of
     :data:`tests.helpers.FAMILIES`."""
-    return registry.capabilities(family_name(name))
+    return probe.capabilities(family_name(name))
 
 
 def families(predicate=None):
@@ -32,7 +32,7 @@ def families(predicate=None):
 
 def labels_needed(caps):
     """Its translation reads the label."""
-    return caps.labels == registry.LABEL_NEEDED
+    return caps.labels == probe.LABEL_NEEDED
 
 
 def labels_not_read(caps):

@@ -31,7 +31,7 @@ from ldr_experiments.gpu_check import plan
 from ldr_experiments.gpu_check import probe as gpu_probe
 from ldr_experiments.gpu_check import report as gpu_report
 from ldr_experiments.gpu_check import rows as gpu_rows
-from ldr_opennmt import gpu, registry
+from ldr_opennmt import gpu, probe, registry
 from ldr_opennmt.cli import main as ldr_main
 from ldr_opennmt.errors import UserError
 from tests import helpers
@@ -607,7 +607,7 @@ class GpuCheckRowsTest(unittest.TestCase):
             own = [row for row in rows if row.family == family.name]
             self.assertTrue(own, family.name)
             if family.name not in {row.family for row in table}:
-                caps = registry.capabilities(family.name)
+                caps = probe.capabilities(family.name)
                 self.assertEqual([row.name for row in own], [family.name])
                 self.assertEqual(own[0].title, family.title)
                 self.assertEqual(own[0].domain_training, caps.default_domain_training)
@@ -632,7 +632,7 @@ class GpuCheckRowsTest(unittest.TestCase):
         for name in frozen:
             family = registry.get(by_name[name].family)
             self.assertNotEqual(family.finetune, "base")
-            self.assertFalse(registry.capabilities(family.name).requires_base)
+            self.assertFalse(probe.capabilities(family.name).requires_base)
         base = [row.name for row in rows if row.family and registry.get(row.family).finetune]
         self.assertIn("adapters", base)
         self.assertNotIn("adapters", frozen)  # Trained on a frozen base model.

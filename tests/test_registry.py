@@ -15,7 +15,7 @@ import yaml
 from opennmt import config as opennmt_config
 from parameterized import parameterized
 
-from ldr_opennmt import registry
+from ldr_opennmt import probe, registry
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.export import folding
 from ldr_opennmt.models import catalog
@@ -338,7 +338,7 @@ class RegistryTest(tf.test.TestCase):
                 builder=lambda **sizes: test_sequence_to_sequence._GuideTransformer(**sizes),
             )
         )
-        caps = registry.capabilities("guide_family")
+        caps = probe.capabilities("guide_family")
         self.assertRegex(
             caps.ctranslate2,
             "_GuideTransformer has domain-specific parameters in .*bias_dense, which cannot be "
@@ -353,7 +353,7 @@ class FamilyDeclarationTest(tf.test.TestCase):
 
     @parameterized.expand(PACKAGE_FAMILIES)
     def test_capabilities_hold(self, name):
-        caps = registry.capabilities(name)
+        caps = probe.capabilities(name)
         model, _ = helpers.build_model(self, name)
         # CTranslate2: a family said to fold passes the fold's checks; one refused fails.
         if caps.ctranslate2 is None:
@@ -364,7 +364,7 @@ class FamilyDeclarationTest(tf.test.TestCase):
         self.assertEqual(caps.ensembles, model.ensemble_refusal_reason())
         self.assertEqual(caps.domain_parameters, bool(model.domain_layers()))
         # A label is read exactly when the family says it is needed.
-        self.assertEqual(caps.labels != registry.LABEL_NEEDED, bool(model.ignored_labels_reason()))
+        self.assertEqual(caps.labels != probe.LABEL_NEEDED, bool(model.ignored_labels_reason()))
 
 
 if __name__ == "__main__":

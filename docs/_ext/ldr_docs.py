@@ -6,7 +6,7 @@ git) from the code and from the files the commands write:
 - ``commands.md``: every command's and sub-command's help, from their argument parsers
   (:mod:`ldr_docs_commands`);
 - ``families.md`` and ``family/NAME.md``: the family registry
-  (:func:`ldr_opennmt.cli.families.describe`, :func:`~ldr_opennmt.registry.capabilities`;
+  (:func:`ldr_opennmt.cli.families.describe`, :func:`~ldr_opennmt.probe.capabilities`;
   the model definition files: :func:`ldr_experiments.systems.model_def`);
 - ``api/*.md``: one ``automodule`` per module of the package, by sub-package (the
   modules are found by walking the package, so a new module is documented by itself);
@@ -78,9 +78,9 @@ def families_page():
 
 def family_snippet(family):
     from ldr_experiments import systems  # pylint: disable=import-outside-toplevel
-    from ldr_opennmt import registry  # pylint: disable=import-outside-toplevel
+    from ldr_opennmt import probe  # pylint: disable=import-outside-toplevel
 
-    caps = registry.capabilities(family.name)
+    caps = probe.capabilities(family.name)
     definitions = [systems.model_def(family.name, scale) for scale in systems.SCALES]
     definitions = [d for d in definitions if d]
     rows = [

@@ -201,16 +201,16 @@ def family_rows(family, size):
         ensemble row with builder arguments.
     """
     from ldr_experiments import systems
-    from ldr_opennmt import registry
+    from ldr_opennmt import probe
     from ldr_opennmt.errors import UserError
 
     if family.architecture != "transformer":
         log("%s: not measured (the benchmark compares Transformers)" % family.name)
         return []
-    caps = registry.capabilities(family.name)
+    caps = probe.capabilities(family.name)
     model = family.build_tiny()
     folds = caps.ctranslate2 is None and caps.domain_parameters
-    if caps.labels == registry.LABEL_NONE:
+    if caps.labels == probe.LABEL_NONE:
         labels = FEED_NONE
     else:
         labels = FEED_MIXED if _feeds_mixed_batches(model, folds) else FEED_DOMAIN

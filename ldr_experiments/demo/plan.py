@@ -20,7 +20,7 @@ from ldr_experiments.demo.runs import (
     twin_name,
 )
 from ldr_experiments.machine import provenance, provenance_line
-from ldr_opennmt import config_loader, registry, stamps
+from ldr_opennmt import config_loader, probe, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import contrastive, evaluate
 from ldr_opennmt.utils import copy_file_atomic, write_lines_atomic
@@ -185,7 +185,7 @@ class Plan:
                 slug += "_stage1"
                 title += " stage 1 (domain-agnostic, %d steps)" % budget["steps"]
             data = dict(common.MIXED_BATCHES, **run.data)
-            if registry.capabilities(run.family).domain_tokens:
+            if probe.capabilities(run.family).domain_tokens:
                 # Targets that start with a domain token (TTM): a target vocabulary with
                 # the domain tokens appended.
                 data["target_vocabulary"] = baselines.domain_token_vocabulary(

@@ -7,7 +7,7 @@ import os
 from typing import Any, Mapping, Optional, Tuple
 
 from ldr_experiments import common
-from ldr_opennmt import errors, registry
+from ldr_opennmt import errors, probe, registry
 from ldr_opennmt.evaluation import evaluate
 from ldr_opennmt.evaluation import systems as systems_lib
 
@@ -123,7 +123,7 @@ class Run:
     @property
     def reads_labels(self):
         """Whether its translations read the domain label (the registry's capabilities)."""
-        return registry.capabilities(self.family).labels == registry.LABEL_NEEDED
+        return probe.capabilities(self.family).labels == probe.LABEL_NEEDED
 
     def label_modes(self):
         """The label modes it is translated with (``None``: it ignores labels)."""

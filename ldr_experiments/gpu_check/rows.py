@@ -34,9 +34,9 @@ def _own_row(family, name, title, size, **fields):
     """A row of :obj:`family` that the benchmark's table does not have, trained in its
     default mode on the benchmark's domains; at :obj:`size` (its builder arguments) for
     a family of another architecture than the Transformer."""
-    from ldr_opennmt import registry
+    from ldr_opennmt import probe
 
-    caps = registry.capabilities(family.name)
+    caps = probe.capabilities(family.name)
     model = family.build_tiny()
     values = dict(
         family=family.name,
@@ -47,7 +47,7 @@ def _own_row(family, name, title, size, **fields):
         tf=False,
         model=name,
         labels=(
-            bench_rows.FEED_NONE if caps.labels == registry.LABEL_NONE else bench_rows.FEED_DOMAIN
+            bench_rows.FEED_NONE if caps.labels == probe.LABEL_NONE else bench_rows.FEED_DOMAIN
         ),
         domain_tokens=isinstance(getattr(type(model), "domain_tokens", None), property),
     )
@@ -107,20 +107,18 @@ def row_checks(rows):
       label (labels needed), trains without a frozen base (``requires_base``: its base
       model is frozen by design) and takes XLA.
     """
-    from ldr_opennmt import registry
+    from ldr_opennmt import probe, registry
 
     no_xla, frozen = [], []
     for row in rows:
         if row.family is None:
             continue
         family = registry.get(row.family)
-        caps = registry.capabilities(family.name)
+        caps = probe.capabilities(family.name)
         if _xla_refusal(family):
             no_xla.append(row.name)
         elif (
-            caps.domain_parameters
-            and caps.labels == registry.LABEL_NEEDED
-            and not caps.requires_base
+            caps.domain_parameters and caps.labels == probe.LABEL_NEEDED and not caps.requires_base
         ):
             frozen.append(row.name)
     return no_xla, frozen

@@ -51,7 +51,7 @@ import opennmt
 import tensorflow as tf
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import ensembles, registry
+from ldr_opennmt import ensembles, probe, registry
 from ldr_opennmt.checkpoints import check_model_checkpoint, model_checkpoint_keys
 from ldr_opennmt.checks import data
 from ldr_opennmt.checks import outputs as outputs_lib
@@ -240,7 +240,7 @@ class FamilyCheck:
         except Exception as e:  # noqa: BLE001
             raise _Stop("%s: %s" % (type(e).__name__, _one_line(e))) from e
         model = self.model
-        self.caps = registry.model_capabilities(model)
+        self.caps = probe.model_capabilities(model)
         self.domain_refs = {v.ref() for v in model.domain_variables()}
         rng = np.random.RandomState(self.seed)
         for variable in model.weights:
@@ -415,7 +415,7 @@ class FamilyCheck:
     def _label(self):
         scores = {label: self._infer(label) for label in ("d0", "d1", "generic")}
         differs = lambda a, b: not np.allclose(scores[a][1], scores[b][1], atol=1e-5)  # noqa
-        if self.caps.labels == registry.LABEL_NEEDED:
+        if self.caps.labels == probe.LABEL_NEEDED:
             same = [pair for pair in (("d0", "d1"), ("d0", "generic")) if not differs(*pair)]
             if same:
                 yield Result(
@@ -456,7 +456,7 @@ class FamilyCheck:
         return {v.ref() for v in self.model.domain_weights().get(region, [])}
 
     def _generic(self):
-        if self.caps.labels != registry.LABEL_NEEDED:
+        if self.caps.labels != probe.LABEL_NEEDED:
             yield Result("generic", SKIP, "its translation reads no label (labels %s)"
                          % self.caps.labels)  # fmt: skip
             return
@@ -623,7 +623,7 @@ class FamilyCheck:
         takes_domain = "domain" in signature.structured_input_signature[1]
         # A family whose translation reads no label (labels for training only) serves
         # without a domain input; every other one needs it.
-        if not takes_domain and self.caps.labels != registry.LABEL_NONE:
+        if not takes_domain and self.caps.labels != probe.LABEL_NONE:
             yield Result("savedmodel", FAIL, "its serving signature has no domain input")
             return
         length = max(len(s) for s in self.sources)

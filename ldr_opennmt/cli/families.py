@@ -3,7 +3,7 @@
 The documentation's families page prints the same table (``docs/_ext/ldr_docs.py``).
 """
 
-from ldr_opennmt import registry
+from ldr_opennmt import probe, registry
 
 
 def _ct2_cell(caps):
@@ -27,7 +27,7 @@ def describe(names=None):
 
     Returns:
       The table's lines: a header, then one row per family with its capabilities
-      (:func:`ldr_opennmt.registry.capabilities`).
+      (:func:`ldr_opennmt.probe.capabilities`).
     """
     lines = [
         "| family | title | labels at inference | training modes | stages | CTranslate2 "
@@ -36,7 +36,7 @@ def describe(names=None):
     ]
     for name in names or registry.names():
         family = registry.get(name)
-        caps = registry.capabilities(name)
+        caps = probe.capabilities(name)
         start = "%s, then %s" % (family.stage1, family.finetune) if family.stage1 else "one"
         lines.append(
             "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"

@@ -13,7 +13,7 @@ import re
 
 import tensorflow as tf
 
-from ldr_opennmt import ensembles, registry, stamps
+from ldr_opennmt import ensembles, probe, stamps
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.names import check_path_name, check_unique
 from ldr_opennmt.training.runner import Runner
@@ -189,10 +189,11 @@ class System:
 
     @property
     def capabilities(self):
-        """The model's :class:`ldr_opennmt.registry.Capabilities` (label policy, ensembles),
-        read as the registry reads a family's (:func:`ldr_opennmt.registry.model_capabilities`)
-        from the model initialized with the system's configuration: a family may create
-        its domain layers in ``initialize``, as the domain output bias example does.
+        """The model's :class:`ldr_opennmt.probe.Capabilities` (label policy, ensembles),
+        read as the capability probe reads a family's
+        (:func:`ldr_opennmt.probe.model_capabilities`) from the model initialized with the
+        system's configuration: a family may create its domain layers in ``initialize``, as
+        the domain output bias example does.
 
         Raises:
           UserError: ``system NAME: ...`` on a configuration error.
@@ -202,14 +203,14 @@ class System:
                 model = self.runner.checked_new_model(self.finalized_config())
             except UserError as e:
                 raise UserError("system %s: %s" % (self.name, e)) from e
-            self._capabilities = registry.model_capabilities(model)
+            self._capabilities = probe.model_capabilities(model)
         return self._capabilities
 
     @property
     def uses_domains(self):
         """Whether the labels change the translation: Mixed models ignore them, domain
         mixing models read them for training only (``optional_labels``)."""
-        return self.capabilities.labels == registry.LABEL_NEEDED
+        return self.capabilities.labels == probe.LABEL_NEEDED
 
     @property
     def domains(self):
@@ -220,7 +221,7 @@ class System:
     def ensemble_refusal(self):
         """Why the system translates no ensemble of domain views, or ``None``."""
         capabilities = self.capabilities
-        if capabilities.labels != registry.LABEL_NEEDED:
+        if capabilities.labels != probe.LABEL_NEEDED:
             return "%s does not use domain labels" % type(self.model).__name__
         return capabilities.ensembles
 

@@ -13,7 +13,7 @@ import opennmt
 import tensorflow as tf
 from parameterized import parameterized
 
-from ldr_opennmt import registry
+from ldr_opennmt import probe, registry
 from ldr_opennmt.checks import data
 from ldr_opennmt.checks import family as family_check
 from ldr_opennmt.cli import main as cli
@@ -245,9 +245,7 @@ class PackageFamiliesTest(tf.test.TestCase):
             self.assertEqual(statuses[check], family_check.PASS, check)
         # Every declared mode has its line: the package's new modes are checked too.
         modes = [r.name for r in results if r.name.startswith("mode ")]
-        self.assertEqual(
-            modes, ["mode %s" % m for m in registry.capabilities(name).domain_training]
-        )
+        self.assertEqual(modes, ["mode %s" % m for m in probe.capabilities(name).domain_training])
 
 
 class ExamplesTest(tf.test.TestCase):

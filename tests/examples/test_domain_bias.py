@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from ldr_opennmt import registry
+from ldr_opennmt import probe, registry
 from ldr_opennmt.analysis import parameters
 from ldr_opennmt.evaluation import systems
 from ldr_opennmt.layers import domain_scope
@@ -53,8 +53,8 @@ class DomainBiasFamilyTest(tf.test.TestCase):
         self.assertIn("domain_bias.py", family.module)
         # Loading the file again is a no-op, not a second registration.
         self.assertEqual(_load(), [])
-        caps = registry.capabilities(FAMILY)
-        self.assertEqual(caps.labels, registry.LABEL_NEEDED)
+        caps = probe.capabilities(FAMILY)
+        self.assertEqual(caps.labels, probe.LABEL_NEEDED)
         self.assertIn("procedure1", caps.domain_training)
         self.assertIn("output bias", caps.ctranslate2)
         self.assertIsNone(caps.ensembles)
@@ -125,7 +125,7 @@ class DomainBiasFamilyTest(tf.test.TestCase):
         system = systems.System("Bias", [config])
         self.assertTrue(system.uses_domains)
         self.assertIsNone(system.ensemble_refusal)
-        self.assertEqual(system.capabilities, registry.capabilities(FAMILY))
+        self.assertEqual(system.capabilities, probe.capabilities(FAMILY))
 
     def test_trains_jointly_with_the_multi_domain_runner(self):
         # ldr-main's Runner (per-domain corpora, domain sampling) in joint mode: the shared

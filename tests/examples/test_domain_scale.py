@@ -10,7 +10,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from ldr_opennmt import registry
+from ldr_opennmt import probe, registry
 from ldr_opennmt.layers import domain_scope
 from ldr_opennmt.layers.replace import dense_slots
 from tests import helpers
@@ -25,8 +25,8 @@ EXAMPLES = [EXAMPLE, os.path.join(ROOT, "examples", "domain_bias", "domain_bias.
 class DomainScaleFamilyTest(tf.test.TestCase):
     def test_registers_and_folds(self):
         registry.load_user_module(EXAMPLE)
-        caps = registry.capabilities(FAMILY)
-        self.assertEqual(caps.labels, registry.LABEL_NEEDED)
+        caps = probe.capabilities(FAMILY)
+        self.assertEqual(caps.labels, probe.LABEL_NEEDED)
         self.assertIsNone(caps.ctranslate2)  # Checked on the built model: it folds.
         self.assertIsNone(caps.ensembles)
         self.assertEqual(caps.default_domain_training, "procedure1")

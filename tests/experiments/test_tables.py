@@ -1,6 +1,7 @@
 import functools
 import os
 import re
+import runpy
 import types
 from unittest import mock
 
@@ -8,7 +9,7 @@ import tensorflow as tf
 
 from ldr_experiments import common, table_verdicts, tables
 from ldr_experiments.demo import plan as demo_plan
-from ldr_opennmt import config_loader, registry
+from ldr_opennmt import config_loader, probe, registry
 
 DOMAINS = ["medical", "religious", "software"]
 #: The default corpus's training sentences (data/default/corpus.json).
@@ -102,12 +103,8 @@ class TableRunsTest(tf.test.TestCase):
         self.assertLen(ablation, 4)
         for run in ablation:
             self.assertEqual(run.params, {"domain_training": "summed"})
-        self.assertIn(
-            'ldr_transform="every_layer"',
-            open(
-                os.path.join(common.ROOT, by_name["LDR (summed, every layer)"].model_def("small"))
-            ).read(),
-        )
+        path = os.path.join(common.ROOT, by_name["LDR (summed, every layer)"].model_def("small"))
+        self.assertEqual(runpy.run_path(path)["model"].keywords["ldr_transform"], "every_layer")
         self.assertEqual(by_name["LDR (summed, one-domain batches)"].data, {"domain_batches": True})
         self.assertEqual(len(tables.table_runs(seeds=3)), len(runs) + len(twins))
 
@@ -121,7 +118,7 @@ class TableRunsTest(tf.test.TestCase):
         self.assertIsNone(runs["Mixed"].label_modes())
         self.assertIsNone(runs["Domain mixing"].label_modes())  # labels for training only
         for name, run in runs.items():
-            caps = registry.capabilities(run.family)
+            caps = probe.capabilities(run.family)
             modes = run.label_modes() or ()
             if modes == ("oracle", "generic"):
                 continue  # An ablation row: the labels its comparison needs.

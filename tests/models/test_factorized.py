@@ -250,6 +250,11 @@ class ProjectionPathTest(tf.test.TestCase):
 
 @pytest.mark.e2e
 class FactorizedOnmtMainTest(tf.test.TestCase):
+    # Stock onmt-main with a model definition is tested by default on LDR
+    # (tests/upstream/test_onmt_main.py) and domain mixing (tests/models/test_mixing.py); every
+    # model definition's model builds in tests/experiments/test_systems.py. This one took
+    # 2.5-5 minutes of CI.
+    @helpers.skip_unless_full("2.5-5 minutes: a Factorized model trained and run by onmt-main")
     def test_train_infer_with_onmt_main(self):
         directory = self.get_temp_dir()
         paths = corpus.write_corpus(os.path.join(directory, "data"), count=30)

@@ -8,7 +8,7 @@ import opennmt
 import tensorflow as tf
 from parameterized import parameterized
 
-from ldr_opennmt import models, registry
+from ldr_opennmt import models, probe, registry
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.export import ct2_export, folding
 from ldr_opennmt.layers import LayerwiseLDREmbedder, domain_scope, ldr_transform
@@ -181,7 +181,7 @@ class ReleasedPresetTest(helpers.SharedDirTestCase):
         with self.assertRaisesRegex(UserError, "^CTranslate2Exporter cannot export .*every_layer"):
             self.model.export(output_dir, exporter=exporter)
         self.assertFalse(os.path.exists(output_dir))
-        caps = registry.capabilities(RELEASED)
+        caps = probe.capabilities(RELEASED)
         self.assertIn("ldr_transform='every_layer'", caps.ctranslate2)
         self.assertIsNone(caps.ensembles)
 
@@ -211,7 +211,7 @@ class OptionsTest(tf.test.TestCase):
             target_ldr=True, zero_domain_regions=True
         )
         model, _ = _build(self.get_temp_dir(), model, seed=3)
-        self.assertIsNone(registry.model_capabilities(model).ctranslate2)
+        self.assertIsNone(probe.model_capabilities(model).ctranslate2)
         features = _features(model, ["religious"] * 3)
         labels = _labels(model)
         plain = folding.fold(model, "religious")

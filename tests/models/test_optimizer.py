@@ -52,6 +52,9 @@ class UpdateSkippingTest(tf.test.TestCase):
     def test_absent_domains_are_bit_identical(self, mode):
         self._check_absent_domains_frozen(params={"domain_training": mode})
 
+    # LDR's target-side embedder and the RNN's are the same LDREmbedder whose update skipping
+    # the default-size tests above check; their own trainings take 1.5-4 minutes in CI.
+    @helpers.skip_unless_full("1.5-4 minutes: the target side and the RNN trained twice each")
     def test_target_side_and_rnn(self):
         self._check_absent_domains_frozen("ldr_transformer_target")
         self._check_absent_domains_frozen("ldr_rnn")

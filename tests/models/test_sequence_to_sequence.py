@@ -5,7 +5,7 @@ import opennmt
 import tensorflow as tf
 from parameterized import parameterized
 
-from ldr_opennmt import ensembles, registry
+from ldr_opennmt import ensembles, probe, registry
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.export import folding
 from ldr_opennmt.layers import DomainCopies
@@ -146,7 +146,7 @@ class FamilyContractTest(tf.test.TestCase):
     def test_the_class_default_training_mode_is_honoured_and_logged_once(self):
         model, paths = _initialized(self, _GuideTransformer)
         self.assertEqual(model.domain_training, procedure.PROCEDURE1)
-        self.assertEqual(registry.model_capabilities(model).default_domain_training, "procedure1")
+        self.assertEqual(probe.model_capabilities(model).default_domain_training, "procedure1")
         model.create_variables()
         features, labels = helpers.training_batch(model, paths)
         optimizer = tf.keras.optimizers.legacy.SGD(0.1)

@@ -90,11 +90,11 @@ class ImportTest(unittest.TestCase):
             import ldr_opennmt
             for module in pkgutil.walk_packages(ldr_opennmt.__path__, "ldr_opennmt."):
                 importlib.import_module(module.name)
-            from ldr_opennmt import models, registry, upstream
+            from ldr_opennmt import models, probe, registry, upstream
             from ldr_opennmt.training.runner import Runner
             # Every family's tiny model, initialized and built (its capabilities), and a Runner.
             for family in registry.families():
-                registry.capabilities(family.name)
+                probe.capabilities(family.name)
             Runner(models.mixed_transformer(**registry.TINY_TRANSFORMER),
                    {"model_dir": "unused", "data": {}})
             after = (report(), upstream.installed())

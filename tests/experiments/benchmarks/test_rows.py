@@ -8,7 +8,7 @@ import unittest
 
 from ldr_experiments import systems
 from ldr_experiments.benchmarks import rows as rows_lib
-from ldr_opennmt import registry
+from ldr_opennmt import probe, registry
 from tests.experiments.benchmarks import fixtures
 
 PACKAGE = os.path.dirname(os.path.abspath(rows_lib.__file__))
@@ -21,7 +21,7 @@ class RowTableTest(unittest.TestCase):
         families = [f for f in registry.families() if systems.benchmarked(f)]
         self.assertGreater(len(families), 5)
         for family in families:
-            caps = registry.capabilities(family.name)
+            caps = probe.capabilities(family.name)
             declared = systems.benchmark_rows(family, fixtures.SIZE)
             self.assertTrue(declared, family.name)
             for name, kwargs, options in declared:
