@@ -44,6 +44,17 @@ SIZES = {
 }
 
 
+#: The preset of the families with a tied variant: the decoder's output layer is the target
+#: embedding table (the control of a tied row).
+TIED = {"tied": {"share_target_embeddings": True}}
+
+
+def sizes_only(count):
+    """A parameter formula (:attr:`Family.parameter_count`) that ignores the size arguments
+    of other families (the adapters' ``adapter_dim``)."""
+    return lambda adapter_dim=2048, **sizes: count(**sizes)
+
+
 def size_arguments(architecture, size):
     """The builder arguments of one named size (:data:`SIZES`) of one architecture."""
     return dict(SIZES[architecture][size])

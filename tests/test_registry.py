@@ -15,10 +15,9 @@ import yaml
 from opennmt import config as opennmt_config
 from parameterized import parameterized
 
-from ldr_opennmt import probe, registry
+from ldr_opennmt import models, probe, registry
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.export import folding
-from ldr_opennmt.models import catalog
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 from tests.models import test_sequence_to_sequence
@@ -82,7 +81,7 @@ class RegistryTest(tf.test.TestCase):
 
     def test_a_name_taken_by_another_module(self):
         with self.assertRaisesRegex(
-            UserError, "family ldr_transformer is registered twice: by ldr_opennmt.models.catalog"
+            UserError, "family ldr_transformer is registered twice: by ldr_opennmt.models.ldr"
         ):
             registry.register(_family(name="ldr_transformer"))
 
@@ -93,7 +92,8 @@ class RegistryTest(tf.test.TestCase):
         with open(path, "w") as f:
             f.write(
                 "from ldr_opennmt import registry\n"
-                "from ldr_opennmt.models.catalog import dc_transformer, FAMILIES\n\n"
+                "from ldr_opennmt.models import dc_transformer\n"
+                "from ldr_opennmt.models.catalog import FAMILIES\n\n"
                 "declared = [f for f in FAMILIES if f.name == 'mixing_transformer'][0]\n\n"
                 "@registry.register_family('mixing_transformer', title=declared.title,"
                 " paper=declared.paper, summary=declared.summary)\n"
@@ -102,11 +102,11 @@ class RegistryTest(tf.test.TestCase):
             )
         with self.assertRaisesRegex(
             UserError,
-            "family mixing_transformer is registered twice: by ldr_opennmt.models.catalog and "
+            "family mixing_transformer is registered twice: by ldr_opennmt.models.mixing and "
             "by .*impostor.py",
         ):
             registry.load_user_module(path)
-        self.assertIs(registry.get("mixing_transformer").builder, catalog.mixing_transformer)
+        self.assertIs(registry.get("mixing_transformer").builder, models.mixing_transformer)
 
     def test_the_model_definition_copy_is_the_same_family(self):
         # onmt-main imports a model definition as its module and, later, its byte copy

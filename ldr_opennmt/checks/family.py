@@ -230,9 +230,9 @@ class FamilyCheck:
         return model
 
     def _build(self):
-        probe = self.family.build_tiny()
+        tiny = self.family.build_tiny()
         tokens = []
-        if isinstance(getattr(type(probe), "domain_tokens", None), property):
+        if isinstance(getattr(type(tiny), "domain_tokens", None), property):
             tokens = ttm.domain_tokens(data.DOMAINS)  # Its targets start with them.
         self.paths = data.write_corpus(os.path.join(self.work_dir, "data"), 8, tokens)
         try:

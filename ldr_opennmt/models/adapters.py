@@ -30,8 +30,10 @@ restored: every frozen parameter would stay random) is refused in one line.
 
 import tensorflow as tf
 
+from ldr_opennmt import family_table
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import adapters
+from ldr_opennmt.layers import factorized as factorized_layers
 from ldr_opennmt.models import procedure
 from ldr_opennmt.models.sequence_to_sequence import (
     MultiDomainTransformer,
@@ -113,3 +115,43 @@ class ResidualAdapterTransformer(MultiDomainTransformer):
         return super().compute_gradients(
             features, labels, optimizer, loss_scale=loss_scale, normalize_loss=normalize_loss
         )
+
+
+ADAPTERS_PAPER = "Bapna and Firat, 2019 (EMNLP): simple, scalable adaptation"
+
+
+def residual_adapter_transformer(**kwargs):
+    """Residual adapters (Bapna and Firat, 2019): a per-domain bottleneck block after every
+    layer of a Transformer whose other parameters are a frozen, trained Mixed model
+    (``finetune: base``). The sizes (the base's) and ``adapter_dim`` (2048 by default, the
+    Factorized paper's comparison) are
+    :class:`~ldr_opennmt.models.adapters.ResidualAdapterTransformer`'s arguments."""
+    return ResidualAdapterTransformer(**kwargs)
+
+
+def _adapters_count(adapter_dim=2048, **sizes):
+    layers = sizes["encoder_layers"] + sizes["decoder_layers"]
+    return factorized_layers.parameter_count("vanilla", **sizes) + adapters.parameter_count(
+        sizes["d_model"], adapter_dim, layers, sizes["num_domains"]
+    )
+
+
+def _adapter_rows(size):
+    # Adapters 4x the model size (2048 for 512 units); trained alone, the base frozen.
+    return {"adapter_dim": 4 * size["num_units"], "domain_training": "domains"}
+
+
+RESIDUAL_ADAPTERS = family_table.Family(
+    name="residual_adapters",
+    builder=residual_adapter_transformer,
+    title="Residual adapters",
+    paper=ADAPTERS_PAPER,
+    summary="A per-domain bottleneck block after every layer of a frozen Mixed model.",
+    tiny={"adapter_dim": 8},
+    stage1="mixed_transformer",
+    finetune="base",
+    parameter_count=_adapters_count,
+    presets=dict(family_table.TIED, paper={"adapter_dim": 2048}, small={"adapter_dim": 256}),
+    benchmark={"adapters": _adapter_rows},
+    module=__name__,
+)

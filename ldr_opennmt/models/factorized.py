@@ -32,8 +32,11 @@ domain's blocks: the one-run counterpart of the paper's two stages (section 3.1)
 gradient).
 """
 
+import functools
+
 import opennmt
 
+from ldr_opennmt import family_table
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import factorized
 from ldr_opennmt.models import procedure
@@ -150,3 +153,76 @@ class FactorizedTransformer(MultiDomainTransformer):
         :meth:`ldr_opennmt.layers.per_domain.DomainCopies.unfold`)."""
         for layer in self.domain_layers():
             layer.unfold(optimizer=optimizer)
+
+
+FACTORIZED_PAPER = "Deng et al., 2020 (Findings of EMNLP): Factorized Transformer"
+
+
+def factorized_transformer(design, **kwargs):
+    """Factorized Transformer (Deng et al., 2020): ``design`` ``"pa"``, ``"sf"`` or
+    ``"df"`` (which needs ``d_inner``, 280 in the paper); target input and output
+    embeddings shared, as in the paper. The sizes and their paper defaults are
+    :class:`~ldr_opennmt.models.factorized.FactorizedTransformer`'s arguments."""
+    return FactorizedTransformer(design, **kwargs)
+
+
+def _factorized_count(design):
+    return lambda **sizes: factorized.parameter_count(design, **sizes)
+
+
+def _df_rows(size):
+    # d_inner in the paper's proportion to the model size (280 for 512 units).
+    return {"d_inner": max(1, round(size["num_units"] * 280 / 512))}
+
+
+FACTORIZED_PA = family_table.Family(
+    name="factorized_pa",
+    builder=functools.partial(factorized_transformer, "pa"),
+    title="Factorized PA",
+    paper=FACTORIZED_PAPER,
+    summary="Per-domain Q, K, V and output projections in every attention (the full "
+    "scheme, F5); stage 2 trains them from the unfolded Mixed model.",
+    stage1="mixed_transformer",
+    finetune="unfold",
+    parameter_count=family_table.sizes_only(_factorized_count("pa")),
+    presets={"untied": {"share_target_embeddings": False}},
+    benchmark={"fact_pa": {}, "ens_fact_pa": {"ensemble": True}},
+    module=__name__,
+)
+
+
+FACTORIZED_SF = family_table.Family(
+    name="factorized_sf",
+    builder=functools.partial(factorized_transformer, "sf"),
+    title="Factorized SF",
+    paper=FACTORIZED_PAPER,
+    summary="Multi-query attention with per-domain single-head K and V (F2) and a "
+    "per-domain square map after the FFN (F6); trained general, then domains.",
+    parameter_count=family_table.sizes_only(_factorized_count("sf")),
+    benchmark={"fact_sf": {}},
+    module=__name__,
+)
+
+
+FACTORIZED_DF = family_table.Family(
+    name="factorized_df",
+    builder=functools.partial(factorized_transformer, "df"),
+    title="Factorized DF",
+    paper=FACTORIZED_PAPER,
+    summary="Embeddings, output layer and FFN factorized through d_inner with per-domain "
+    "factors (F1, F3, F4) and per-domain K and V (F2); trained general, then domains.",
+    tiny={"d_inner": 8},
+    parameter_count=family_table.sizes_only(_factorized_count("df")),
+    presets={
+        "paper": {"d_inner": 280},
+        # d_inner is the model's width at the small size, not the paper's ratio (280 of
+        # 512, which gave 32): DF's output layer is tied through d_inner (F1), so d_inner
+        # is the rank of its classifier. At 32 the 8k-word classifier had rank 32, half
+        # that of the tied Mixed it is compared with, and the row fell 5.2 BLEU below
+        # that control (docs/tables.md, "Findings explained", 5): a defect of the size,
+        # not of the design.
+        "small": {"d_inner": 64},
+    },
+    benchmark={"fact_df": _df_rows},
+    module=__name__,
+)

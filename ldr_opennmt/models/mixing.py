@@ -45,6 +45,7 @@ import contextlib
 import tensorflow as tf
 from opennmt.utils import exporters
 
+from ldr_opennmt import family_table
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.layers import mixing
 from ldr_opennmt.layers.context import configured_regions, domain_scope
@@ -200,3 +201,33 @@ class MixingTransformer(MultiDomainTransformer):
                 "a SavedModel)" % type(exporter).__name__
             )
         return super().export(export_dir, exporter=exporter)
+
+
+MIXING_PAPER = "Jiang et al., 2020 (ACL): word-level adaptive layer-wise domain mixing"
+
+
+def mixing_transformer(**kwargs):
+    """Word-level adaptive layer-wise domain mixing (Jiang et al., 2020): per-domain
+    attention Q/K/V and FFN weights mixed per word by each layer's learned domain
+    proportions, trained with ``L_gen + L_mix`` (domain labels for training only).
+    The options (``epsilon`` 0.05, ``cut``, ``variant`` ``"encoder_decoder"`` or
+    ``"encoder"``) and sizes are
+    :class:`~ldr_opennmt.models.mixing.MixingTransformer`'s arguments."""
+    return MixingTransformer(**kwargs)
+
+
+MIXING_TRANSFORMER = family_table.Family(
+    name="mixing_transformer",
+    builder=mixing_transformer,
+    title="Domain mixing",
+    paper=MIXING_PAPER,
+    summary="Per-domain attention and FFN weights mixed per word by learned domain "
+    "proportions; labels for training only.",
+    presets={"encoder": {"variant": "encoder"}},
+    benchmark={
+        "mix_k2": {"num_domains": 2},
+        "mix_k3": {"num_domains": 3},
+        "mix_k6": {"num_domains": 6},
+    },
+    module=__name__,
+)

@@ -89,7 +89,9 @@ import opennmt
 import tensorflow as tf
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import family_table
 from ldr_opennmt.layers import adversarial as adversarial_layers
+from ldr_opennmt.layers import factorized as factorized_layers
 from ldr_opennmt.layers.behaviours import Behaviour, install_behaviour
 from ldr_opennmt.layers.context import Recorder, configured_regions
 from ldr_opennmt.models import procedure
@@ -383,3 +385,40 @@ def advl_transformer(
         reversal_ramp_steps=reversal_ramp_steps,
         **kwargs,
     )
+
+
+BRITZ_PAPER = "Britz et al., 2017 (WMT): effective domain mixing"
+
+
+def _classifier_count(**sizes):
+    # The classifier head (d x d hidden layer, d x domains logits), unused at inference.
+    d_model = sizes["d_model"]
+    return (
+        factorized_layers.parameter_count("vanilla", **sizes)
+        + d_model * d_model
+        + d_model * sizes["num_domains"]
+    )
+
+
+ML_TRANSFORMER = family_table.Family(
+    name="ml_transformer",
+    builder=ml_transformer,
+    title="ML",
+    paper=BRITZ_PAPER,
+    summary="Multitask learning: a domain classifier on the encoder output.",
+    parameter_count=family_table.sizes_only(_classifier_count),
+    benchmark={"ml": {}},
+    module=__name__,
+)
+
+
+ADVL_TRANSFORMER = family_table.Family(
+    name="advl_transformer",
+    builder=advl_transformer,
+    title="AdvL",
+    paper=BRITZ_PAPER,
+    summary="Adversarial learning: the domain classifier behind a gradient reversal.",
+    parameter_count=family_table.sizes_only(_classifier_count),
+    benchmark={"advl": {}},
+    module=__name__,
+)

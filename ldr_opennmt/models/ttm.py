@@ -43,11 +43,13 @@ import tensorflow as tf
 from opennmt import constants
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt import family_table
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.inputters import MultiDomainInputter, constant_label, constant_label_name
+from ldr_opennmt.layers import factorized as factorized_layers
 from ldr_opennmt.layers import ttm as ttm_layers
 from ldr_opennmt.layers.behaviours import Behaviour, install_behaviour
-from ldr_opennmt.models import procedure
+from ldr_opennmt.models import multitask, procedure
 from ldr_opennmt.models.sequence_to_sequence import (
     MultiDomainTransformer,
     word_transformer_arguments,
@@ -258,3 +260,23 @@ def ttm_transformer(num_layers=6, num_units=512, num_heads=8, ffn_inner_dim=2048
         ffn_inner_dim=ffn_inner_dim,
         dropout=dropout,
     )
+
+
+def _ttm_count(**sizes):
+    # One target-vocabulary row per domain token.
+    return (
+        factorized_layers.parameter_count("vanilla", **sizes)
+        + sizes["num_domains"] * sizes["d_model"]
+    )
+
+
+TTM_TRANSFORMER = family_table.Family(
+    name="ttm_transformer",
+    builder=ttm_transformer,
+    title="TTM",
+    paper=multitask.BRITZ_PAPER,
+    summary="Target token mixing: each target starts with its domain token.",
+    parameter_count=family_table.sizes_only(_ttm_count),
+    benchmark={"ttm": {}},
+    module=__name__,
+)
