@@ -272,3 +272,25 @@ def load_configured_modules(config, base_dir=None):
     for spec in specs:
         registered += load_user_module(str(spec), base_dir=base_dir)
     return registered
+
+
+#: The names that moved to the capability probe (:mod:`ldr_opennmt.probe`, issue 57 item 4).
+MOVED_TO_PROBE = (
+    "Capabilities",
+    "capabilities",
+    "model_capabilities",
+    "LABEL_NEEDED",
+    "LABEL_IGNORED",
+    "LABEL_NONE",
+)
+
+
+def __getattr__(name):
+    # A one-line pointer for code written against the registry before the probe moved out
+    # of it (importing the probe here would import the export: it is above the registry).
+    if name in MOVED_TO_PROBE:
+        raise AttributeError(
+            "ldr_opennmt.registry.%s moved to ldr_opennmt.probe.%s (from ldr_opennmt import "
+            "probe)" % (name, name)
+        )
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

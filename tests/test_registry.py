@@ -293,6 +293,16 @@ class RegistryTest(tf.test.TestCase):
         for name in ("BENCHMARK_OPTIONS", "describe"):
             self.assertFalse(hasattr(registry, name), name)
 
+    def test_the_probe_s_names_say_where_they_moved(self):
+        with self.assertRaisesRegex(
+            AttributeError, r"^ldr_opennmt.registry.capabilities moved to ldr_opennmt.probe"
+        ):
+            registry.capabilities  # noqa: B018 - the attribute access is the test.
+        with self.assertRaisesRegex(AttributeError, "has no attribute 'no_such_name'"):
+            registry.no_such_name  # noqa: B018
+        for name in registry.MOVED_TO_PROBE:
+            self.assertTrue(hasattr(probe, name), name)
+
     def test_presets_apply_in_order_over_the_size_table(self):
         ldr = registry.get("ldr_transformer")
         small = registry.SIZES["transformer"]["small"]
