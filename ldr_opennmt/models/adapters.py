@@ -153,5 +153,4 @@ RESIDUAL_ADAPTERS = family_table.Family(
     parameter_count=_adapters_count,
     presets=dict(family_table.TIED, paper={"adapter_dim": 2048}, small={"adapter_dim": 256}),
     benchmark={"adapters": _adapter_rows},
-    module=__name__,
 )

@@ -16,6 +16,8 @@ units, 8 heads, FFN 2048; RNN with 512-cell embeddings and 1024 hidden cells; LD
 8 cells per domain fused by a 512 dense layer; DC with 2 domain cells.
 """
 
+import dataclasses
+
 from ldr_opennmt import family_table
 from ldr_opennmt.models import adapters, dc, factorized, ldr, mixed, mixing, multitask, ttm
 
@@ -39,4 +41,6 @@ FAMILIES = (
 )
 
 for _family in FAMILIES:
-    family_table.register(_family)
+    # Registered by the module that defines its builder: its home.
+    _home = getattr(_family.builder, "func", _family.builder).__module__
+    family_table.register(dataclasses.replace(_family, module=_home))

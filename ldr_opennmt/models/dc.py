@@ -67,7 +67,6 @@ DC_TRANSFORMER = family_table.Family(
     paper=DC_PAPER,
     summary="A domain embedding concatenated with every source word embedding.",
     benchmark={"dc": {}},
-    module=__name__,
 )
 
 
@@ -79,5 +78,4 @@ DC_RNN = family_table.Family(
     summary="Domain control in an attentional RNN.",
     architecture="rnn",
     benchmark=None,
-    module=__name__,
 )

@@ -187,7 +187,6 @@ FACTORIZED_PA = family_table.Family(
     parameter_count=family_table.sizes_only(_factorized_count("pa")),
     presets={"untied": {"share_target_embeddings": False}},
     benchmark={"fact_pa": {}, "ens_fact_pa": {"ensemble": True}},
-    module=__name__,
 )
 
 
@@ -200,7 +199,6 @@ FACTORIZED_SF = family_table.Family(
     "per-domain square map after the FFN (F6); trained general, then domains.",
     parameter_count=family_table.sizes_only(_factorized_count("sf")),
     benchmark={"fact_sf": {}},
-    module=__name__,
 )
 
 
@@ -224,5 +222,4 @@ FACTORIZED_DF = family_table.Family(
         "small": {"d_inner": 64},
     },
     benchmark={"fact_df": _df_rows},
-    module=__name__,
 )

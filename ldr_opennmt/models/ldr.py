@@ -260,7 +260,6 @@ LDR_TRANSFORMER = family_table.Family(
         "ldr_procedure1": {"domain_training": "procedure1"},
         "ens_ldr": {"ensemble": True},
     },
-    module=__name__,
 )
 
 
@@ -275,7 +274,6 @@ LDR_TRANSFORMER_RELEASED = family_table.Family(
     tiny={"domain_region_size": 2},
     presets=LDR_SMALL,
     benchmark={"ldr_released": {"domain_training": "summed"}},
-    module=__name__,
 )
 
 
@@ -289,5 +287,4 @@ LDR_RNN = family_table.Family(
     tiny={"domain_region_size": 2},
     presets=LDR_SMALL,
     benchmark=None,  # The benchmark compares Transformers.
-    module=__name__,
 )

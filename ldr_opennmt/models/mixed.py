@@ -61,7 +61,6 @@ MIXED_TRANSFORMER = family_table.Family(
     # untied one's parameter count (docs/tables.md, "One base for continued training").
     presets=dict(family_table.TIED, wide={"ffn_inner_dim": 1242}),
     benchmark={"mixed": {}},
-    module=__name__,
 )
 
 
@@ -73,5 +72,4 @@ MIXED_RNN = family_table.Family(
     summary="A plain attentional RNN trained on all domains.",
     architecture="rnn",
     benchmark=None,
-    module=__name__,
 )

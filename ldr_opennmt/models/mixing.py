@@ -229,5 +229,4 @@ MIXING_TRANSFORMER = family_table.Family(
         "mix_k3": {"num_domains": 3},
         "mix_k6": {"num_domains": 6},
     },
-    module=__name__,
 )

@@ -408,7 +408,6 @@ ML_TRANSFORMER = family_table.Family(
     summary="Multitask learning: a domain classifier on the encoder output.",
     parameter_count=family_table.sizes_only(_classifier_count),
     benchmark={"ml": {}},
-    module=__name__,
 )
 
 
@@ -420,5 +419,4 @@ ADVL_TRANSFORMER = family_table.Family(
     summary="Adversarial learning: the domain classifier behind a gradient reversal.",
     parameter_count=family_table.sizes_only(_classifier_count),
     benchmark={"advl": {}},
-    module=__name__,
 )

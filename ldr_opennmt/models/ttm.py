@@ -278,5 +278,4 @@ TTM_TRANSFORMER = family_table.Family(
     summary="Target token mixing: each target starts with its domain token.",
     parameter_count=family_table.sizes_only(_ttm_count),
     benchmark={"ttm": {}},
-    module=__name__,
 )
