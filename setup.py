@@ -55,6 +55,10 @@ setup(
         "experiments": [
             "snakemake==9.15.0",
             "snakemake-executor-plugin-slurm==1.4.0",
+            # A stage's job runs the stage its engine declared, pickled with its closures
+            # (ldr_experiments/engine.py), not the driver again: the stdlib's pickle refuses
+            # closures; cloudpickle (Dask's, Ray's, PySpark's) pickles them by value.
+            "cloudpickle==3.1.3",
         ],
         "test": [
             # pytest 8.4: schemathesis 3.39 (the last that installs beside TensorFlow 2.13's

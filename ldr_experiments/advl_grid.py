@@ -219,7 +219,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
     os.chdir(ROOT)
-    start = engine.started()  # The command's start, also in a stage's process.
+    start = engine.started()  # The command's start (the report's total time).
     steps = common.Steps(args.out, name="advl_grid", options=args.options)
     plan = demo.Plan(args, budget, steps, data_config=args.config)
     if args.data == "data/default":

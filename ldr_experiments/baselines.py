@@ -176,7 +176,7 @@ def main(argv=None):
     num_domains = len(corpora_lib.domain_names(common.load_yaml(args.config)["data"]))
     steps = common.Steps(out, name="baselines", options=options)
     out = steps.out  # A link given as --out is resolved once.
-    start = engine.started()  # The command's start, also in a stage's process.
+    start = engine.started()  # The command's start (the report's total time).
     common.prepare_corpus(args.data, args.cache)
     configs = system_configs(
         systems,

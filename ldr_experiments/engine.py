@@ -3,18 +3,29 @@
 A driver (the demo, the tables, the studies) declares its stages
 (:class:`ldr_experiments.common.Stage`: a name, what it comes after, what it writes, its stamp)
 and hands them to :meth:`ldr_experiments.common.Steps.run_stages`, which calls :func:`run`
-here. This module writes them as a plan (``OUT/workflow/phase-K.json``) and runs Snakemake on
-the package's one generic workflow (``workflow.smk``): one rule per stage, whose job is
-``python -m ldr_experiments.engine stage PLAN NAME``. That process runs the driver again with
-the same arguments, up to the stage named, runs that stage alone (:func:`selected`) and stops.
+here. This module writes them as a plan (``OUT/workflow/phase-K.json``), each stage pickled
+beside it (``OUT/workflow/stages/NAME.pickle``: the stage with its closures and the driver's
+:class:`~ldr_experiments.common.Steps`, by cloudpickle), and runs Snakemake on the package's
+one generic workflow (``workflow.smk``): one rule per stage, whose job is
+``python -m ldr_experiments.engine stage PLAN NAME``. That process loads the stage the engine
+declared and runs it (:func:`run_stage`); the driver runs once, in the engine's process, never
+again inside a job. A phase's stages are declared from what the earlier phases made (the
+corpus's sizes): a driver calls :meth:`~ldr_experiments.common.Steps.run_stages` once per phase.
+
+One rule decides whether a stage runs again: its stamp (:meth:`ldr_experiments.common.Steps.due`:
+its inputs, configuration, options, outputs and the code it runs, :func:`stage_code`). The
+engine reads every stamp before Snakemake starts and hands it the stages due as forced
+(``--forcerun``), saying why; a stage whose inputs are made by a stage that runs first is
+judged by its own job, which skips it when its stamp matches. Snakemake's own rerun rule is
+reduced to the times of the markers (``--rerun-triggers mtime``): a stage runs when it never
+finished (no marker), when it is forced, or after a stage it comes after ran again.
 
 What Snakemake brings (and the hand-written scheduler it replaces did not): two lanes on this
 machine (a training per core, as before: each job takes a free lane and is confined to its
 cores), or one job per stage on a SLURM cluster (``--executor slurm``, each training with its
-GPU request); a stage reruns when its declaration (inputs, configuration, options), the code it
-runs (:func:`code_digest`) or a stage it comes after changed, and is skipped otherwise; a run
-killed half-way resumes (a half-done stage reruns and continues from its last checkpoint); a dry
-run lists what would run and why; ``--dag`` draws the plan.
+GPU request); the order of the stages; a run killed half-way resumes (a half-done stage has no
+marker: it reruns and continues from its last checkpoint); a dry run lists what would run and
+why; ``--dag`` draws the plan.
 
 Added here: one command at a time on a results directory (:func:`lock_results`: a second one is
 refused in one line), and SIGTERM, SIGINT or SIGHUP to the engine stops Snakemake and every
@@ -38,7 +49,6 @@ import fcntl
 import functools
 import getpass
 import hashlib
-import importlib
 import importlib.util
 import json
 import os
@@ -186,9 +196,6 @@ class _Driver:
     started: float = dataclasses.field(default_factory=time.time)
     # The results directories this command holds (lock_results): realpath -> locks' key.
     locks: Dict[str, str] = dataclasses.field(default_factory=dict)
-    # Where the command was started: a stage's process starts there too, so that the
-    # driver resolves the user's relative paths (--corpus, --out) as the command did.
-    cwd: str = dataclasses.field(default_factory=os.getcwd)
     # In a dry run: an earlier phase has stages to run (planning_ahead).
     pending_ahead: bool = False
 
@@ -196,15 +203,16 @@ class _Driver:
 #: The driver running in this process (set by :func:`driver`).
 _DRIVER: Optional[_Driver] = None
 
-#: In a stage's process: ``(stage name, plan file, the plan's lanes)``.
-_SELECTED: Optional[Tuple[str, str, int]] = None
-
 #: In a stage's process: when the engine's driver started (:func:`started`).
 _STARTED: Optional[float] = None
 
+#: Where a plan's stages are pickled (``OUT/workflow/stages/NAME.pickle``).
+STAGES_DIR = "stages"
+
 
 class StageDone(Exception):
-    """Raised in a stage's process once its stage has run: the driver stops there."""
+    """Raised in the engine's process when the command stops before its driver's end:
+    ``--only`` ran the stages named, or a dry run cannot declare the later phases."""
 
 
 class StageFailed(RuntimeError):
@@ -227,7 +235,7 @@ class Interrupted(StageFailed):
 def driver(command):
     """Decorates a driver's ``main(argv)``: takes the engine's options off :obj:`argv` and
     records the driver (its sub-command and arguments), which :func:`run` writes into each
-    plan so that a stage's process can run the same driver again."""
+    plan (what declared it: its stages' jobs load the stages, they do not run the driver)."""
 
     def decorate(main):
         @functools.wraps(main)
@@ -267,16 +275,11 @@ def started():
     return _DRIVER.started if _DRIVER else None
 
 
-def selected():
-    """The stage this process runs for the engine (``None`` in the engine's own process)."""
-    return _SELECTED[0] if _SELECTED else None
-
-
 def planning_ahead():
     """Whether this is a dry run in which an earlier phase's stages have not run: the driver
     declares its later phases from what it knows beforehand (``ahead=True`` in
     :func:`run`), and reads nothing those stages would make."""
-    return bool(_DRIVER and _SELECTED is None and _DRIVER.pending_ahead)
+    return bool(_DRIVER and _DRIVER.pending_ahead)
 
 
 # The code a stage depends on.
@@ -334,31 +337,64 @@ def _rule_name(name):
     return "stage_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
-def _declaration(stage):
-    """What Snakemake compares between runs (its ``params``): what the stage declares before
-    it runs (title, outputs) and the code it runs. Its inputs are compared by the stage's
-    stamp (:meth:`ldr_experiments.common.Steps.due`), which may read what earlier stages made."""
-    text = json.dumps(
-        {"title": stage.title, "outputs": stage.outputs, "code": stage_code(stage.kind)},
-        sort_keys=True,
-    )
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def write_stages(directory, steps, stages):
+    """Pickles each of :obj:`stages` with :obj:`steps` into ``directory/stages/NAME.pickle``
+    (atomically), what its job loads (:func:`load_stage`).
+
+    A stage's ``run`` and ``stamp`` are closures of the driver that declared it; cloudpickle
+    stores them by value, with what they capture (the driver's arguments, its plan), and the
+    package's functions they call by reference (the job imports the same code: a changed
+    library or experiments package makes the stage due again, :func:`stage_code`).
+
+    Raises:
+      TypeError: a stage holds something that cannot be pickled (its name is said).
+    """
+    import cloudpickle  # The experiments' extra (setup.py), as Snakemake.
+
+    os.makedirs(os.path.join(directory, STAGES_DIR), exist_ok=True)
+    for stage in stages:
+        path = os.path.join(directory, STAGES_DIR, stage.name + ".pickle")
+        try:
+            data = cloudpickle.dumps({"steps": steps, "stage": stage})
+        except Exception as e:  # pickle raises TypeError, PicklingError, AttributeError...
+            raise TypeError("stage %s cannot be pickled for its job: %s" % (stage.name, e)) from e
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+
+
+def load_stage(plan_path, name):
+    """``(steps, stage)``: the stage :obj:`name` of a plan, as the engine declared it."""
+    import pickle
+
+    path = os.path.join(os.path.dirname(plan_path), STAGES_DIR, name + ".pickle")
+    try:
+        with open(path, "rb") as f:
+            record = pickle.load(f)
+    except FileNotFoundError:
+        raise UserError("%s: no stage %r declared: rerun the command" % (plan_path, name)) from None
+    return record["steps"], record["stage"]
 
 
 def write_plan(steps, stages, options, phase, driver_record):
-    """Writes the plan of one call of :meth:`Steps.run_stages`; returns its path."""
+    """Writes the plan of one call of :meth:`Steps.run_stages` and its stages
+    (:func:`write_stages`); returns its path."""
     directory = os.path.join(os.path.abspath(steps.out), WORKFLOW_DIR)
     os.makedirs(os.path.join(directory, "done"), exist_ok=True)
+    write_stages(directory, steps, stages)
     names = {stage.name for stage in stages}
     done = os.path.join(directory, "done")
     plan = {
-        "format": 1,
+        "format": 2,
+        # What declared it (the job does not run it again: it loads the stage's pickle).
         "driver": {
             "module": driver_record.module,
             "command": driver_record.command,
             "argv": driver_record.argv,
         },
-        "root": driver_record.cwd,  # The drivers' arguments are relative to it.
+        # The driver's working directory: its stages' relative paths are relative to it, and
+        # their jobs start there (workflow.smk).
+        "root": os.getcwd(),
         "python": sys.executable,
         "lanes": options.lanes,
         "started": driver_record.started,
@@ -373,7 +409,6 @@ def write_plan(steps, stages, options, phase, driver_record):
                     a for a in stage.after if a in names or os.path.exists(os.path.join(done, a))
                 ],
                 "kind": stage.kind,
-                "params": _declaration(stage),
                 # A free lane takes the first ready stage in the driver's order.
                 "priority": len(stages) - index,
             }
@@ -402,7 +437,8 @@ def snakemake_command(plan_path, options, forced=(), targets=()):
     command += ["--directory", directory, "--config"] + config
     # --nolock: the engine's own lock (lock_results) keeps other engines out.
     command += ["--rerun-incomplete", "--printshellcmds", "--show-failed-logs", "--nolock"]
-    command += ["--rerun-triggers", "mtime", "params", "input", "code"]
+    # The stamps decide what is due (run: --forcerun); Snakemake follows the markers' times.
+    command += ["--rerun-triggers", "mtime"]
     if options.executor == "slurm":
         command += ["--executor", "slurm", "--jobs", str(options.jobs)]
         resources = []
@@ -424,9 +460,8 @@ def snakemake_command(plan_path, options, forced=(), targets=()):
 
 
 def run(steps, stages, lanes, ahead=False):
-    """Runs :obj:`stages` (one call of :meth:`Steps.run_stages`) through Snakemake, or, in a
-    stage's process, the stage selected (then raises :class:`StageDone`); outside a driver
-    (no command: a test, a notebook), in this process, one at a time.
+    """Runs :obj:`stages` (one call of :meth:`Steps.run_stages`) through Snakemake; outside
+    a driver (no command: a test, a notebook), in this process, one at a time.
 
     Args:
       steps: The driver's :class:`ldr_experiments.common.Steps`.
@@ -439,17 +474,9 @@ def run(steps, stages, lanes, ahead=False):
 
     Raises:
       StageFailed: when a stage fails (its log is named).
+      StageDone: ``--only`` ran its stages, or a dry run cannot declare the later phases.
       UserError: another engine runs on the results directory; ``--only`` names no stage.
     """
-    if _SELECTED is not None:
-        for stage in stages:
-            if stage.name == _SELECTED[0]:
-                with _lane(_SELECTED[1], _SELECTED[2]) as cores:
-                    steps.run_stage(stage, cores)
-                _mark_done(stage.name)
-                raise StageDone()
-        steps.record_timings(stages)  # An earlier phase: done, its times for the report.
-        return
     if _DRIVER is None:
         # Called as a library (a test, a notebook), not by a command: here, one at a time.
         _run_here(steps, stages)
@@ -533,9 +560,9 @@ def lock_results(out):
     system releases it when the command ends, ``kill -9`` included, so no stale lock is ever
     left. Snakemake runs with ``--nolock`` (its own lock, under ``.snakemake/locks``, would
     outlive a ``kill -9`` and refuse every run after it): with this lock held, nothing else
-    runs there. Nothing is taken in a stage's process (its engine holds the lock) nor outside
-    a command (a test, a notebook)."""
-    if _DRIVER is None or _SELECTED is not None:
+    runs there. Nothing is taken in a stage's process (no driver runs there: its engine holds
+    the lock) nor outside a command (a test, a notebook)."""
+    if _DRIVER is None:
         return
     key = os.path.realpath(out)
     if key in _DRIVER.locks:
@@ -562,13 +589,24 @@ def _lock_holder(directory):
 
 
 def _run_here(steps, stages):
-    """Runs :obj:`stages` in this process, one at a time, each after those it names."""
+    """Runs :obj:`stages` in this process, one at a time, each after those it names. Each is
+    pickled first, as for its job (:func:`write_stages`), though the original runs here: a
+    stage that could not be pickled for its job fails here too (the drivers' tests run their
+    stages this way)."""
+    import cloudpickle
+
     names = {stage.name for stage in stages}
     pending, done = list(stages), set()
     while pending:
         ready = [s for s in pending if all(a in done or a not in names for a in s.after)]
         if not ready:
             raise ValueError("circular dependencies: %s" % [s.name for s in pending])
+        try:
+            cloudpickle.dumps(ready[0])
+        except Exception as e:
+            raise TypeError(
+                "stage %s cannot be pickled for its job: %s" % (ready[0].name, e)
+            ) from e
         steps.run_stage(ready[0])
         done.add(ready[0].name)
         pending.remove(ready[0])
@@ -775,31 +813,29 @@ def _lane(plan_path, lanes):
 
 
 def run_stage(plan_path, name):
-    """Runs the stage :obj:`name` of a plan: the plan's driver runs again with the same
-    arguments, up to that stage, which runs here (what a Snakemake job of the plan does)."""
-    global _SELECTED, _STARTED
+    """Runs the stage :obj:`name` of a plan, as its engine declared it (:func:`load_stage`),
+    in a free lane, then writes its marker: what a Snakemake job of the plan does. It starts
+    in the plan's ``root`` (the rule's shell changes there), where the stage's relative paths
+    lead."""
+    global _STARTED
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
-    os.chdir(plan["root"])
-    command = plan["driver"]["command"]
-    module = importlib.import_module(plan["driver"]["module"])
-    _SELECTED, _STARTED = (name, plan_path, plan.get("lanes", 1)), plan.get("started")
+    if plan.get("format") != 2:
+        raise UserError("%s: a plan of an earlier version: rerun the command" % plan_path)
+    steps, stage = load_stage(plan_path, name)
+    _STARTED = plan.get("started")
     try:
-        module.main(plan["driver"]["argv"])
+        with _lane(plan_path, plan.get("lanes", 1)) as cores:
+            steps.run_stage(stage, cores)
     finally:
-        _SELECTED = _STARTED = None
-    marker = os.path.join(os.path.dirname(plan_path), "done", name)
-    if not os.path.exists(marker):
-        raise UserError(
-            "%s: the driver %s %s declares no stage %r any more: rerun the command"
-            % (plan_path, command, " ".join(plan["driver"]["argv"]), name)
-        )
+        _STARTED = None
+    _mark_done(plan_path, name)
     return 0
 
 
-def _mark_done(name):
+def _mark_done(plan_path, name):
     """Writes the marker Snakemake waits for (in a stage's process, once it has run)."""
-    path = os.path.join(os.path.dirname(_SELECTED[1]), "done", name)
+    path = os.path.join(os.path.dirname(plan_path), "done", name)
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write("%s\n" % time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
     os.replace(path + ".tmp", path)
@@ -817,7 +853,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # The module the drivers import, not this __main__ copy: its _SELECTED is what they read.
+    # The module the stages import, not this __main__ copy: its _STARTED is what they read.
     from ldr_experiments import engine as _engine
 
     sys.exit(_engine.main())

@@ -98,7 +98,7 @@ def main(argv=None):
     steps = common.Steps(out, name="new-domain")
     out = steps.out  # A link given as --out is resolved once.
     runs_dir, configs_dir = steps.runs_dir, steps.configs_dir
-    start = engine.started()  # The command's start, also in a stage's process.
+    start = engine.started()  # The command's start (the report's total time).
     common.prepare_corpus(args.data, args.cache)
     data_config = common.load_yaml(args.config)
     new_domain = args.new_domain or corpora_lib.domain_names(data_config["data"])[-1]

@@ -97,7 +97,7 @@ def main(argv=None):
     os.chdir(ROOT)
     steps = common.Steps(out, name="open_domain", options=options)
     out = steps.out  # A link given as --out is resolved once.
-    start = engine.started()  # The command's start, also in a stage's process.
+    start = engine.started()  # The command's start (the report's total time).
     common.prepare_corpus(args.data, args.cache)
     all_domains = corpora_lib.domain_names(common.load_yaml(args.config)["data"])
     unseen = args.unseen or all_domains[-1]

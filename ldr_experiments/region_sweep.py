@@ -216,7 +216,7 @@ def main(argv=None):
     out = steps.out  # A link given as --out is resolved once.
     runs_dir, configs_dir = steps.runs_dir, steps.configs_dir
     defs_dir = make_directories(os.path.join(out, "model_defs"), os.path.abspath(out))
-    start = engine.started()  # The command's start, also in a stage's process.
+    start = engine.started()  # The command's start (the report's total time).
     common.prepare_corpus(args.data, args.cache)
 
     systems = []

@@ -982,7 +982,7 @@ def main(argv=None):
         common.log("[tables] %s" % grid_choice.choice_lines(advl_choice)[0])
     steps = common.Steps(args.out, name="tables", options=args.options)
     plan = TablesPlan(args, budget, steps, runs)
-    start = engine.started()  # The command's start, also in a stage's process.
+    start = engine.started()  # The command's start (the report's total time).
 
     if args.data == common.DEFAULT_CORPUS:
         steps.run_stages([plan.corpus_stage()], ahead=True)

@@ -1,9 +1,11 @@
 # The experiments' one workflow (ldr_experiments/engine.py): a rule per stage of a plan file
-# (config["plan"], written by engine.write_plan), whose job runs that stage alone:
+# (config["plan"], written by engine.write_plan), whose job loads that stage as the engine
+# pickled it (OUT/workflow/stages/NAME.pickle) and runs it, never the driver again:
 #   cd ROOT && python -m ldr_experiments.engine stage PLAN NAME
 # Its output is the stage's marker, done/NAME, written when the stage has run (or was found done
-# from the same inputs); a rule reruns when the stage's declaration, its code or a stage it comes
-# after changed (Snakemake's params, code and input triggers). Run from OUT/workflow.
+# from the same inputs); a rule reruns when the engine forces it (the stage's stamp is due: one
+# rule, engine.py) or a stage it comes after ran again (the markers' times). Run from
+# OUT/workflow.
 import json
 
 PLAN = json.load(open(config["plan"], encoding="utf-8"))
@@ -33,7 +35,6 @@ for _stage in PLAN["stages"]:
         output:
             "done/%s" % _stage["name"],
         params:
-            declaration=_stage["params"],
             name=_stage["name"],
             python=PLAN["python"],
             plan=config["plan"],
@@ -43,8 +44,8 @@ for _stage in PLAN["stages"]:
         resources:
             **_resources(_stage["kind"]),
         localrule: _stage["kind"] == "local"
-        # The command's own directory: the driver resolves the user's relative paths
-        # (--corpus, --out) from there, as the command did.
+        # The driver's working directory (the plan's root): the stage's relative paths lead
+        # from there, as in the engine's process that declared it.
         shell:
             "cd {params.root:q} && "
             "{params.python} -m ldr_experiments.engine stage {params.plan:q} {params.name:q}"

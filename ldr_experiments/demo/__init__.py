@@ -142,7 +142,7 @@ def main(argv=None):
     os.chdir(ROOT)
     steps = common.Steps(args.out)  # A link given as --out is resolved once.
     plan = Plan(args, budget, steps)
-    start = engine.started()  # The command's start, also in a stage's process.
+    start = engine.started()  # The command's start (the report's total time).
 
     if args.data == common.DEFAULT_CORPUS:
         # A corpus of the user's is theirs: read only.

@@ -5,7 +5,9 @@ write small files, run by Snakemake like the demo's.
     b: writes b.txt from a.txt, after a
     c: writes c.txt, after nothing (beside a, on the other lane)
 
-Each stage appends its name and its process's cores to ``runs.log``; ``--fail-once STAGE``
+Each stage appends its name, its process's cores and working directory to ``runs.log``, and
+each run of ``main`` its process's id to ``mains.log`` (the driver runs in the engine's
+process only, never again inside a stage's job); ``--fail-once STAGE``
 makes that stage fail the first time it runs (a flag file), as a run killed half-way;
 ``--slow STAGE`` makes it wait two minutes (to be killed; its process's id in
 ``started-STAGE``). ``--ahead`` runs a alone first, then b and c (two phases, as the demo's
@@ -33,8 +35,8 @@ def stages(steps, args):
         def run(cores):
             with open(runs, "a", encoding="utf-8") as f:
                 f.write(
-                    "%s %s %s started=%r\n"
-                    % (name, cores, sorted(os.sched_getaffinity(0)), engine.started())
+                    "%s %s %s started=%r cwd=%s\n"
+                    % (name, cores, sorted(os.sched_getaffinity(0)), engine.started(), os.getcwd())
                 )
             if args.slow == name:
                 _write(os.path.join(out, "started-" + name), "%d\n" % os.getpid())
@@ -82,6 +84,8 @@ def main(argv=None):
     parser.add_argument("--ahead", action="store_true")
     args = parser.parse_args(argv)
     steps = common.Steps(args.out, name="engine-test")
+    with open(os.path.join(steps.out, "mains.log"), "a", encoding="utf-8") as f:
+        f.write("%d\n" % os.getpid())
     if args.ahead:
         first, *rest = stages(steps, args)
         steps.run_stages([first], ahead=True)

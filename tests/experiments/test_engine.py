@@ -70,9 +70,19 @@ class EngineRunTest(unittest.TestCase):
             cores = {k: v.split(" started=")[0].split(" ", 1)[1] for k, v in lanes.items()}
             self.assertNotEqual(cores["a"], cores["c"])
         # Every stage's process knows when the command started (a report's total time).
-        starts = {line.split("started=")[1] for line in lanes.values()}
+        starts = {line.split("started=")[1].split(" cwd=")[0] for line in lanes.values()}
         self.assertEqual(len(starts), 1, starts)
         self.assertNotEqual(starts, {"None"})
+        # Each stage ran in its own job, in the driver's working directory, and the driver
+        # ran once, here (a job loads its stage; it does not run the driver again).
+        self.assertEqual({v.split(" cwd=")[1] for v in lanes.values()}, {os.getcwd()})
+        self.assertEqual(_lines(os.path.join(self.out, "mains.log")), [str(os.getpid())])
+        with open(os.path.join(self.out, "workflow", "phase-1.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["root"], os.getcwd())
+        for name in "abc":
+            self.assertTrue(
+                os.path.isfile(os.path.join(self.out, "workflow", "stages", name + ".pickle"))
+            )
         # The time table of the report: every stage, none from an earlier run.
         self.assertEqual(
             _lines(os.path.join(self.out, "timings.txt")), ["make a", "make b", "make c"]
@@ -385,6 +395,45 @@ class OutsideADriverTest(unittest.TestCase):
         self.assertEqual(order, ["a", "b", "c"])
         with self.assertRaisesRegex(ValueError, "circular"), redirect_stderr(io.StringIO()):
             steps.run_stages([stage("x", ["y"]), stage("y", ["x"])])
+
+
+class PickledStagesTest(unittest.TestCase):
+    """A stage's job loads the stage its engine pickled, closures and all (no driver again)."""
+
+    def setUp(self):
+        from ldr_experiments import common
+
+        self.directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.directory)
+        self.steps = common.Steps(os.path.join(self.directory, "out"), name="lib")
+        self.common = common
+
+    def test_a_closure_comes_back_with_what_it_captured(self):
+        captured = {"value": 41}
+        target = os.path.join(self.directory, "made.txt")
+
+        def run(cores):
+            with open(target, "w", encoding="utf-8") as f:
+                f.write("%d\n" % (captured["value"] + 1))
+
+        stage = self.common.Stage("make", "make", "", dict, [target], run)
+        engine.write_stages(self.directory, self.steps, [stage])
+        steps, loaded = engine.load_stage(os.path.join(self.directory, "phase-1.json"), "make")
+        self.assertEqual(
+            (loaded.name, loaded.outputs, steps.out), ("make", [target], self.steps.out)
+        )
+        loaded.run(None)
+        self.assertEqual(_lines(target), ["42"])
+
+    def test_what_cannot_be_pickled_is_named_and_a_missing_stage_refused(self):
+        import threading
+
+        lock = threading.Lock()
+        stage = self.common.Stage("locked", "locked", "", dict, [], lambda cores: lock.acquire())
+        with self.assertRaisesRegex(TypeError, "stage locked cannot be pickled"):
+            engine.write_stages(self.directory, self.steps, [stage])
+        with self.assertRaisesRegex(UserError, "no stage 'other' declared: rerun the command"):
+            engine.load_stage(os.path.join(self.directory, "phase-1.json"), "other")
 
 
 class CodeDigestTest(unittest.TestCase):

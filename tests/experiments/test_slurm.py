@@ -129,7 +129,10 @@ class SlurmTest(unittest.TestCase):
         """Runs the toy driver through the engine on SLURM; returns its stderr."""
         argv = ["--out", out, "--executor", "slurm", "--slurm-partition", self.partition]
         argv += ["--slurm-account", ACCOUNT, "--gpus-per-training", str(self.gpus)]
-        argv += list(extra)
+        # What the one node has (the defaults, 4 cores and 16 GB, stay pending there forever
+        # on a 2-core machine: SLURM's reason PartitionConfig).
+        argv += ["--cpus-per-training", "1", "--mem-mb-per-training", "1000"]
+        argv += ["--minutes-per-training", "10"] + list(extra)
         code = "import sys\nfrom tests.experiments import engine_driver\n"
         code += "sys.exit(engine_driver.main(sys.argv[1:]))\n"
         start = time.time()
