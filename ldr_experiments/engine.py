@@ -262,11 +262,6 @@ def driver(command):
     return decorate
 
 
-def current_options():
-    """The options of the driver running (defaults outside one)."""
-    return _DRIVER.options if _DRIVER else Options()
-
-
 def started():
     """When the driver started: in a stage's process, the engine's driver (the stages done
     before are from an earlier run); ``None`` outside a driver."""
