@@ -344,18 +344,24 @@ def write_stages(directory, steps, stages):
     Raises:
       TypeError: a stage holds something that cannot be pickled (its name is said).
     """
-    import cloudpickle  # The experiments' extra (setup.py), as Snakemake.
-
     os.makedirs(os.path.join(directory, STAGES_DIR), exist_ok=True)
     for stage in stages:
         path = os.path.join(directory, STAGES_DIR, stage.name + ".pickle")
-        try:
-            data = cloudpickle.dumps({"steps": steps, "stage": stage})
-        except Exception as e:  # pickle raises TypeError, PicklingError, AttributeError...
-            raise TypeError("stage %s cannot be pickled for its job: %s" % (stage.name, e)) from e
+        data = _pickled(stage, {"steps": steps, "stage": stage})
         with open(path + ".tmp", "wb") as f:
             f.write(data)
         os.replace(path + ".tmp", path)
+
+
+def _pickled(stage, record):
+    """:obj:`record` (what holds :obj:`stage`) pickled by cloudpickle, or a ``TypeError``
+    naming the stage."""
+    import cloudpickle  # The experiments' extra (setup.py), as Snakemake.
+
+    try:
+        return cloudpickle.dumps(record)
+    except Exception as e:  # pickle raises TypeError, PicklingError, AttributeError...
+        raise TypeError("stage %s cannot be pickled for its job: %s" % (stage.name, e)) from e
 
 
 def load_stage(plan_path, name):
@@ -588,20 +594,13 @@ def _run_here(steps, stages):
     pickled first, as for its job (:func:`write_stages`), though the original runs here: a
     stage that could not be pickled for its job fails here too (the drivers' tests run their
     stages this way)."""
-    import cloudpickle
-
     names = {stage.name for stage in stages}
     pending, done = list(stages), set()
     while pending:
         ready = [s for s in pending if all(a in done or a not in names for a in s.after)]
         if not ready:
             raise ValueError("circular dependencies: %s" % [s.name for s in pending])
-        try:
-            cloudpickle.dumps(ready[0])
-        except Exception as e:
-            raise TypeError(
-                "stage %s cannot be pickled for its job: %s" % (ready[0].name, e)
-            ) from e
+        _pickled(ready[0], ready[0])
         steps.run_stage(ready[0])
         done.add(ready[0].name)
         pending.remove(ready[0])

@@ -269,17 +269,18 @@ def register_family(name, **declaration):
     caller = sys._getframe(1).f_globals.get("__name__", "")
 
     def _decorate(builder):
-        module = declaration.pop("module", None) or _origin(builder, caller)
+        module = declaration.pop("module", None) or origin(builder, caller)
         register(Family(name=name, builder=builder, module=module, **declaration))
         return builder
 
     return _decorate
 
 
-def _origin(builder, caller):
+def origin(builder, caller=""):
     """Where a family is registered: a user module's file as the user named it, else the
-    registering module's name (the builder's when unknown)."""
-    module = caller or getattr(builder, "__module__", None) or ""
+    registering module's name (the builder's when unknown: a ``functools.partial``'s
+    function's)."""
+    module = caller or getattr(getattr(builder, "func", builder), "__module__", None) or ""
     return _module_files.get(module, module)
 
 

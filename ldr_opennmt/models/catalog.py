@@ -42,5 +42,4 @@ FAMILIES = (
 
 for _family in FAMILIES:
     # Registered by the module that defines its builder: its home.
-    _home = getattr(_family.builder, "func", _family.builder).__module__
-    family_table.register(dataclasses.replace(_family, module=_home))
+    family_table.register(dataclasses.replace(_family, module=family_table.origin(_family.builder)))
