@@ -1,8 +1,37 @@
 """ldr-opennmt: multi-domain neural machine translation for OpenNMT-tf."""
 
+import os
+import shutil
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+# The repository's directories the experiment drivers name ("model_defs/small/...py",
+# "data_configs/default.yml"): an installed package carries copies under
+# ldr_experiments/resources/ (ldr_experiments.common.resource finds them), so the experiments
+# run from an installed package with their results anywhere. A checkout keeps one copy.
+RESOURCE_DIRS = ("model_defs", "data_configs")
+
+
+class BuildWithResources(build_py):
+    """Copies :data:`RESOURCE_DIRS` into the built ``ldr_experiments/resources``."""
+
+    def run(self):
+        super().run()
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in RESOURCE_DIRS:
+            target = os.path.join(self.build_lib, "ldr_experiments", "resources", name)
+            if os.path.isdir(target):
+                shutil.rmtree(target)  # Its own build directory's copy, from an earlier build.
+            shutil.copytree(
+                os.path.join(here, name),
+                target,
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+            )
+
 
 setup(
+    cmdclass={"build_py": BuildWithResources},
     name="ldr-opennmt",
     version="0.1.0",
     description="Multi-domain NMT (lexicalized domain representations) for OpenNMT-tf",

@@ -52,7 +52,6 @@ from .advl_choice import (  # noqa: F401 (the grid's names, as before the split)
     read_choice,
     recipe,
 )
-from .common import ROOT
 
 
 def slug(weight):
@@ -218,7 +217,6 @@ def _arguments(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
-    os.chdir(ROOT)
     start = engine.started()  # The command's start (the report's total time).
     steps = common.Steps(args.out, name="advl_grid", options=args.options)
     plan = demo.Plan(args, budget, steps, data_config=args.config)

@@ -43,7 +43,6 @@ from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import read_lines, write_lines_atomic
 
 from . import common, factorized, systems
-from .common import ROOT
 
 #: The systems this experiment compares, by the registry's short names of their families
 #: (:attr:`ldr_opennmt.registry.Family.short_name`; :func:`family` resolves them), which are
@@ -112,7 +111,7 @@ def domain_token_vocabulary(data_config, path):
     (those it lacks), for a family whose targets start with one (its capabilities'
     ``domain_tokens``: TTM); returns :obj:`path`."""
     data = common.load_yaml(data_config)["data"]
-    source = os.path.join(ROOT, data["target_vocabulary"])
+    source = data["target_vocabulary"]
     if engine.planning_ahead() and not os.path.exists(source):
         return path  # A dry run before the corpus is built: written when the plan runs.
     lines = read_lines(source)
@@ -172,7 +171,6 @@ def main(argv=None):
     )
     systems = [s for s in SYSTEMS if s in args.systems]
     out, options = common.experiment_output(args, "baselines")
-    os.chdir(ROOT)
     num_domains = len(corpora_lib.domain_names(common.load_yaml(args.config)["data"]))
     steps = common.Steps(out, name="baselines", options=options)
     out = steps.out  # A link given as --out is resolved once.

@@ -9,7 +9,6 @@ per-domain corpora, the model's examples inputter) and draws batches from it.
 
 import argparse
 import collections
-import os
 
 import tensorflow as tf
 
@@ -17,17 +16,18 @@ from ldr_opennmt import config_loader, domains, models
 from ldr_opennmt.reports import markdown_table
 from ldr_opennmt.training.runner import Runner
 
-from .common import ROOT
+from . import common
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", nargs="+", default=["data_configs/default_corpora.yml"])
+    parser.add_argument(
+        "--config", nargs="+", default=["data_configs/default_corpora.yml"], type=common.resource
+    )
     parser.add_argument("--alpha", type=float, nargs="+", default=[0.0, 0.5, 1.0])
     parser.add_argument("--batches", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    os.chdir(ROOT)
     rows = []
     for alpha in args.alpha:
         config = config_loader.load_run_config(args.config)

@@ -3,9 +3,12 @@ configurations, and declare stages (:class:`Stage`) that the workflow engine run
 (:mod:`ldr_experiments.engine`) and that are skipped while their stamp
 (:mod:`ldr_opennmt.stamps`) matches: a training, a translation, a score.
 
-The drivers read ``model_defs/`` and ``data_configs/`` from the repository root
-(:data:`ROOT`), the directory above this package: they run from a clone of the repository
-(``run/*.sh``, ``ldr-experiments``), where the package is installed in editable mode."""
+A driver works where it is started: its results, the default corpus (``data/default``) and
+every relative path it writes are under the working directory (``run/*.sh`` start from the
+repository's root). The model definitions and data configurations it names
+(``model_defs/small/ldr_transformer.py``, ``data_configs/default_corpora.yml``) are found by
+:func:`resource`: in the working directory, else in the checkout the package runs from
+(:data:`ROOT`), else in the copies an installed package carries (:data:`PACKAGED`)."""
 
 import functools
 import os
@@ -31,8 +34,34 @@ from ldr_opennmt.utils import (
     write_lines_atomic,
 )
 
-# The repository root: this file is <root>/ldr_experiments/common.py.
+# The checkout the package runs from (an editable install): this file is
+# <root>/ldr_experiments/common.py. An installed package's has no model_defs/ there.
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: The copies of ``model_defs/`` and ``data_configs/`` that an installed package carries
+#: (setup.py's ``build_py`` copies its ``RESOURCE_DIRS`` into the package it builds).
+PACKAGED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "resources")
+
+
+def resource(path):
+    """A model definition or data configuration named as in the repository
+    (``model_defs/small/ldr_transformer.py``, ``data_configs/default.yml``), as a path the
+    commands open from the working directory.
+
+    The path itself when it exists from the working directory (a checkout's root, where
+    ``run/*.sh`` run: the commands and reports read as before) or names no file anywhere
+    (the command that opens it says so); else the checkout's file (:data:`ROOT`); else the
+    installed package's copy (:data:`PACKAGED`). A user's path (``--config my.yml``) is
+    resolved from the working directory as any path given on the command line.
+    """
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    for base in (ROOT, PACKAGED):
+        candidate = os.path.join(base, path)
+        if os.path.exists(candidate):
+            return candidate
+    return path
+
 
 # Batches mix domains (data: domain_batches: false) with P(domain) ~ |C_i|^alpha
 # (train: domain_sampling_alpha). With one domain per batch (Procedure 1's sampling,
@@ -83,7 +112,6 @@ def run_streaming(
         log_file.write("$ %s\n" % command_line(args))
         process = subprocess.Popen(
             args,
-            cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -318,7 +346,7 @@ class Steps:
     def __init__(self, out, name="demo", options=()):
         """Creates ``out`` (see :func:`results_directory`) and its ``configs``, ``logs``
         and ``stages`` directories, never through a link (``runs`` is made by training).
-        Paths are relative to the repository root, the working directory. :obj:`options` go
+        Paths are relative to the working directory. :obj:`options` go
         to every training command before ``train`` (e.g. ``--mixed_precision``)."""
         self.name = name
         self.options = list(options)
@@ -373,6 +401,8 @@ class Steps:
         ``logs/<slug>.train.log``; its time and training speed go to the report as ``train
         <title>``.
         """
+        model_def = resource(model_def)
+        config_paths = [resource(p) for p in config_paths]
         command = ["ldr-main", "--model", model_def, "--config", *config_paths]
         command += ["--auto_config"] + self.options + list(options) + ["train"]
         command += list(train_options)
@@ -549,19 +579,18 @@ class Steps:
         log("[%s] report: %s (total %.1f min)" % (self.name, path, total / 60))
 
 
-#: The default corpus, in the repository (its first stage builds it).
+#: The default corpus, under the working directory (its first stage builds it).
 DEFAULT_CORPUS = "data/default"
 
 
 def corpus_argument(value):
     """The corpus directory of ``--corpus`` (``--data``): ``None`` is the default corpus
-    (:data:`DEFAULT_CORPUS`, relative to the repository as every path of the drivers); a
-    given directory is resolved from where the command runs (before the driver changes
-    directory) and must hold a corpus ``ldr-data build`` made (files, OPUS or default)."""
+    (:data:`DEFAULT_CORPUS`, relative to the working directory as every path of the drivers);
+    a given directory must hold a corpus ``ldr-data build`` made (files, OPUS or default)."""
     if value is None:
         return DEFAULT_CORPUS
     path = os.path.abspath(value)
-    if path == os.path.join(ROOT, DEFAULT_CORPUS):
+    if path == os.path.abspath(DEFAULT_CORPUS):
         return DEFAULT_CORPUS
     return path
 
@@ -588,8 +617,8 @@ def corpus_info(data_dir):
 
 
 def user_path(value):
-    """A path the user gave (``--out``, ``--config``), resolved from where the command runs;
-    ``None`` stays ``None`` (the driver's default, relative to the repository)."""
+    """A path the user gave (``--out``, ``--config``), made absolute; ``None`` stays ``None``
+    (the driver's default, relative to the working directory)."""
     return None if value is None else os.path.abspath(value)
 
 
@@ -625,8 +654,8 @@ def prepare_corpus(data_dir, cache):
 
 
 def load_yaml(path):
-    """Reads a YAML file relative to the repository root."""
-    return config_loader.load_config_file(os.path.join(ROOT, path))
+    """Reads a YAML file (a data configuration: found by :func:`resource`)."""
+    return config_loader.load_config_file(resource(path))
 
 
 def curriculum_configs(slug, budget, runs_dir, model_dim=64):
@@ -754,7 +783,7 @@ def add_experiment_arguments(parser, name, sizes):
     """
     parser.add_argument("--size", choices=sorted(sizes), default="small")
     parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
-    parser.add_argument("--config", default="data_configs/default_corpora.yml")
+    parser.add_argument("--config", default="data_configs/default_corpora.yml", type=resource)
     parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
     parser.add_argument("--out", help="results directory (default results/%s[-quick])" % name)
     parser.add_argument("--cache", default=DEFAULT_CACHE)

@@ -36,7 +36,6 @@ from ldr_opennmt.reports import markdown_table
 from ldr_opennmt.training import corpora as corpora_lib
 
 from . import common
-from .common import ROOT
 
 DESIGNS = ("pa", "sf", "df")
 MODEL_DIRS = {"small": "model_defs/small", "paper": "model_defs"}
@@ -123,7 +122,6 @@ def main(argv=None):
     )
     designs = [d for d in DESIGNS if d in args.designs]
     out, options = common.experiment_output(args, "factorized")
-    os.chdir(ROOT)
     num_domains = len(corpora_lib.domain_names(common.load_yaml(args.config)["data"]))
     steps = common.Steps(out, name="factorized", options=options)
     out = steps.out  # A link given as --out is resolved once.

@@ -1,7 +1,7 @@
 """Adding a domain to a trained model (the LDR paper's Table 6, section 4.1).
 
     bash run/new_domain.sh [--quick] [--new-domain software]
-    ldr-experiments new-domain [--quick]    # from the repository root
+    ldr-experiments new-domain [--quick]    # results under the working directory
 
 1. trains LDR (with reserved regions, ``model_defs/small/ldr_transformer_reserved.py``)
    and Mixed on every domain of the data configuration except the new one;
@@ -28,7 +28,6 @@ from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import DEFAULT_CACHE
 
 from . import common
-from .common import ROOT
 
 LDR_DEF = "model_defs/small/ldr_transformer_reserved.py"
 MIXED_DEF = "model_defs/small/mixed_transformer.py"
@@ -85,7 +84,9 @@ def split_data_config(data, new_domain):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Train on some domains, then add one more.")
     parser.add_argument("--quick", action="store_true", help="tiny budgets (a smoke run)")
-    parser.add_argument("--config", default="data_configs/default_corpora.yml")
+    parser.add_argument(
+        "--config", default="data_configs/default_corpora.yml", type=common.resource
+    )
     parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
     parser.add_argument("--new-domain", help="the domain added later (default: the last one)")
     parser.add_argument("--out", help="results directory (default results/new_domain[-quick])")
@@ -94,7 +95,6 @@ def main(argv=None):
     mode = "quick" if args.quick else "full"
     budget = BUDGETS[mode]
     out = args.out or ("results/new_domain-quick" if args.quick else "results/new_domain")
-    os.chdir(ROOT)
     steps = common.Steps(out, name="new-domain")
     out = steps.out  # A link given as --out is resolved once.
     runs_dir, configs_dir = steps.runs_dir, steps.configs_dir

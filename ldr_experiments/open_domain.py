@@ -32,7 +32,6 @@ from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import write_text_atomic
 
 from . import common, demo, factorized
-from .common import ROOT
 
 MODES = ("generic", "oracle", "ens-uniform", "ens-soft", "ens-learned")
 BUDGETS = {
@@ -94,7 +93,6 @@ def main(argv=None):
         args, BUDGETS, steps=args.steps, stage2_steps=args.stage2_steps
     )
     out, options = common.experiment_output(args, "open_domain")
-    os.chdir(ROOT)
     steps = common.Steps(out, name="open_domain", options=options)
     out = steps.out  # A link given as --out is resolved once.
     start = engine.started()  # The command's start (the report's total time).

@@ -37,7 +37,6 @@ from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.utils import DEFAULT_CACHE, make_directories, save_figure, write_text_atomic
 
 from . import common, demo
-from .common import ROOT
 
 #: The training modes of the sweep (``params: domain_training``).
 DOMAIN_TRAINING = ("procedure1", "joint", "summed")
@@ -170,7 +169,9 @@ def _arguments(argv):
         help="label modes of the evaluation",
     )
     parser.add_argument("--steps", type=int, help="training steps (overrides the budget)")
-    parser.add_argument("--config", default="data_configs/default_corpora.yml")
+    parser.add_argument(
+        "--config", default="data_configs/default_corpora.yml", type=common.resource
+    )
     parser.add_argument("--data", default="data/default", help="corpus directory (ldr-data)")
     parser.add_argument("--out", help="results directory (default results/region_sweep[-quick])")
     parser.add_argument("--cache", default=DEFAULT_CACHE)
@@ -209,7 +210,6 @@ def main(argv=None):
     mode = args.mode
     cells = sorted(set(args.cells))
     out = args.out
-    os.chdir(ROOT)
     data = common.load_yaml(args.config)["data"]
     check_sizes(cells, SIZES[args.size]["num_units"], len(corpora_lib.domain_names(data)))
     steps = common.Steps(out, name="region-sweep")

@@ -5,8 +5,9 @@ paper, stages, presets and benchmark rows); what only the experiments use lives 
 by the family's registry name:
 
 - :data:`MODEL_DEFS`: the repository's model definition files of the package's families, at
-  the paper's size (``model_defs/``) and at the demo's (``model_defs/small/``), relative to
-  the repository root (the installed library ships none of them). A family of a user module
+  the paper's size (``model_defs/``) and at the demo's (``model_defs/small/``), named as in
+  the repository (found by :func:`ldr_experiments.common.resource`: from the working
+  directory, the checkout, or the copies an installed package carries). A family of a user module
   has none: its module's file is its model definition (``onmt-main --model FILE``).
 - :func:`benchmark_rows`: the benchmark's rows (``ldr-experiments bench``, ``run/bench.sh``),
   declared with the family (``benchmark=``: ``{row name: builder keyword arguments}``, the
@@ -45,7 +46,7 @@ def _defs(paper, small=None):
     return {PAPER: "model_defs/%s.py" % paper, SMALL: "model_defs/small/%s.py" % name}
 
 
-#: Family name -> {scale: model definition file, relative to the repository root}.
+#: Family name -> {scale: model definition file, named as in the repository}.
 MODEL_DEFS = {
     # The demo's Mixed ties its target embeddings (Factorized PA's stage 1).
     "mixed_transformer": _defs("mixed_transformer", "mixed_transformer_tied"),
@@ -74,8 +75,9 @@ def model_def(name, scale=SMALL):
       scale: :data:`PAPER` (``model_defs/``) or :data:`SMALL` (``model_defs/small/``).
 
     Returns:
-      The path relative to the repository root, or ``None`` for a family the repository has
-      no file for (a user module's: its module file is its model definition).
+      The path as named in the repository (:func:`ldr_experiments.common.resource` finds
+      it), or ``None`` for a family the repository has no file for (a user module's: its
+      module file is its model definition).
 
     Raises:
       ValueError: for an unknown scale.

@@ -18,7 +18,7 @@ import runpy
 from ldr_opennmt import probe
 from ldr_opennmt.reports import markdown_table
 
-from .common import ROOT
+from . import common
 
 
 def measured(out, domains):
@@ -44,9 +44,10 @@ def measured(out, domains):
 
 def refusal(model_def):
     """Why ``ldr-export ctranslate2`` refuses the model of :obj:`model_def` (a model definition
-    file, relative to the repository's root), or ``None`` when it folds (the registry's reader
-    of a model instance; a small instance is built, no weights)."""
-    model = runpy.run_path(os.path.join(ROOT, model_def))["model"]()
+    file named as in the repository: :func:`ldr_experiments.common.resource`), or ``None``
+    when it folds (the registry's reader of a model instance; a small instance is built, no
+    weights)."""
+    model = runpy.run_path(common.resource(model_def))["model"]()
     # The registry's own reader (private: the table's rerun freezes ldr_opennmt; a public name
     # is for after it).
     return probe._ct2_refusal(model)  # pylint: disable=protected-access

@@ -86,7 +86,7 @@ from . import (
     table_serving,
     table_verdicts,
 )
-from .common import ROOT, output_layers
+from .common import output_layers
 from .demo import Run
 from .table_curves import curve_section
 from .table_findings import findings, quoted_lines, row_averages
@@ -922,8 +922,7 @@ def _arguments(argv):
         "(e.g. --mixed_precision,--jit_compile on GPUs)",
     )
     args = parser.parse_args(argv)
-    # The user's paths are the user's (from where the command runs): resolved before the
-    # driver works from the repository's root.
+    # The user's paths are the user's (from where the command runs).
     args.data = common.corpus_argument(args.data)
     args.config = common.user_path(args.config) or demo.DATA_CONFIG
     args.out = common.user_path(args.out)
@@ -968,7 +967,6 @@ def _countable(value):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
-    os.chdir(ROOT)
     for spec in args.user_module:
         registry.load_user_module(spec)
     runs = table_runs(args.families, seeds=budget["seeds"])

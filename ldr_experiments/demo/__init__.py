@@ -52,7 +52,6 @@ import time
 from typing import Any, Mapping, Optional, Tuple
 
 from ldr_experiments import baselines, common, engine, table_verdicts
-from ldr_experiments.common import ROOT
 from ldr_experiments.demo.findings import (  # noqa: F401 (the demo's names, for the tables)
     contrastive_rates,
     control_line,
@@ -139,7 +138,6 @@ def _arguments(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
-    os.chdir(ROOT)
     steps = common.Steps(args.out)  # A link given as --out is resolved once.
     plan = Plan(args, budget, steps)
     start = engine.started()  # The command's start (the report's total time).

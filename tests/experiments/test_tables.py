@@ -576,9 +576,8 @@ class CorpusOfYourOwnTest(tf.test.TestCase):
         args, _ = tables._arguments([])
         self.assertEqual(args.data, common.DEFAULT_CORPUS)
         self.assertEqual(args.config, tables.demo.DATA_CONFIG)
-        self.assertEqual(
-            common.corpus_argument(os.path.join(common.ROOT, "data/default")), "data/default"
-        )
+        # The default corpus is the working directory's (not only a checkout's).
+        self.assertEqual(common.corpus_argument(os.path.abspath("data/default")), "data/default")
 
     def test_the_data_configuration_is_the_corpus_s_and_the_budgets_fit_it(self):
         with open(os.path.join(self.corpus, "DONE"), "rb") as f:
