@@ -21,7 +21,6 @@ from ldr_experiments.gpu_check.plan import (
     MODES,
     PROG,
     QUICK,
-    ROOT,
     check_tasks,
     log,
 )
@@ -171,11 +170,11 @@ def parse_args(argv=None):
 
 
 def default_out(info):
+    """The report's default path, under the working directory's ``results/`` (the clone's
+    root for ``run/gpu_check.sh``), as every experiment's."""
     name = (info["gpus"][0]["name"] if info["gpus"] else "cpu").lower()
     slug = re.sub(r"[^a-z0-9]+", "-", name).strip("-")
-    return os.path.join(
-        ROOT, "results", "gpu_check-%s-%s.md" % (slug, time.strftime("%Y%m%d-%H%M"))
-    )
+    return os.path.join("results", "gpu_check-%s-%s.md" % (slug, time.strftime("%Y%m%d-%H%M")))
 
 
 def main(argv=None):

@@ -1,13 +1,10 @@
 """The GPU check's settings (modes, sizes, the rows' roles) and the plan of a run: which
 family trains in which mode, for how many steps."""
 
-import os
 import sys
 
 from ldr_experiments.benchmarks import rows as bench_rows
 
-#: The repository (or installation) root: ``results/`` is under it.
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROG = "run/gpu_check.sh"
 
 FP32 = "fp32"
