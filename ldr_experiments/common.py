@@ -401,8 +401,7 @@ class Steps:
         ``logs/<slug>.train.log``; its time and training speed go to the report as ``train
         <title>``.
         """
-        model_def = resource(model_def)
-        config_paths = [resource(p) for p in config_paths]
+        model_def = resource(model_def)  # Configurations: resolved where they are parsed.
         command = ["ldr-main", "--model", model_def, "--config", *config_paths]
         command += ["--auto_config"] + self.options + list(options) + ["train"]
         command += list(train_options)

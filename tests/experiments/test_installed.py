@@ -82,8 +82,8 @@ class InstalledPackageTest(tf.test.TestCase):
         # A copy: building writes build/ and *.egg-info beside setup.py.
         source = os.path.join(cls.dir, "source")
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+        os.makedirs(source)
         for name in ("setup.py", "MANIFEST.in"):
-            os.makedirs(source, exist_ok=True)
             shutil.copy(os.path.join(common.ROOT, name), source)
         for name in PACKAGES + ("model_defs", "data_configs"):
             shutil.copytree(
