@@ -524,19 +524,6 @@ QUOTED = [
 ]
 
 
-def quoted_rows(row):
-    """The quoted entries of one of our rows.
-
-    Args:
-      row: Our row name (``"LDR"``, ``"Factorized PA"``...).
-
-    Returns:
-      The :data:`QUOTED` entries with that ``row``, in the order of :data:`QUOTED` (one per
-      paper setting that reports it; an empty list if none does).
-    """
-    return [entry for entry in QUOTED if entry["row"] == row]
-
-
 def score(entry):
     """The figure :func:`ordering` ranks an entry by.
 
@@ -578,7 +565,3 @@ def ordering(paper):
         raise KeyError("no quoted paper %r (known: %s)" % (paper, ", ".join(PAPERS)))
     entries = [entry for entry in QUOTED if entry["paper"] == paper]
     return [entry["row"] for entry in sorted(entries, key=score, reverse=True)]
-
-
-#: :func:`ordering` of every paper setting.
-ORDERINGS = {paper: ordering(paper) for paper in PAPERS}

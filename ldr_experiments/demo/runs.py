@@ -247,7 +247,6 @@ SYSTEMS = (
 )
 #: The baseline of the comparisons; the fine-tuning baselines continue it on one domain each.
 BASELINE = SYSTEMS[0]
-FINETUNE_BASE = BASELINE.name
 SEED_ROW = "Mixed (seed 2)"
 SEED = 2
 #: The demo's LDR row and its equal-compute control.

@@ -524,9 +524,16 @@ class MixingOnmtMainTest(tf.test.TestCase):
         # The refusal of an unlabelled training corpus is tested in process above
         # (MixingTransformerTest); onmt-main prints UserErrors as one line
         # (tests/upstream/test_onmt_main.py).
+        # The tiny size (one layer of 16 units): what is tested is onmt-main's three runs
+        # (model_defs/small/mixing_transformer.py is checked in tests/experiments/test_systems.py).
+        definition = os.path.join(directory, "mixing_tiny.py")
+        with open(definition, "w") as f:
+            f.write(
+                "from ldr_opennmt import registry\n"
+                "model = registry.get('mixing_transformer').build_tiny\n"
+            )
         train = subprocess.run(
-            [onmt_main, "--model", "model_defs/small/mixing_transformer.py"]
-            + ["--config", path, "--auto_config", "train"],
+            [onmt_main, "--model", definition] + ["--config", path, "--auto_config", "train"],
             capture_output=True,
             text=True,
             cwd=ROOT,
