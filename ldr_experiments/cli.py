@@ -4,6 +4,7 @@
     ldr-experiments tables [--quick]                 # the papers' tables (bash run/tables.sh)
     ldr-experiments advl-grid | region-sweep | baselines | factorized | new-domain | open-domain
     ldr-experiments bench | gpu-check | serve-bench | serve-runtimes | check-sampling
+    ldr-experiments quote docs/records/NAME.md [--row ROW] [--column COLUMN]
 
 Each sub-command's options are its module's (``ldr-experiments demo --help``). The modules
 are imported when their sub-command runs, so ``ldr-experiments --help`` loads no TensorFlow.
@@ -28,6 +29,7 @@ COMMANDS = {
     "serve-bench": ("serve_bench", "ldr-serve under concurrent clients"),
     "serve-runtimes": ("serve_runtimes", "ldr-serve in .venv-serve against .venv"),
     "check-sampling": ("check_sampling", "observed domain frequencies of training batches"),
+    "quote": ("records", "the links a page pastes to quote a report's figures"),
 }
 
 

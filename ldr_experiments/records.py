@@ -10,10 +10,18 @@ A page quotes one of its figures as a link to the record whose title names the c
 (one line in the page; a reader follows the link to the whole report). :func:`check` reads
 every such link of a page and fails when its text is not the cell's figure: a figure copied
 wrong, or a record replaced without its quotes.
+
+``ldr-experiments quote RECORD [--row ROW] [--column COLUMN]`` writes those links: every cell
+of the record's tables (or of one row, one column) as the link a page pastes, the figure
+taken from the cell, so that a quote is never typed by hand.
 """
 
+import argparse
 import os
 import re
+import sys
+
+from ldr_opennmt.errors import UserError
 
 #: A quoted figure: ``[TEXT](.../records/NAME.md "row: ROW; column: COLUMN")``.
 QUOTE = re.compile(
@@ -115,3 +123,69 @@ def _prose(page_path):
         text = f.read()
     text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
     return re.sub(r"`[^`]*`", "", text)
+
+
+def link(record_name, row, column, value, page_dir="docs"):
+    """The quote of one cell: ``[FIGURE](records/NAME.md "row: ROW; column: COLUMN")``.
+
+    Args:
+      record_name: The record's file name (``tables-2026-11-28.md``).
+      row: The cell's row (its first cell).
+      column: The cell's column (its header).
+      value: The cell (its figure is quoted: :func:`figure`).
+      page_dir: Where the quoting page is, relative to the repository (``docs``,
+        ``docs/families``, ``.`` for the README): the link is relative to it.
+    """
+    path = os.path.relpath(os.path.join("docs", "records", record_name), page_dir)
+    return '[%s](%s "row: %s; column: %s")' % (figure(value), path, row, column)
+
+
+def links(text, record_name, row=None, column=None, page_dir="docs"):
+    """The quotes of every cell of :obj:`text`'s tables, or of those in :obj:`row` and/or
+    :obj:`column`: a list of :func:`link` strings, table by table, row by row (the row's
+    own name, its first cell, is not quoted)."""
+    found = []
+    for header, rows in tables(text):
+        for cells_of_row in rows:
+            if not cells_of_row or (row is not None and cells_of_row[0] != row):
+                continue
+            for name, value in zip(header[1:], cells_of_row[1:]):
+                if column is not None and name != column:
+                    continue
+                found.append(link(record_name, cells_of_row[0], name, value, page_dir))
+    return found
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="ldr-experiments quote",
+        description="The links a page pastes to quote figures of a record (docs/records/"
+        "NAME.md), one per cell; tests/experiments/test_records.py checks them.",
+    )
+    parser.add_argument("record", help="the record: docs/records/NAME.md")
+    parser.add_argument("--row", help="only this row (its first cell, as in the record)")
+    parser.add_argument("--column", help="only this column (its header, as in the record)")
+    parser.add_argument(
+        "--page_dir",
+        default="docs",
+        help="the quoting page's folder, relative to the repository (docs, docs/families, "
+        "'.' for the README): the links are relative to it (default: docs)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        with open(args.record, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise UserError("%s: cannot read the record (%s)" % (args.record, e.strerror)) from e
+    found = links(text, os.path.basename(args.record), args.row, args.column, args.page_dir)
+    if not found:
+        raise UserError(
+            "%s: no cell%s%s in its tables"
+            % (
+                args.record,
+                " in row %r" % args.row if args.row else "",
+                " in column %r" % args.column if args.column else "",
+            )
+        )
+    sys.stdout.write("\n".join(found) + "\n")
+    return 0

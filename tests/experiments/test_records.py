@@ -1,9 +1,11 @@
+import contextlib
 import glob
+import io
 import os
 
 import tensorflow as tf
 
-from ldr_experiments import records
+from ldr_experiments import cli, records
 from ldr_experiments.common import ROOT
 
 RECORD = """# The papers' tables
@@ -44,6 +46,37 @@ class RecordsTest(tf.test.TestCase):
         # An example in code is not a quote.
         example = self._page('`[1.0](records/t.md "row: DC; column: avg BLEU")`')
         self.assertEqual((records.check(example), records.quotes(example)), ([], 0))
+
+    def test_quote_writes_the_links_a_check_accepts(self):
+        page = self._page("")
+        record = os.path.join(os.path.dirname(page), "records", "t.md")
+        found = records.links(RECORD, "t.md", row="LDR (summed) (oracle)")
+        self.assertEqual(
+            found,
+            [
+                '[1](records/t.md "row: LDR (summed) (oracle); column: seeds")',
+                '[27.8](records/t.md "row: LDR (summed) (oracle); column: avg BLEU")',
+                '[48.0](records/t.md "row: LDR (summed) (oracle); column: avg chrF")',
+            ],
+        )
+        # Every link it writes holds; from the README (the root) the path goes through docs/.
+        self.assertEqual(records.check(self._page(" ".join(records.links(RECORD, "t.md")))), [])
+        [readme] = records.links(RECORD, "t.md", "Mixed", "avg chrF", page_dir=".")
+        self.assertEqual(readme, '[45.1](docs/records/t.md "row: Mixed; column: avg chrF")')
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            self.assertEqual(cli.main(["quote", record, "--column", "avg BLEU"]), 0)
+        self.assertEqual(
+            stdout.getvalue().splitlines(),
+            [
+                '[23.8](records/t.md "row: Mixed; column: avg BLEU")',
+                '[27.8](records/t.md "row: LDR (summed) (oracle); column: avg BLEU")',
+            ],
+        )
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            self.assertEqual(cli.main(["quote", record, "--row", "DC"]), 2)
+        self.assertIn("t.md: no cell in row 'DC' in its tables", stderr.getvalue())
 
     def test_every_quote_in_the_readme_and_the_docs_holds(self):
         pages = [os.path.join(ROOT, "README.md")]
