@@ -10,8 +10,10 @@ each run of ``main`` its process's id to ``mains.log`` (the driver runs in the e
 process only, never again inside a stage's job); ``--fail-once STAGE``
 makes that stage fail the first time it runs (a flag file), as a run killed half-way;
 ``--slow STAGE`` makes it wait two minutes (to be killed; its process's id in
-``started-STAGE``). ``--ahead`` runs a alone first, then b and c (two phases, as the demo's
-corpus and then the rest), declaring the second in a dry run before the first has run.
+``started-STAGE``); ``--together A C`` makes those stages wait (a minute at most) until each
+has started, so that they run side by side however loaded the machine is. ``--ahead`` runs
+a alone first, then b and c (two phases, as the demo's corpus and then the rest), declaring
+the second in a dry run before the first has run.
 """
 
 import argparse
@@ -38,6 +40,14 @@ def stages(steps, args):
                     "%s %s %s started=%r cwd=%s\n"
                     % (name, cores, sorted(os.sched_getaffinity(0)), engine.started(), os.getcwd())
                 )
+            if name in args.together:
+                _write(os.path.join(out, "together-" + name), "")
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and not all(
+                    os.path.exists(os.path.join(out, "together-" + other))
+                    for other in args.together
+                ):
+                    time.sleep(0.1)
             if args.slow == name:
                 _write(os.path.join(out, "started-" + name), "%d\n" % os.getpid())
                 time.sleep(120)  # Killed meanwhile (test_engine's KillTest).
@@ -82,6 +92,7 @@ def main(argv=None):
     parser.add_argument("--fail-once")
     parser.add_argument("--slow")
     parser.add_argument("--ahead", action="store_true")
+    parser.add_argument("--together", nargs="+", default=[])
     args = parser.parse_args(argv)
     steps = common.Steps(args.out, name="engine-test")
     with open(os.path.join(steps.out, "mains.log"), "a", encoding="utf-8") as f:
