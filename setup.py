@@ -75,6 +75,9 @@ setup(
             # The experiments (demo, tables, studies, benchmarks): docs/tables.md.
             "ldr-experiments=ldr_experiments.cli:main",
         ],
+        # The families the registry loads when first asked for (ldr_opennmt.registry): the
+        # package's own catalog; another package registers its families the same way.
+        "ldr_opennmt.families": ["ldr_opennmt=ldr_opennmt.models.catalog"],
     },
     extras_require={
         # The experiments' workflow engine (ldr_experiments, docs/scale.md): Snakemake runs

@@ -53,9 +53,10 @@ the module), by the top-level configuration key ``user_modules`` (``ldr-main``,
 Importing this module imports no TensorFlow (``tests/upstream/test_patches.py`` checks it). What a
 family declares and the table it is registered in are :mod:`ldr_opennmt.family_table`
 (re-exported here: ``registry.Family``, ``registry.register_family``), below both this module
-and the catalog; this module imports the catalog when the families are first asked for (the
-one import that goes up on purpose, ``tests/test_layering.py``: ``LATE_BOUND``), so that no
-import circle remains.
+and the catalog. The families are loaded when first asked for, from the entry points of group
+``ldr_opennmt.families`` of the installed packages (:data:`FAMILIES_GROUP`): the package's own
+names its catalog in ``setup.py``, and a package of yours can name its module there too, so
+that installing it registers its families. The registry imports nothing above it.
 """
 
 import hashlib
@@ -65,6 +66,7 @@ import os
 import sys
 import threading
 import time
+from importlib import metadata
 
 from ldr_opennmt import errors
 from ldr_opennmt.errors import UserError
@@ -149,11 +151,64 @@ def families():
     return list(_FAMILIES.values())
 
 
+#: The entry-point group of the packages that register families: the package's own
+#: (``setup.py``: ``ldr_opennmt = ldr_opennmt.models.catalog``) and any installed package of
+#: yours (``docs/adding-a-method.md``).
+FAMILIES_GROUP = "ldr_opennmt.families"
+#: The package's own entry point: loaded first, so that its families come first.
+OWN_ENTRY_POINT = "ldr_opennmt"
+_LOADED = []
+_LOCK = threading.RLock()
+
+
+def entry_points():
+    """The installed entry points of :data:`FAMILIES_GROUP`, the package's own first (absent
+    when the package is importable but not installed)."""
+    points = list(metadata.entry_points(group=FAMILIES_GROUP))
+    if OWN_ENTRY_POINT not in [point.name for point in points]:
+        # The metadata of a package is that of its first copy on sys.path: a stale
+        # ldr_opennmt.egg-info (an old build in the clone, seen from the clone's root) hides
+        # the installation's. Every copy's metadata, then.
+        points += [
+            point
+            for distribution in metadata.distributions()
+            for point in distribution.entry_points
+            if point.group == FAMILIES_GROUP and point.name == OWN_ENTRY_POINT
+        ][:1]
+    return sorted(points, key=lambda point: point.name != OWN_ENTRY_POINT)
+
+
 def _load_builtin():
-    # The package's families register when their catalog is imported (TensorFlow): imported
-    # when first asked, so that importing the registry imports no TensorFlow. The catalog
-    # registers into ldr_opennmt.family_table, not here: no import circle.
-    from ldr_opennmt.models import catalog  # noqa: F401  pylint: disable=import-outside-toplevel
+    # The families register when the modules the installed packages name under
+    # FAMILIES_GROUP are imported (the package's catalog imports TensorFlow): when first
+    # asked, so that importing the registry imports no TensorFlow. The registry names no
+    # module above it: the catalog is found in the package's metadata, as a plugin's would be
+    # (no import goes up: tests/test_layering.py).
+    # One thread loads them; another asking meanwhile waits for all of them (the lock is
+    # re-entrant: a module being loaded may ask for the families itself).
+    with _LOCK:
+        if _LOADED:
+            return
+        points = entry_points()
+        if not points or points[0].name != OWN_ENTRY_POINT:
+            raise UserError(
+                "no family is registered: the entry point %r of group %r is missing (ldr-opennmt "
+                "is importable but not installed: pip install -e . in its clone, or bash "
+                "run/setup_env.sh)" % (OWN_ENTRY_POINT, FAMILIES_GROUP)
+            )
+        _LOADED.append(True)
+        for point in points:
+            try:
+                point.load()
+            except Exception as e:  # pylint: disable=broad-except
+                _LOADED.clear()
+                if point.name == OWN_ENTRY_POINT:
+                    raise
+                # Another package's families: one line naming it, as a user module's failure.
+                raise UserError(
+                    "the families of entry point %r (%s, group %r) failed to load: %s: %s"
+                    % (point.name, point.value, FAMILIES_GROUP, type(e).__name__, e)
+                ) from None
 
 
 def load_user_module(spec, base_dir=None):

@@ -48,11 +48,6 @@ LAYERS = (
 )
 LEVEL = {name: level for level, names in enumerate(LAYERS) for name in names}
 
-#: The import that goes up on purpose, done when first needed (never on import): the registry
-#: loads the package's families (``models.catalog``) when first asked, so that importing it
-#: imports no TensorFlow. No circle comes of it (:func:`circles`). What a family can do (its
-#: CTranslate2 fold included) is the capability probe's (``probe``), above the export.
-LATE_BOUND = {("registry", "models")}
 
 #: A string that names a module of the project (a dynamic import when the module exists).
 MODULE_NAME = re.compile(r"(ldr_opennmt|ldr_experiments)(\.\w+)*")
@@ -154,8 +149,8 @@ def _part(module):
 
 
 def upward_imports():
-    """``file:line: part -> part`` for every import that goes up or sideways (the
-    :data:`LATE_BOUND` ones apart)."""
+    """``file:line: part -> part`` for every import that goes up or sideways (lazy ones
+    included: there is none on purpose)."""
     found = []
     known = package_modules(ROOT, "ldr_opennmt")
     for module, targets in sorted(module_imports(ROOT, "ldr_opennmt").items()):
@@ -164,7 +159,7 @@ def upward_imports():
             continue  # The package root.
         for target, line in sorted(targets.items()):
             part = _part(target)
-            if part is None or part == own or (own, part) in LATE_BOUND:
+            if part is None or part == own:
                 continue
             if LEVEL[part] >= LEVEL[own]:
                 path = os.path.relpath(known[module][0], ROOT)
@@ -184,14 +179,20 @@ class LayeringTest(tf.test.TestCase):
     def test_no_import_goes_up(self):
         self.assertEqual(upward_imports(), [])
 
-    def test_the_late_imports_are_seen(self):
-        # The registry's lazy imports are imports like any other: without LATE_BOUND they
-        # go up.
+    def test_the_registry_names_no_module_above_it(self):
+        # It loads the package's families from the installed metadata (the entry point of
+        # setup.py), not by importing the catalog (issue 57: no import goes up, lazy or not).
         graph = module_imports(ROOT, "ldr_opennmt")
-        self.assertIn("ldr_opennmt.models.catalog", graph["ldr_opennmt.registry"])
+        self.assertNotIn("ldr_opennmt.models.catalog", graph["ldr_opennmt.registry"])
+        self.assertFalse(
+            [
+                target
+                for target in graph["ldr_opennmt.registry"]
+                if _part(target) and LEVEL[_part(target)] > LEVEL["registry"]
+            ]
+        )
         # The capability probe reads the fold's verdict from above the export (issue 57 item
-        # 4): the registry no longer imports it.
-        self.assertNotIn("ldr_opennmt.export.folding", graph["ldr_opennmt.registry"])
+        # 4): the registry does not import it.
         self.assertIn("ldr_opennmt.export.folding", graph["ldr_opennmt.probe"])
         # The catalog registers into the table below the registry, not into the registry.
         self.assertNotIn("ldr_opennmt.registry", graph["ldr_opennmt.models.catalog"])

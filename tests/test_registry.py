@@ -15,7 +15,7 @@ import yaml
 from opennmt import config as opennmt_config
 from parameterized import parameterized
 
-from ldr_opennmt import models, probe, registry
+from ldr_opennmt import family_table, models, probe, registry
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.export import folding
 from ldr_opennmt.training.runner import Runner
@@ -160,6 +160,60 @@ class RegistryTest(tf.test.TestCase):
         finally:
             sys.path.remove(directory)
         self.assertNotIn(name, sys.modules)
+
+    def test_families_come_from_the_installed_entry_points(self):
+        # The package's own: setup.py's entry point names the catalog (issue 57).
+        own = registry.entry_points()[0]
+        self.assertEqual(own.name, "ldr_opennmt")
+        self.assertEqual(own.value, "ldr_opennmt.models.catalog")
+        # An installed package of a user's (its metadata on sys.path, as pip writes it) names
+        # its module under the group: the registry loads it after the package's own.
+        site = self.get_temp_dir()
+        info = os.path.join(site, "my_methods-0.1.dist-info")
+        os.makedirs(info, exist_ok=True)
+        with open(os.path.join(info, "METADATA"), "w") as f:
+            f.write("Metadata-Version: 2.1\nName: my-methods\nVersion: 0.1\n")
+        with open(os.path.join(info, "entry_points.txt"), "w") as f:
+            f.write("[ldr_opennmt.families]\nmy_methods = my_methods_of_tests\n")
+            f.write("broken = my_missing_methods_of_tests\n")
+        with open(os.path.join(site, "my_methods_of_tests.py"), "w") as f:
+            f.write(
+                "from ldr_opennmt import registry\n"
+                "from ldr_opennmt.models import dc_transformer\n\n"
+                "@registry.register_family('plugin_transformer', title='Plugin',"
+                " paper='nobody, 2026', summary='An installed family.')\n"
+                "def plugin_transformer(**sizes):\n"
+                "    return dc_transformer(**sizes)\n"
+            )
+        families = dict(registry._FAMILIES)
+        sys.path.insert(0, site)
+        try:
+            with mock.patch.object(registry, "_LOADED", []):
+                # One of its entry points names a module that is not there: one line.
+                with self.assertRaisesRegex(
+                    UserError,
+                    r"^the families of entry point 'broken' \(my_missing_methods_of_tests,"
+                    r" group 'ldr_opennmt.families'\) failed to load: ModuleNotFoundError: ",
+                ):
+                    registry.names()
+            names = [point.name for point in registry.entry_points()]
+            self.assertEqual(names[0], "ldr_opennmt")
+            self.assertCountEqual(names[1:], ["my_methods", "broken"])
+            self.assertEqual(registry.get("plugin_transformer").title, "Plugin")
+            self.assertEqual(registry.names()[: len(families)], list(families))
+        finally:
+            sys.path.remove(site)
+            sys.modules.pop("my_methods_of_tests", None)
+            registry._FAMILIES.clear()
+            registry._FAMILIES.update(families)
+            family_table._DIGESTS.pop("plugin_transformer", None)
+        # Installed metadata without the package's entry point (an old installation).
+        with mock.patch.object(registry, "_LOADED", []), mock.patch.object(
+            registry.metadata, "entry_points", return_value=[]
+        ), mock.patch.object(registry.metadata, "distributions", return_value=[]):
+            with self.assertRaisesRegex(UserError, "pip install -e . in its clone"):
+                registry.names()
+        self.assertIn("ldr_transformer", registry.names())
 
     def test_the_docstring_example_registers(self):
         source = registry.__doc__.split(".. code-block:: python\n")[1].split("\n(``")[0]
