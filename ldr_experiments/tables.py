@@ -354,7 +354,15 @@ BUDGETS = {
     # for every row: the whole table's time is estimated in docs/tables.md.
     # Issue 59: every test sentence of every domain (500 each on the default corpus), and three
     # seeds for the controls and the rows of the papers' main claims (--seeds).
-    "default": dict(demo.BUDGETS["default"], contrastive_items=500, eval_sentences=None, seeds=3),
+    # curve_points: the dev evaluations of each stage 2 and FT (their curves; --set
+    # curve_points=2 thins them when time is short).
+    "default": dict(
+        demo.BUDGETS["default"],
+        contrastive_items=500,
+        eval_sentences=None,
+        seeds=3,
+        curve_points=8,
+    ),
     # Two points per curve: evaluating the dev sets costs more than a quick training step. Two
     # seeds: every path of the twins, at the least cost.
     "quick": dict(demo.BUDGETS["quick"], curve_points=2, seeds=2),
@@ -393,7 +401,7 @@ LABEL_USE_LAYOUT = 2
 COMMAND = ["bash", "run/tables.sh"]
 
 
-def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE, seeds=1):
+def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE, seeds=1, rows=None):
     """The rows of the table: a :class:`ldr_experiments.demo.Run` per family (its options from
     :data:`VARIANTS`), then the family's extra rows.
 
@@ -405,6 +413,8 @@ def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE, seeds=1):
       seeds: The seeds of the rows trained with every seed (:attr:`Run.seeds`: the controls
         and the rows of the papers' main claims): their twins, seeds 2 to :obj:`seeds`, follow
         the rows.
+      rows: Row names (``--rows``): only these rows of :obj:`families`' and what they need
+        (:func:`needed_rows`); ``None``: every row.
 
     Returns:
       The runs, the baseline (Mixed) first.
@@ -430,11 +440,41 @@ def table_runs(families=None, architecture=DEFAULT_ARCHITECTURE, seeds=1):
     runs = [
         run for run in runs if run.continues is None or run.name in used or run.name == EQUAL_PASSES
     ]
+    if rows is not None:
+        runs = needed_rows(runs, rows)
     names = {run.name for run in runs}
     # A control this table does not train (its family not chosen) is no control.
     runs = [run if run.control in names else dataclasses.replace(run, control=None) for run in runs]
     runs = [_with_modes(run) for run in runs]
     return runs + [twin for run in runs if run.seeds for twin in demo.seed_twins(run, seeds)]
+
+
+def needed_rows(runs, rows):
+    """The runs of :obj:`rows` and of what they need: the baseline (Mixed: the base of every
+    continued training, FT_<domain> and the matched control), each row's control of the same
+    compute and the row it continues, in turn theirs (a verdict is only ever made against a
+    control that was trained).
+
+    Raises:
+      SystemExit: One line naming a row this table does not have, and the rows it has.
+    """
+    by_name = {run.name: run for run in runs}
+    unknown = [row for row in rows if row not in by_name]
+    if unknown:
+        raise SystemExit(
+            "--rows: no row %s in this table (its rows: %s)"
+            % (", ".join(repr(row) for row in unknown), ", ".join(by_name))
+        )
+    keep = set()
+    todo = [runs[0].name] + list(rows)
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        keep.add(name)
+        run = by_name[name]
+        todo.extend(dep for dep in (run.control, run.continues) if dep in by_name)
+    return [run for run in runs if run.name in keep]
 
 
 def _with_modes(run):
@@ -873,6 +913,14 @@ def _arguments(argv):
         help="registry families to train (default: every Transformer family)",
     )
     parser.add_argument(
+        "--rows",
+        nargs="+",
+        metavar="ROW",
+        help="only these rows (the report's names, e.g. 'LDR (summed)') and what they need: Mixed,"
+        " their controls, the rows they continue (the rows of one question, when the whole table"
+        " does not fit the time)",
+    )
+    parser.add_argument(
         "--user_module",
         action="append",
         default=[],
@@ -969,7 +1017,7 @@ def main(argv=None):
     args, budget = _arguments(argv)
     for spec in args.user_module:
         registry.load_user_module(spec)
-    runs = table_runs(args.families, seeds=budget["seeds"])
+    runs = table_runs(args.families, seeds=budget["seeds"], rows=args.rows)
     advl_choice = None
     if any(run.family == grid_choice.FAMILY for run in runs):
         advl_choice = grid_choice.read_choice(
