@@ -134,6 +134,44 @@ class TableRunsTest(tf.test.TestCase):
             self.assertEqual([run.family for run in runs][:mixed], ["mixed_transformer"] * mixed)
             self.assertEqual([run.family for run in runs][mixed], families[0])
 
+    def test_rows_keep_what_they_need(self):
+        # --rows: the rows named, Mixed, their equal-compute controls and what those continue;
+        # the twins of the rows trained with every seed; nothing else.
+        runs = tables.table_runs(seeds=3, rows=["LDR (summed)", "DC (summed)"])
+        self.assertEqual(
+            [run.name for run in runs],
+            [
+                "Mixed",
+                "Mixed (equal passes)",
+                "DC (summed)",
+                "LDR (summed)",
+                "Mixed (seed 2)",
+                "Mixed (seed 3)",
+                "Mixed (equal passes, seed 2)",
+                "Mixed (equal passes, seed 3)",
+                "LDR (summed, seed 2)",
+                "LDR (summed, seed 3)",
+            ],
+        )
+        by_name = {run.name: run for run in runs}
+        self.assertEqual(by_name["DC (summed)"].control, "Mixed (equal passes)")
+        self.assertEqual(by_name["Mixed (equal passes, seed 3)"].continues, "Mixed (seed 3)")
+        # A row judged against another row brings that row and its control, in turn.
+        names = [run.name for run in tables.table_runs(rows=["LDR (summed, every layer)"])]
+        self.assertEqual(
+            names,
+            ["Mixed", "Mixed (equal passes)", "LDR (summed)", "LDR (summed, every layer)"],
+        )
+        # Mixed alone.
+        self.assertEqual([run.name for run in tables.table_runs(rows=["Mixed"])], ["Mixed"])
+
+    def test_an_unknown_row_is_one_line(self):
+        with self.assertRaisesRegex(SystemExit, r"--rows: no row 'LDR \(sumed\)' in this table"):
+            tables.table_runs(rows=["LDR (sumed)"])
+        # A row of a family not chosen is not in the table either.
+        with self.assertRaisesRegex(SystemExit, r"no row 'DC \(summed\)'.*its rows: Mixed, "):
+            tables.table_runs(["ttm_transformer"], rows=["DC (summed)"])
+
     def test_a_user_family_gets_a_row(self):
         example = os.path.join(
             os.path.dirname(__file__), "..", "..", "examples", "domain_bias", "domain_bias.py"
