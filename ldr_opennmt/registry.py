@@ -199,16 +199,18 @@ def _load_builtin():
         _LOADED.append(True)
         for point in points:
             try:
-                point.load()
-            except Exception as e:  # pylint: disable=broad-except
-                _LOADED.clear()
                 if point.name == OWN_ENTRY_POINT:
-                    raise
-                # Another package's families: one line naming it, as a user module's failure.
-                raise UserError(
-                    "the families of entry point %r (%s, group %r) failed to load: %s: %s"
-                    % (point.name, point.value, FAMILIES_GROUP, type(e).__name__, e)
-                ) from None
+                    point.load()
+                else:  # Another package's families: its code fails as a user module's does.
+                    what = "the families of entry point %r (%s, group %r)" % (
+                        point.name,
+                        point.value,
+                        FAMILIES_GROUP,
+                    )
+                    _run_user_code(what, metadata.EntryPoint.load, point)
+            except BaseException:
+                _LOADED.clear()
+                raise
 
 
 def load_user_module(spec, base_dir=None):
@@ -259,12 +261,12 @@ def load_user_module(spec, base_dir=None):
             module = importlib.util.module_from_spec(module_spec)
             sys.modules[name] = module
             try:
-                _run_user_code(spec, module_spec.loader.exec_module, module)
+                _run_user_code("user module %s" % spec, module_spec.loader.exec_module, module)
             except BaseException:
                 del sys.modules[name]
                 raise
     else:
-        _run_user_code(spec, importlib.import_module, spec)
+        _run_user_code("user module %s" % spec, importlib.import_module, spec)
     return [name for name in _FAMILIES if name not in before]
 
 
@@ -273,21 +275,22 @@ def load_user_module(spec, base_dir=None):
 SLOW_IMPORT_S = 30.0
 
 
-def _say_still_importing(spec, started):
+def _say_still_importing(what, started):
     sys.stderr.write(
-        "%s: note: user module %s is still being imported after %.0f s (importing only defines"
+        "%s: note: %s is still being imported after %.0f s (importing only defines"
         " and registers: does its code wait for something? Ctrl-C stops the command)\n"
-        % (errors.PACKAGE_PROG, spec, time.monotonic() - started)
+        % (errors.PACKAGE_PROG, what, time.monotonic() - started)
     )
     sys.stderr.flush()
 
 
-def _run_user_code(spec, function, argument):
-    """Runs the import of a user module: any failure of its code (an exception, a
-    ``sys.exit``) is one :class:`UserError` line naming the module and the cause; an import
-    that takes longer than :data:`SLOW_IMPORT_S` is named in one line meanwhile (and
-    Ctrl-C stops it with one line: :func:`ldr_opennmt.errors.run_main`)."""
-    timer = threading.Timer(SLOW_IMPORT_S, _say_still_importing, (spec, time.monotonic()))
+def _run_user_code(what, function, argument):
+    """Runs the import of a user's code (a user module, another package's entry point): any
+    failure of it (an exception, a ``sys.exit``) is one :class:`UserError` line starting with
+    :obj:`what` (``"user module X"``) and naming the cause; an import that takes longer than
+    :data:`SLOW_IMPORT_S` is named in one line meanwhile (and Ctrl-C stops it with one line:
+    :func:`ldr_opennmt.errors.run_main`)."""
+    timer = threading.Timer(SLOW_IMPORT_S, _say_still_importing, (what, time.monotonic()))
     timer.daemon = True
     timer.start()
     try:
@@ -295,15 +298,15 @@ def _run_user_code(spec, function, argument):
     except UserError:
         raise
     except ModuleNotFoundError as e:
-        raise UserError("user module %s: %s" % (spec, e)) from e
+        raise UserError("%s: %s" % (what, e)) from e
     except SystemExit as e:
         raise UserError(
-            "user module %s: it called sys.exit(%r) while being imported (a user module only "
-            "defines and registers)" % (spec, e.code)
+            "%s: it called sys.exit(%r) while being imported (a user module only defines and"
+            " registers)" % (what, e.code)
         ) from None
     except Exception as e:  # Any failure of user code: one line naming the module.
         first = (str(e).strip().splitlines() or [""])[0]
-        raise UserError("user module %s: %s: %s" % (spec, type(e).__name__, first)) from e
+        raise UserError("%s: %s: %s" % (what, type(e).__name__, first)) from e
     finally:
         timer.cancel()
 

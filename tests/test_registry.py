@@ -193,9 +193,27 @@ class RegistryTest(tf.test.TestCase):
                 with self.assertRaisesRegex(
                     UserError,
                     r"^the families of entry point 'broken' \(my_missing_methods_of_tests,"
-                    r" group 'ldr_opennmt.families'\) failed to load: ModuleNotFoundError: ",
+                    r" group 'ldr_opennmt.families'\): No module named"
+                    r" 'my_missing_methods_of_tests'$",
                 ):
                     registry.names()
+            # Its code fails as a user module's does: one line, a sys.exit included.
+            exiting = registry.metadata.EntryPoint(
+                "exiting", "my_exiting_methods_of_tests", registry.FAMILIES_GROUP
+            )
+            with open(os.path.join(site, "my_exiting_methods_of_tests.py"), "w") as f:
+                f.write("import sys\nsys.exit(3)\n")
+            with mock.patch.object(registry, "_LOADED", []), mock.patch.object(
+                registry, "entry_points", return_value=[own, exiting]
+            ):
+                with self.assertRaisesRegex(
+                    UserError,
+                    r"^the families of entry point 'exiting' \(my_exiting_methods_of_tests,"
+                    r" group 'ldr_opennmt.families'\): it called sys.exit\(3\) while being"
+                    r" imported",
+                ):
+                    registry.names()
+                self.assertEqual(registry._LOADED, [])  # Asked again, it tries again.
             names = [point.name for point in registry.entry_points()]
             self.assertEqual(names[0], "ldr_opennmt")
             self.assertCountEqual(names[1:], ["my_methods", "broken"])
@@ -204,6 +222,7 @@ class RegistryTest(tf.test.TestCase):
         finally:
             sys.path.remove(site)
             sys.modules.pop("my_methods_of_tests", None)
+            sys.modules.pop("my_exiting_methods_of_tests", None)
             registry._FAMILIES.clear()
             registry._FAMILIES.update(families)
             family_table._DIGESTS.pop("plugin_transformer", None)
