@@ -563,6 +563,17 @@ def matched_controls(plan, tied):
     return {name: mixed.get(value, plan.baseline.name) for name, value in tied.items()}
 
 
+def control_rows(plan):
+    """The rows that are controls, not methods: the baseline's family trained as the baseline
+    is, with more compute (continued) or its output layer tied; not Mixed with other data or
+    sampling (the balanced Mixed, the distilled student: methods of issue 54)."""
+    return {
+        run.name
+        for run in plan.runs
+        if run.family == plan.baseline.family and not (run.train or run.data or run.distilled)
+    }
+
+
 def system_rows(plan, steps, num_domains, tied):
     """The systems table's cells: row, family, output layer (:obj:`tied`:
     :func:`output_layers`'), parameters, training minutes, steps/s."""
@@ -706,7 +717,7 @@ def write_report(
     ]
     lines += table_verdicts.seed_table(results, names)
     lines += table_verdicts.verdict_section(judge, plan, controls, names, modes)
-    lines += table_verdicts.share_section(judge, plan.baseline.name, names)
+    lines += table_verdicts.share_section(judge, plan.baseline.name, names, control_rows(plan))
     lines += table_serving.serving_section(plan, names)
     lines += [
         "Every continued training (FT_<domain>, the stage 2 of the two-stage families) starts"

@@ -100,6 +100,18 @@ class JudgeTest(tf.test.TestCase):
         self.assertIn("The closest single model is Factorized PA", text)
         self.assertIn("not met", text)
 
+    def test_the_best_single_model_is_a_method_not_a_control(self):
+        # A Mixed with other sampling is a method (issue 54's balanced Mixed); a Mixed with more
+        # compute is a control: in the table, never the closest single model.
+        scores = {"Mixed": 0.3, "Mixed (balanced)": 0.6, "Mixed (equal passes)": 0.85}
+        judge = make_judge(self.get_temp_dir(), dict(scores, **{"FT_%s" % d: 0.9 for d in DOMAINS}))
+        lines = table_verdicts.share_section(
+            judge, "Mixed", list(scores), controls={"Mixed", "Mixed (equal passes)"}
+        )
+        text = "\n".join(lines)
+        self.assertIn("| Mixed (equal passes) |", text)
+        self.assertIn("The closest single model is Mixed (balanced)", text)
+
 
 class SeedTableTest(tf.test.TestCase):
     def test_rows_of_several_seeds_get_mean_and_deviation(self):

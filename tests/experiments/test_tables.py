@@ -165,6 +165,17 @@ class TableRunsTest(tf.test.TestCase):
         # Mixed alone.
         self.assertEqual([run.name for run in tables.table_runs(rows=["Mixed"])], ["Mixed"])
 
+    def test_the_controls_are_mixed_trained_as_mixed(self):
+        # Issue 54's best single model is chosen among methods: the balanced Mixed and the
+        # distilled student are, Mixed with more compute or a tied output layer is not.
+        root = self.get_temp_dir()
+        plan = _plan(root, tables.table_runs(seeds=2))
+        controls = tables.control_rows(plan)
+        for name in ("Mixed", "Mixed (seed 2)", "Mixed (tied)", "Mixed (equal passes)"):
+            self.assertIn(name, controls)
+        for name in ("Mixed (balanced)", "Distilled student", "LDR (summed)", "DC"):
+            self.assertNotIn(name, controls)
+
     def test_an_unknown_row_is_one_line(self):
         with self.assertRaisesRegex(SystemExit, r"--rows: no row 'LDR \(sumed\)' in this table"):
             tables.table_runs(rows=["LDR (sumed)"])
