@@ -1,7 +1,9 @@
 """Figures quoted from a report, checked against it (issue 59 item 6).
 
 A report a page quotes is kept in the repository as a record: ``docs/records/NAME.md``, the
-report as the command wrote it (``cp results/tables/report.md docs/records/tables-DATE.md``).
+report as the command wrote it, or, with the figures it shows, a folder of its own
+(``docs/records/tables-DATE/report.md`` and its ``*.png``, copied from ``results/tables/``:
+the site shows it as a page, its images beside it).
 A page quotes one of its figures as a link to the record whose title names the cell:
 
     LDR (summed) averages [27.8](records/tables-2026-11-28.md "row: LDR (summed) (oracle);
@@ -156,6 +158,16 @@ def links(text, record_name, row=None, column=None, page_dir="docs"):
     return found
 
 
+def record_name(path):
+    """The record's path under ``docs/records/`` (``tables-DATE/report.md``, ``NAME.md``), from
+    its path as given (the file name alone when it is not under a ``records`` folder)."""
+    parts = os.path.abspath(path).split(os.sep)
+    if "records" not in parts[:-1]:
+        return os.path.basename(path)
+    last = len(parts) - 1 - parts[::-1].index("records")
+    return "/".join(parts[last + 1 :])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="ldr-experiments quote",
@@ -177,7 +189,7 @@ def main(argv=None):
             text = f.read()
     except OSError as e:
         raise UserError("%s: cannot read the record (%s)" % (args.record, e.strerror)) from e
-    found = links(text, os.path.basename(args.record), args.row, args.column, args.page_dir)
+    found = links(text, record_name(args.record), args.row, args.column, args.page_dir)
     if not found:
         raise UserError(
             "%s: no cell%s%s in its tables"

@@ -78,6 +78,39 @@ class RecordsTest(tf.test.TestCase):
             self.assertEqual(cli.main(["quote", record, "--row", "DC"]), 2)
         self.assertIn("t.md: no cell in row 'DC' in its tables", stderr.getvalue())
 
+    def test_a_record_of_its_own_folder(self):
+        # A record with its figures: docs/records/NAME/report.md, quoted by its path there.
+        page = self._page("")
+        folder = os.path.join(os.path.dirname(page), "records", "tables-x")
+        os.makedirs(folder, exist_ok=True)
+        record = os.path.join(folder, "report.md")
+        with open(record, "w") as f:
+            f.write(RECORD)
+        self.assertEqual(records.record_name(record), "tables-x/report.md")
+        self.assertEqual(records.record_name("elsewhere/report.md"), "report.md")
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            cli.main(["quote", record, "--row", "Mixed", "--column", "avg BLEU"])
+        [quote] = stdout.getvalue().splitlines()
+        self.assertEqual(quote, '[23.8](records/tables-x/report.md "row: Mixed; column: avg BLEU")')
+        self.assertEqual(records.check(self._page(quote)), [])
+        # From a family page, one folder down.
+        stdout = io.StringIO()
+        with contextlib.redirect_stdout(stdout):
+            cli.main(
+                [
+                    "quote",
+                    record,
+                    "--row",
+                    "Mixed",
+                    "--column",
+                    "avg BLEU",
+                    "--page_dir",
+                    "docs/families",
+                ]
+            )
+        self.assertIn("](../records/tables-x/report.md ", stdout.getvalue())
+
     def test_every_quote_in_the_readme_and_the_docs_holds(self):
         pages = [os.path.join(ROOT, "README.md")]
         pages += glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True)
