@@ -1054,8 +1054,12 @@ def main(argv=None):
     common.log("[tables] %d rows, %d stages" % (len(runs), len(parallel)))
     common.log("[tables] %s" % plan.stage2.rule())
     steps.run_stages(demo._by_priority(parallel), lanes, ahead=True)
+    # The scores, the label-use figures and the compute curve read what the stages above
+    # wrote, not each other: side by side (with the evaluations, when those were not in lanes,
+    # one at a time).
     steps.run_stages(
         evaluation + [plan.score_stage(), plan.label_use_stage(), table_compute.curve_stage(plan)],
+        None if evaluation else lanes,
         ahead=True,
     )
     if engine.planning_ahead():
