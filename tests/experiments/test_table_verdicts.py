@@ -100,6 +100,24 @@ class JudgeTest(tf.test.TestCase):
         self.assertIn("The closest single model is Factorized PA", text)
         self.assertIn("not met", text)
 
+    def test_the_goal_is_decided_by_the_intervals(self):
+        share = table_verdicts.verdicts.Share
+        met = {"medical": share(0.9, (0.85, 0.95)), "software": share(1.4, (0.82, 3.0))}
+        self.assertEqual(table_verdicts.goal_words(met, 0.8), "met")
+        # A share above the goal whose interval reaches below it decides nothing.
+        wide = dict(met, medical=share(1.44, (0.53, 6.42)))
+        self.assertEqual(
+            table_verdicts.goal_words(wide, 0.8),
+            "not decided (the interval of medical spans 80%: more seeds or test sentences)",
+        )
+        unbounded = dict(met, software=share(2.0, (None, None)))
+        self.assertIn("the interval of software spans", table_verdicts.goal_words(unbounded, 0.8))
+        below = dict(wide, software=share(0.45, (0.17, 0.7)))
+        self.assertEqual(
+            table_verdicts.goal_words(below, 0.8),
+            "not met (software: 35 points short, its interval below 80%)",
+        )
+
     def test_the_best_single_model_is_a_method_not_a_control(self):
         # A Mixed with other sampling is a method (issue 54's balanced Mixed); a Mixed with more
         # compute is a control: in the table, never the closest single model.
