@@ -25,9 +25,10 @@ import sys
 
 from ldr_opennmt.errors import UserError
 
-#: A quoted figure: ``[TEXT](.../records/NAME.md "row: ROW; column: COLUMN")``.
+#: A quoted figure: ``[TEXT](.../records/NAME.md "row: ROW; column: COLUMN")``; TEXT is the
+#: cell's figure or its text from the start, brackets included (``144% [53, 642]``).
 QUOTE = re.compile(
-    r"\[(?P<text>[^\]]+)\]\((?P<path>(?:[^)\s]*/)?records/[^)\s]+\.md)"
+    r"\[(?P<text>(?:[^\[\]]|\[[^\[\]]*\])+)\]\((?P<path>(?:[^)\s]*/)?records/[^)\s]+\.md)"
     r' "row: (?P<row>[^;"]+); column: (?P<column>[^"]+)"\)'
 )
 
@@ -97,8 +98,13 @@ def check(page_path):
             record = f.read()
         row, column = match.group("row").strip(), match.group("column").strip()
         found = cell(record, row, column)
-        quoted = figure(match.group("text"))
-        if not any(figure(value) == quoted for value in found):
+        text = match.group("text").strip()
+        quoted = figure(text)
+        # The figure, or the cell's text from its start (``31.0 ± 0.5``, ``144% [53, 642]``).
+        if not any(
+            figure(value) == quoted and (text == quoted or value.strip().startswith(text))
+            for value in found
+        ):
             problems.append(
                 "%s: %s quotes %s / %s of %s, which has %s"
                 % (

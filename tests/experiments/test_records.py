@@ -14,6 +14,10 @@ RECORD = """# The papers' tables
 |---|---|---:|---:|
 | Mixed | 1, 2, 3 | 23.8 ± 0.4 | 45.1 ± 0.2 |
 | LDR (summed) (oracle) | 1, 2, 3 | 27.8 ± 0.3 | 48.0 ± 0.1 |
+
+| row | share |
+|---|---:|
+| LDR (summed) (oracle) | 44% [12, 80] |
 """
 
 
@@ -41,6 +45,17 @@ class RecordsTest(tf.test.TestCase):
         [problem] = records.check(bad)
         self.assertIn("24.1 quotes Mixed / avg BLEU", problem)
         self.assertIn("which has 23.8 ± 0.4", problem)
+        # The cell's text from its start, its interval or spread included, is checked whole.
+        whole = self._page(
+            '[27.8 ± 0.3](records/t.md "row: LDR (summed) (oracle); column: avg BLEU"),'
+            ' [44% [12, 80]](records/t.md "row: LDR (summed) (oracle); column: share")'
+        )
+        self.assertEqual((records.check(whole), records.quotes(whole)), ([], 2))
+        wrong = self._page(
+            '[27.8 ± 0.4](records/t.md "row: LDR (summed) (oracle); column: avg BLEU"),'
+            ' [44% [12, 81]](records/t.md "row: LDR (summed) (oracle); column: share")'
+        )
+        self.assertLen(records.check(wrong), 2)
         missing = self._page('[1.0](records/t.md "row: DC; column: avg BLEU")')
         self.assertIn("no such cell", records.check(missing)[0])
         # An example in code is not a quote.
@@ -57,6 +72,7 @@ class RecordsTest(tf.test.TestCase):
                 '[1](records/t.md "row: LDR (summed) (oracle); column: seeds")',
                 '[27.8](records/t.md "row: LDR (summed) (oracle); column: avg BLEU")',
                 '[48.0](records/t.md "row: LDR (summed) (oracle); column: avg chrF")',
+                '[44%](records/t.md "row: LDR (summed) (oracle); column: share")',
             ],
         )
         # Every link it writes holds; from the README (the root) the path goes through docs/.
