@@ -239,6 +239,8 @@ class ReadmeTest(unittest.TestCase):
     def test_readme_links_every_page(self):
         for path in pages()[1:]:
             page = os.path.relpath(path, ROOT)
+            if page.startswith("docs/records/") and page != "docs/records/index.md":
+                continue  # A kept report: its index lists it, the quotes link it.
             self.assertIn("(%s)" % page, self.text, "the README does not link %s" % page)
 
     def test_family_list_is_the_registry(self):
