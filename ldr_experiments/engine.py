@@ -270,6 +270,11 @@ def started():
     return _DRIVER.started if _DRIVER else None
 
 
+def dry_run():
+    """Whether the driver runs with ``--dry-run`` (nothing is run)."""
+    return bool(_DRIVER and _DRIVER.options.dry_run)
+
+
 def planning_ahead():
     """Whether this is a dry run in which an earlier phase's stages have not run: the driver
     declares its later phases from what it knows beforehand (``ahead=True`` in

@@ -5,6 +5,7 @@ import io
 import os
 import re
 import shutil
+import tempfile
 import unittest
 
 import numpy as np
@@ -40,12 +41,27 @@ FULL = os.environ.get("LDR_TEST_FULL") == "1"
 
 
 def sweep(families, representative):
-    """:obj:`families` whole with ``LDR_TEST_FULL=1``, else those of :obj:`representative`
-    (in :obj:`families`' order): one family per mechanism keeps each code path tested while
-    the suite stays within CI's time."""
-    if FULL:
-        return list(families)
-    return [name for name in families if name in representative]
+    """Every name of :obj:`families` (families, or other cases) with whether it runs by
+    default: ``[(name, runs)]``.
+
+    Those of :obj:`representative` (one family per mechanism) run by default, every one with
+    ``LDR_TEST_FULL=1``; a test skips the others with :func:`skip_unless_swept`, so that they
+    show as skips (``-ra`` lists them) instead of vanishing from the run.
+
+    Raises:
+      ValueError: a name of :obj:`representative` is not in :obj:`families` (a misspelled
+        family would otherwise drop its case silently).
+    """
+    unknown = sorted(set(representative) - set(families))
+    if unknown:
+        raise ValueError("sweep: not among the families: %s" % ", ".join(unknown))
+    return [(name, FULL or name in representative) for name in families]
+
+
+def skip_unless_swept(test, runs):
+    """Skips :obj:`test` when its case of :func:`sweep` does not run by default."""
+    if not runs:
+        test.skipTest("one case per mechanism by default: set LDR_TEST_FULL=1 to run it")
 
 
 def skip_unless_full(reason):
@@ -180,15 +196,13 @@ def make_trainer(model, optimizer):
 
 
 class SharedDirTestCase(tf.test.TestCase):
-    """A test case whose tests share ``cls.dir``, made empty before and removed after."""
+    """A test case whose tests share ``cls.dir``, a new empty folder, removed after."""
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.dir = os.path.join(
-            os.environ.get("TMPDIR", "/tmp"), "ldr_%s_%d" % (cls.__name__, os.getpid())
-        )
-        shutil.rmtree(cls.dir, ignore_errors=True)
+        # A new folder of its own (mkdtemp): nothing of another run is removed or reused.
+        cls.dir = tempfile.mkdtemp(prefix="ldr_%s_" % cls.__name__)
 
     @classmethod
     def tearDownClass(cls):

@@ -2,6 +2,7 @@
 item 6: on Ubuntu 24.04's Python 3.12, pip ended in a ``distutils`` traceback)."""
 
 import os
+import shutil
 import stat
 import subprocess
 import unittest
@@ -32,6 +33,7 @@ class SetupEnvTest(unittest.TestCase):
         import tempfile
 
         self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
         self.bin = os.path.join(self.dir, "bin")
         os.makedirs(self.bin)
         # Only what the script needs before it installs: no Python 3.11, uv or pyenv.

@@ -51,7 +51,7 @@ import sys
 import time
 from typing import Any, Mapping, Optional, Tuple
 
-from ldr_experiments import baselines, common, engine, table_verdicts
+from ldr_experiments import baselines, common, engine, host_speed, table_verdicts
 from ldr_experiments.demo.findings import (  # noqa: F401 (the demo's names, for the tables)
     contrastive_rates,
     control_line,
@@ -134,10 +134,50 @@ def _arguments(argv):
     return args, budget
 
 
+def announce_time(args, budget, measure=host_speed.measure_lanes):
+    """Before anything trains, says how long the demo takes on this host (from its speed,
+    :mod:`ldr_experiments.host_speed`, about 25 s to measure) and how to run the quick one.
+
+    Nothing is measured for ``--quick``, a dry run, or a results directory whose report
+    exists (a rerun mostly reuses what it finished).
+
+    Returns:
+      The minutes announced, or ``None``.
+    """
+    if args.quick or engine.dry_run() or os.path.exists(os.path.join(args.out, "report.md")):
+        return None
+    common.log("[demo] measuring this host's speed (about 25 s)")
+    speed = measure()
+    if speed is None:
+        common.log("[demo] this host's speed could not be measured: no estimate of the time")
+        return None
+    # The trainings are the demo's time: it scales with the steps trained from scratch.
+    scale = budget["steps"] / BUDGETS["default"]["steps"]
+    minutes = host_speed.demo_minutes(speed) * scale
+    extra = (
+        FULL_EXTRA_MINUTES
+        * host_speed.DEMO_MIXED_STEPS_PER_S
+        / (host_speed.demo_steps_per_s(speed))
+    )
+    common.log("[demo] %s" % host_speed.describe(speed))
+    common.log(
+        "[demo] this run takes about %.0f minutes on this host%s (%.1f on the host of %s);"
+        " `bash run/demo.sh --quick` is a smoke run of the same stages with tiny budgets"
+        % (
+            minutes + (extra if args.full else 0),
+            " with --full" if args.full else "",
+            host_speed.DEMO_MINUTES,
+            host_speed.DEMO_RECORD,
+        )
+    )
+    return minutes + (extra if args.full else 0)
+
+
 @engine.driver("demo")
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
+    announce_time(args, budget)
     steps = common.Steps(args.out)  # A link given as --out is resolved once.
     plan = Plan(args, budget, steps)
     start = engine.started()  # The command's start (the report's total time).

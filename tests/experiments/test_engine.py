@@ -34,14 +34,10 @@ def _lines(path):
 class EngineRunTest(unittest.TestCase):
     """One results directory taken through the engine's cases in order (each a Snakemake run)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="engine-")
-        cls.out = os.path.join(cls.dir, "out")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.dir, ignore_errors=True)
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="engine-")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        self.out = os.path.join(self.dir, "out")
 
     def _main(self, *args):
         stderr = io.StringIO()
@@ -52,7 +48,16 @@ class EngineRunTest(unittest.TestCase):
     def _runs(self):
         return [line.split()[0] for line in _lines(os.path.join(self.out, "runs.log"))]
 
-    def test_1_runs_then_skips_then_reruns_what_changed(self):
+    def test_one_results_directory_through_every_case(self):
+        # One test: each case starts from the results directory the one before left (run
+        # apart, a case would test another state than the one it names).
+        self._step_1_runs_then_skips_then_reruns_what_changed()
+        self._step_2_a_crash_resumes_where_it_stopped()
+        self._step_3_changed_code_makes_every_stage_due()
+        self._step_4_only_some_stages()
+        self._step_5_the_picture_of_the_plan()
+
+    def _step_1_runs_then_skips_then_reruns_what_changed(self):
         # a and c wait for each other: side by side even on a loaded machine (else a could end
         # before c starts, and c take a's lane).
         status, log = self._main("--together", "a", "c")
@@ -116,7 +121,7 @@ class EngineRunTest(unittest.TestCase):
         self.assertIn("make a: runs (v: ", log)
         self.assertEqual(_lines(os.path.join(self.out, "b.txt")), ["A=2"])
 
-    def test_2_a_crash_resumes_where_it_stopped(self):
+    def _step_2_a_crash_resumes_where_it_stopped(self):
         before = len(self._runs())
         with self.assertRaisesRegex(RuntimeError, "a stage failed"):
             self._main("--value", "3", "--fail-once", "a")
@@ -126,7 +131,7 @@ class EngineRunTest(unittest.TestCase):
         self.assertIn("make a: runs (the run that wrote them did not finish)", log)
         self.assertEqual(self._runs()[before:], ["a", "a", "b"])
 
-    def test_3_changed_code_makes_every_stage_due(self):
+    def _step_3_changed_code_makes_every_stage_due(self):
         before = len(self._runs())
         with mock.patch.object(engine, "stage_code", return_value="other code"):
             status, log = self._main("--value", "3", "--dry-run")
@@ -135,7 +140,7 @@ class EngineRunTest(unittest.TestCase):
             self.assertIn("[engine-test] make %s: due again (code differs)" % name, log)
         self.assertEqual(len(self._runs()), before)
 
-    def test_4_only_some_stages(self):
+    def _step_4_only_some_stages(self):
         before = len(self._runs())
         status, log = self._main("--value", "4", "--only", "c")
         self.assertEqual(status, 0)
@@ -146,7 +151,7 @@ class EngineRunTest(unittest.TestCase):
         with self.assertRaisesRegex(UserError, "--only nope: no such stage among a, b, c"):
             self._main("--only", "nope")
 
-    def test_5_the_picture_of_the_plan(self):
+    def _step_5_the_picture_of_the_plan(self):
         path = os.path.join(self.dir, "plan.dot")
         status, _ = self._main("--value", "4", "--dry-run", "--dag", path)
         self.assertEqual(status, 0)

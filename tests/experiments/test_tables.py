@@ -2,6 +2,7 @@ import functools
 import os
 import re
 import runpy
+import shutil
 import types
 from unittest import mock
 
@@ -610,6 +611,11 @@ class CorpusOfYourOwnTest(tf.test.TestCase):
             files[domain] = paths
         cls.corpus = os.path.join(cls.dir, "mine")
         cls.info = parallel_files.build_files(files, cls.corpus, bpe_merges=20, log=lambda _: None)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+        super().tearDownClass()
 
     def test_the_corpus_argument_is_the_user_s_path(self):
         cwd = os.getcwd()

@@ -1,49 +1,16 @@
 """The domain classifier: trained on per-domain corpora, it labels text for LDR_pred."""
 
 import os
-import random
 
 import pytest
 import tensorflow as tf
 import yaml
 
-from ldr_opennmt import domains, models
+from ldr_opennmt import domains
 from ldr_opennmt.cli import main as cli
-from ldr_opennmt.training.runner import Runner
-from tests import corpus, helpers
+from tests import builds, corpus, helpers
 
-SIZES = {"medical": 60, "religious": 60, "software": 60}
-# Source words typical of each domain (the synthetic translation corpus shares its
-# source vocabulary across domains, so the classifier gets its own sentences).
-CUES = {
-    "medical": ["patient", "dose", "tumour"],
-    "religious": ["lord", "prophet", "temple"],
-    "software": ["click", "file", "server"],
-}
-
-
-def _write_classifier_data(directory, split, count, seed):
-    rng = random.Random(seed)
-    shared = ["the", "a", "big", "small", "is", "here", "cell", "host"]
-    files = {}
-    for domain in SIZES:
-        lines = []
-        for _ in range(count):
-            words = [rng.choice(shared) for _ in range(rng.randint(1, 4))]
-            words.insert(rng.randint(0, len(words)), rng.choice(CUES[domain]))
-            lines.append(" ".join(words))
-        source = os.path.join(directory, "%s.%s.src" % (split, domain))
-        corpus.write_lines(source, lines)
-        corpus.write_lines(
-            os.path.join(directory, "%s.%s.domain" % (split, domain)), [domain] * count
-        )
-        # The target side is not read by the classifier; the Runner checks it is aligned.
-        corpus.write_lines(os.path.join(directory, "%s.%s.tgt" % (split, domain)), lines)
-        files[domain] = [source, os.path.join(directory, "%s.%s.tgt" % (split, domain))]
-    vocab = os.path.join(directory, "src.vocab")
-    words = sorted(set(shared) | {w for cues in CUES.values() for w in cues})
-    corpus.write_lines(vocab, ["<blank>", "<s>", "</s>"] + words)
-    return files, vocab
+SIZES = dict.fromkeys(builds.CLASSIFIER_CUES, 60)
 
 
 @pytest.mark.slow
@@ -54,29 +21,12 @@ class DomainClassifierTest(helpers.SharedDirTestCase):
         data_dir = os.path.join(cls.dir, "data")
         os.makedirs(data_dir)
         cls.paths = corpus.write_corpus(data_dir, count=10)
-        train, vocab = _write_classifier_data(data_dir, "train", 60, seed=0)
-        cls.test, _ = _write_classifier_data(data_dir, "test", 10, seed=1)
-        cls.config = {
-            "model_dir": os.path.join(cls.dir, "classifier"),
-            "data": {"source_vocabulary": vocab, "train_corpora": train},
-            "params": {"optimizer": "Adam", "learning_rate": 0.02},
-            "train": {
-                "batch_size": 32,
-                "max_step": 80,
-                "save_checkpoints_steps": 80,
-                "sample_buffer_size": 1000,
-            },
-            "infer": {"batch_size": 16},
-        }
+        cls.test, _ = builds.write_classifier_data(data_dir, "test", 10, seed=1)
+        # The classifier the serving tests use too, trained once per session (80 steps).
+        cls.config, _ = builds.trained_classifier()
         cls.config_path = os.path.join(cls.dir, "classifier.yml")
         with open(cls.config_path, "w") as f:
             yaml.safe_dump(cls.config, f)
-        Runner(lambda: models.domain_classifier(16, 16, dropout=0.0), cls.config, seed=1).train()
-        with open(os.path.join(cls.config["model_dir"], "model_description.py"), "w") as f:
-            f.write(
-                "from ldr_opennmt import models\n\n\ndef model():\n"
-                "    return models.domain_classifier(16, 16, dropout=0.0)\n"
-            )
 
     def _predict(self, *extra, error=None):
         out = os.path.join(self.dir, "pred")

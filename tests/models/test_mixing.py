@@ -490,20 +490,32 @@ class MixingRunnerTest(tf.test.TestCase):
 
 @pytest.mark.e2e
 class MixingOnmtMainTest(tf.test.TestCase):
-    def test_train_and_translate_without_labels(self):
+    # A per-family run of stock onmt-main, which tests/upstream/test_onmt_main.py runs with
+    # LDR; a file without labels, and labels ignored, are tested in process above
+    # (MixingTransformerTest).
+    @helpers.skip_unless_full("about 30 s: two onmt-main inference runs of the mixing family")
+    def test_translate_without_labels(self):
+        # Stock onmt-main translates a file without labels with a family that reads none, and
+        # the same with labels. The checkpoint is made in process (the family's training is
+        # tested in process above, onmt-main's training with LDR in tests/upstream/
+        # test_onmt_main.py): what is tested is onmt-main's two inference runs. The tiny size
+        # (one layer of 16 units; model_defs/small/mixing_transformer.py is checked in
+        # tests/experiments/test_systems.py).
         directory = self.get_temp_dir()
         paths = corpus.write_corpus(os.path.join(directory, "data"), count=30)
+        model_dir = os.path.join(directory, "mixing")
+        model, _ = helpers.build_model(self, "mixing_transformer")
+        opennmt.utils.checkpoint.Checkpoint(model, model_dir=model_dir).save(step=4)
+        with open(os.path.join(model_dir, "model_description.py"), "w") as f:
+            f.write(
+                "from ldr_opennmt import registry\n"
+                "model = registry.get('mixing_transformer').build_tiny\n"
+            )
         config = {
-            "model_dir": os.path.join(directory, "mixing"),
+            "model_dir": model_dir,
             "data": corpus.data_config(paths),
-            "params": {"optimizer": "Adam", "learning_rate": 0.003, "beam_width": 2},
-            "train": {
-                "batch_size": 16,
-                "batch_type": "examples",
-                "max_step": 4,
-                # --auto_config would accumulate gradients up to 25,000 examples.
-                "effective_batch_size": None,
-            },
+            # Random weights: a short length limit, as the in-process tests decode.
+            "params": {"beam_width": 2, "maximum_decoding_length": 6},
             "infer": {"batch_size": 8},
         }
         path = os.path.join(directory, "mixing.yml")
@@ -512,39 +524,22 @@ class MixingOnmtMainTest(tf.test.TestCase):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
         onmt_main = os.path.join(os.path.dirname(sys.executable), "onmt-main")
 
-        def _run(*args, config_path=path):
+        def _infer(*features):
             return subprocess.run(
-                [onmt_main, "--config", config_path, "--auto_config"] + list(args),
+                [onmt_main, "--config", path, "--auto_config", "infer", "--features_file"]
+                + list(features),
                 capture_output=True,
                 text=True,
                 cwd=ROOT,
                 env=env,
             )
 
-        # The refusal of an unlabelled training corpus is tested in process above
-        # (MixingTransformerTest); onmt-main prints UserErrors as one line
-        # (tests/upstream/test_onmt_main.py).
-        # The tiny size (one layer of 16 units): what is tested is onmt-main's three runs
-        # (model_defs/small/mixing_transformer.py is checked in tests/experiments/test_systems.py).
-        definition = os.path.join(directory, "mixing_tiny.py")
-        with open(definition, "w") as f:
-            f.write(
-                "from ldr_opennmt import registry\n"
-                "model = registry.get('mixing_transformer').build_tiny\n"
-            )
-        train = subprocess.run(
-            [onmt_main, "--model", definition] + ["--config", path, "--auto_config", "train"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            env=env,
-        )
-        self.assertEqual(train.returncode, 0, train.stderr[-3000:])
-        alone = _run("infer", "--features_file", paths["test_src"])
+        alone = _infer(paths["test_src"])
         self.assertEqual(alone.returncode, 0, alone.stderr[-3000:])
+        self.assertIn("Restored checkpoint %s/ckpt-4" % model_dir, alone.stderr)
         with open(paths["test_src"]) as f:
             self.assertLen(alone.stdout.splitlines(), len(f.read().splitlines()))
-        labelled = _run("infer", "--features_file", paths["test_src"], paths["test_domain"])
+        labelled = _infer(paths["test_src"], paths["test_domain"])
         self.assertEqual(labelled.returncode, 0, labelled.stderr[-3000:])
         self.assertEqual(labelled.stdout, alone.stdout)
 

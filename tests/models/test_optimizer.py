@@ -70,9 +70,13 @@ class UpdateSkippingTest(tf.test.TestCase):
         after = helpers.snapshot(model.domain_weights()[1])
         self.assertFalse(all(np.array_equal(a, b) for a, b in zip(before, after)))
 
+    # Update skipping under XLA and mixed precision: GPU paths (docs/gpu.md), 20-25 s each on
+    # the CPU; run by `bash run/gpu_check.sh` and LDR_TEST_FULL=1.
+    @helpers.skip_unless_full("a GPU path (XLA), about 25 s on the CPU")
     def test_xla(self):
         self._check_absent_domains_frozen(jit=True)
 
+    @helpers.skip_unless_full("a GPU path (mixed precision), about 20 s on the CPU")
     def test_mixed_precision(self):
         # onmt-main --mixed_precision enables mixed_float16 on GPUs only; on a CPU the
         # same path runs with the half-precision policy its kernels support (see

@@ -2,8 +2,9 @@
 
 The translation models have random weights (large for the domain weights, so that the
 domain visibly changes the output) and raw-text tokenizers; the domain classifier is
-trained for a few seconds on sentences with domain cue words (``tests/models/
-test_classifier.py``'s data), so that it labels them right.
+trained for a few seconds on sentences with domain cue words, so that it labels them right
+(:mod:`tests.builds`, built once per session and shared with ``tests/models/
+test_classifier.py``).
 """
 
 import contextlib
@@ -26,15 +27,15 @@ from ldr_opennmt import models
 from ldr_opennmt.cli import translate as translate_cli
 from ldr_opennmt.export import ct2_export
 from ldr_opennmt.models import ttm
-from ldr_opennmt.training.runner import Runner
-from tests import corpus, helpers
+from tests import builds, corpus, helpers
 
 MAX_LENGTH = 10
 TOKENIZATION = {
     "type": "OpenNMTTokenizer",
     "params": {"mode": "aggressive", "joiner_annotate": True},
 }
-#: Sentences the classifier labels (one cue word of each domain, see CLASSIFIER_CUES).
+#: Sentences the classifier labels (one cue word of each domain, see
+#: :data:`tests.builds.CLASSIFIER_CUES`).
 CUE_SENTENCES = {
     "medical": "the patient dose is a tumour.",
     "religious": "the lord and the prophet in the temple",
@@ -138,35 +139,10 @@ def saved_model(model, directory):
     return export_dir
 
 
-def classifier_export(directory):
-    """A tiny domain classifier trained for 80 steps, exported with a tokenizer."""
-    # Imported here: a test module, for its data.
-    from tests.models.test_classifier import _write_classifier_data
-
-    data_dir = os.path.join(directory, "data")
-    os.makedirs(data_dir)
-    train, vocab = _write_classifier_data(data_dir, "train", 60, seed=0)
-    config = {
-        "model_dir": os.path.join(directory, "model"),
-        "data": {"source_vocabulary": vocab, "train_corpora": train},
-        "params": {"optimizer": "Adam", "learning_rate": 0.02},
-        "train": {
-            "batch_size": 32,
-            "max_step": 80,
-            "save_checkpoints_steps": 80,
-            "sample_buffer_size": 1000,
-        },
-    }
-
-    def _model():
-        return models.domain_classifier(16, 16, dropout=0.0)
-
-    Runner(_model, config, seed=1).train()
-    # Trained on tokenized text; exported with the tokenizer that makes such tokens.
-    config["data"]["source_tokenization"] = TOKENIZATION
-    export_dir = os.path.join(directory, "export")
-    Runner(_model, config, seed=1).export(export_dir)
-    return export_dir
+def classifier_export():
+    """The tiny domain classifier trained for 80 steps, exported with a tokenizer (built once
+    per session, :func:`tests.builds.trained_classifier`)."""
+    return builds.trained_classifier()[1]
 
 
 class ServerProcess:

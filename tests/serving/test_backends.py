@@ -17,7 +17,7 @@ from ldr_opennmt.cli import serve as serve_cli
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.export import ct2_export
 from ldr_opennmt.serving import backends
-from tests import helpers
+from tests import builds, helpers
 from tests.serving import fixtures, test_manifest
 
 CHANGED = (
@@ -49,8 +49,7 @@ class CTranslate2BackendTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        model, _ = fixtures.tiny_model(cls.dir)
-        cls.export = fixtures.ct2_directory(model, cls.dir)
+        cls.export = builds.tiny_ldr_ct2()  # Shared: read only (copied where changed).
 
     def _backend(self, name, **overrides):
         export = os.path.join(self.dir, name)

@@ -80,7 +80,9 @@ class BatchQueueTest(unittest.TestCase):
 class ActivityTest(unittest.TestCase):
     """A batch waits for more jobs only while a request in progress may still queue one."""
 
-    def _queue(self, calls, activity, max_wait_ms=2000.0):
+    # A minute: a batch that waited for it would be unmistakable, whatever the machine's load
+    # (the bounds below are 30 s).
+    def _queue(self, calls, activity, max_wait_ms=60000.0):
         queue = batching.BatchQueue("test", _run_batch(calls), 64, max_wait_ms)
         queue.activity = activity
         self.addCleanup(queue.close)
@@ -96,7 +98,7 @@ class ActivityTest(unittest.TestCase):
         start = time.monotonic()
         queue.put(job)
         self.assertEqual(job.future.result(timeout=10), [6])
-        self.assertLess(time.monotonic() - start, 1.0)  # Not max_wait_ms (2 s).
+        self.assertLess(time.monotonic() - start, 30.0)  # Not max_wait_ms (60 s).
         activity.request_done()
         self.assertEqual((activity.requests, activity.jobs), (0, 0))
 
@@ -115,18 +117,20 @@ class ActivityTest(unittest.TestCase):
         queue.put(second)
         self.assertEqual(first.future.result(timeout=10), [2])
         self.assertEqual(second.future.result(timeout=10), [4])
-        self.assertLess(time.monotonic() - start, 1.0)  # Run once every request had its job.
+        self.assertLess(time.monotonic() - start, 30.0)  # Run once every request had its job.
         self.assertEqual(calls, [[1, 2]])
         self.assertEqual(activity.jobs, 0)
 
     def test_without_counted_requests_a_batch_waits_as_before(self):
         calls = []
-        queue = self._queue(calls, batching.Activity(), max_wait_ms=300.0)
+        # 2 s of waiting: the second job, put 50 ms after the first, joins its batch even on
+        # a loaded machine.
+        queue = self._queue(calls, batching.Activity(), max_wait_ms=2000.0)
         first, second = batching.Job([1]), batching.Job([2])
         queue.put(first)
         time.sleep(0.05)
         queue.put(second)
-        self.assertEqual(second.future.result(timeout=10), [4])
+        self.assertEqual(second.future.result(timeout=30), [4])
         self.assertEqual(calls, [[1, 2]])
 
     def test_a_cancelled_job_is_no_longer_counted(self):

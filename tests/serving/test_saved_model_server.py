@@ -39,15 +39,15 @@ class SavedModelServerTest(helpers.SharedDirTestCase):
         cls.servers = {}
         try:
             # Each server starts as soon as its models are exported (each takes seconds).
+            cls.classifier_dir = fixtures.classifier_export()
             mixing, _ = fixtures.tiny_model(os.path.join(cls.dir, "mixing"), "mixing_transformer")
             cls.mixing = fixtures.saved_model(mixing, os.path.join(cls.dir, "mixing"))
             cls.servers["mixing"] = fixtures.ServerProcess(
-                cls.mixing, "--classifier", os.path.join(cls.dir, "classifier", "export")
+                cls.mixing, "--classifier", cls.classifier_dir
             )
             model, _ = fixtures.tiny_model(os.path.join(cls.dir, "ldr"), params=PARAMS)
             cls.saved_model = fixtures.saved_model(model, os.path.join(cls.dir, "ldr"))
             cls.ct2 = fixtures.ct2_directory(model, os.path.join(cls.dir, "ldr"))
-            cls.classifier_dir = fixtures.classifier_export(os.path.join(cls.dir, "classifier"))
             cls.servers["saved_model"] = fixtures.ServerProcess(
                 cls.saved_model,
                 "--classifier", cls.classifier_dir,

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 import tensorflow as tf
 
-from tests import helpers
+from tests import builds, helpers
 from tests.serving import fixtures
 from tests.serving.fixtures import run_client
 
@@ -46,8 +46,7 @@ class ServeRuntimeTest(helpers.SharedDirTestCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.bin = serve_runtime()
-        model, _ = fixtures.tiny_model(cls.dir)
-        cls.export = fixtures.ct2_directory(model, cls.dir)
+        cls.export = builds.tiny_ldr_ct2()  # Shared: read only.
         cls.input, cls.labels = fixtures.client_inputs(cls.dir)
         # CTranslate2 3.24, in the training environment.
         argv = ["--export", cls.export, "--domain_file", cls.labels, "--input", cls.input]

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 
@@ -30,7 +29,7 @@ from ldr_opennmt.cli import serve as serve_cli
 from ldr_opennmt.export import ct2_export
 from ldr_opennmt.serving import backends, ct2_models
 from ldr_opennmt.serving import server as server_lib
-from tests import corpus, helpers
+from tests import builds, corpus, helpers
 from tests.serving import fake_backend, fixtures
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -40,13 +39,6 @@ DOMAINS = ["medical", "religious", "software", "generic"]
 _free_port = fixtures.free_port
 # ldr-translate's decoding options for the server's (fixtures.ServerProcess).
 DECODING = ("--max_decoding_length", str(MAX_LENGTH))
-
-
-def _export(directory):
-    """A tiny LDR model with tokenizers, trained (randomly) on the files of an English to
-    French corpus of ``ldr-data build files``, its checkpoint, and its CTranslate2 export."""
-    model, _ = fixtures.tiny_model(directory, languages=("en", "fr"))
-    return fixtures.ct2_directory(model, directory)
 
 
 def Server(model_dir, *options):  # pylint: disable=invalid-name
@@ -59,7 +51,9 @@ class ServerTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.model_dir = _export(cls.dir)
+        # A tiny LDR model with tokenizers, trained (randomly) on the files of an English to
+        # French corpus of ``ldr-data build files``: its CTranslate2 export (shared, read only).
+        cls.model_dir = builds.tiny_ldr_ct2(languages=("en", "fr"))
         cls.translators = {}
         cls.server = Server(
             cls.model_dir,
@@ -595,8 +589,12 @@ class OverloadTest(tf.test.TestCase):
                 self.assertRegex(str(result), r"^timeout: not translated within 2 s")
             health = server.health()
             self.assertEqual((health["queued_sentences"], health["refused_overload"]), (0, 1))
-            time.sleep(1.5)  # The first batch is done: the second job was cancelled, not run.
-            self.assertEqual(model.batches, [2])
+            # The second job was cancelled, not run: a third request, queued now, runs after
+            # the first batch and after whatever the queue still held, so once it is answered
+            # the second job would have run already (no sleep to guess how long that takes).
+            model.delay_s = 0.0
+            asyncio.run(server.translate(b'{"sentences": ["e"]}'))
+            self.assertEqual(model.batches, [2, 1])
         finally:
             server.close()
 

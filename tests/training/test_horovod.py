@@ -129,7 +129,6 @@ class HorovodCheckTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        os.makedirs(cls.dir)
         cls.process = _horovodrun(
             '"%s" -m tests.training.horovod_check "%s"' % (sys.executable, cls.dir)
         )
@@ -220,7 +219,6 @@ class HorovodCommandsTest(helpers.SharedDirTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        os.makedirs(cls.dir)
 
     def _workers(self, name):
         directory = os.path.join(self.dir, name)

@@ -14,8 +14,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.mark.e2e
 class MirroredStrategyTest(tf.test.TestCase):
-    # About 90 s each: joint (every variable in one pass) with LDR_TEST_FULL=1.
-    @parameterized.expand([("procedure1",)] + ([("joint",)] if helpers.FULL else []))
+    # Two replicas (MirroredStrategy, the multi-GPU path) on two logical CPU devices: about
+    # 100 s each on a 2-core CPU. Run by LDR_TEST_FULL=1 and `bash run/gpu_check.sh`.
+    @parameterized.expand([("procedure1",), ("joint",)])
+    @helpers.skip_unless_full("the multi-GPU path (two replicas), about 100 s on the CPU")
     def test_two_replicas_skip_absent_domains(self, mode):
         # Like OpenNMT-tf's own multi-device tests: two logical CPU devices.
         process = subprocess.run(

@@ -23,23 +23,20 @@ from tests import helpers
 PARAMS = {"optimizer": "Adam", "learning_rate": 0.01}
 TRANSFORMERS = helpers.TRANSFORMERS
 RNNS = [f for f in helpers.FAMILIES if f not in TRANSFORMERS]
-# One family per mechanism by default (about 40 s a case on a 2-core CPU: the 33 cases of
-# every family took a third of the suite's time); LDR_TEST_FULL=1 runs every family.
-MIXED_PRECISION = (
-    "ldr_transformer_target",  # LDR embeddings on both sides.
-    "factorized_df",  # Factorized embeddings, output layer and FFN.
-    "mixing_transformer",  # Per-domain copies mixed by proportions.
-    "residual_adapters",  # A frozen base.
-    "advl_transformer",  # A classifier behind a gradient reversal.
-    "ldr_rnn",  # The RNNs.
-)
-XLA = (
-    "ldr_transformer_released",  # LDR after every layer.
-    "factorized_pa",  # Per-domain attention projections.
-    "ml_transformer",  # An auxiliary classification loss.
-)
-CASES = [(family, "mixed_precision") for family in helpers.sweep(helpers.FAMILIES, MIXED_PRECISION)]
-CASES += [(family, "xla") for family in helpers.sweep(TRANSFORMERS, XLA)]
+# Mixed precision and XLA are GPU paths (docs/gpu.md): on the CPU, about 10-40 s a case. By
+# default one case of each runs here (LDR embeddings on both sides under mixed precision, an
+# auxiliary classification loss under XLA: about 20 s); LDR_TEST_FULL=1 runs every family, as
+# `bash run/gpu_check.sh` does on a GPU. The families whose mechanism the full sweep adds:
+# Factorized embeddings, output layer and FFN (factorized_df), per-domain copies mixed by
+# proportions (mixing_transformer), a frozen base (residual_adapters), a classifier behind a
+# gradient reversal (advl_transformer), the RNNs (ldr_rnn), LDR after every layer
+# (ldr_transformer_released) and per-domain attention projections (factorized_pa).
+MIXED_PRECISION = ("ldr_transformer_target",)
+XLA = ("ml_transformer",)
+CASES = [
+    (f, "mixed_precision", runs) for f, runs in helpers.sweep(helpers.FAMILIES, MIXED_PRECISION)
+]
+CASES += [(family, "xla", runs) for family, runs in helpers.sweep(TRANSFORMERS, XLA)]
 
 
 @pytest.mark.slow
@@ -49,7 +46,8 @@ class PrecisionTest(tf.test.TestCase):
         super().tearDown()
 
     @parameterized.expand(CASES)
-    def test_trains(self, family, mode):
+    def test_trains(self, family, mode, runs):
+        helpers.skip_unless_swept(self, runs)
         if mode != "xla":
             mode = helpers.skip_without_mixed_precision(self)
             tf.keras.mixed_precision.set_global_policy(mode)

@@ -308,6 +308,10 @@ class LdrMainTest(tf.test.TestCase):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONWARNINGS="ignore")
         return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
 
+    # ldr-main's per-domain evaluation is tested in process (RunnerTest.
+    # test_per_domain_evaluation), ldr-main's training as a command by tests/training/
+    # test_interrupt.py (kill -9, then resume).
+    @helpers.skip_unless_full("about 50 s: ldr-main train --with_eval, then onmt-main infer")
     def test_train_with_eval_reports_each_domain(self):
         directory = self.get_temp_dir()
         config = _config(directory, os.path.join(directory, "run"), max_step=3)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -104,17 +105,22 @@ class OnmtMainTest(helpers.SharedDirTestCase):
             self.assertEqual(json.load(f), {"domains": corpus.DOMAINS, "regions": 3})
 
     def test_infer_oracle_and_generic(self):
+        # One run (an onmt-main process is seconds of start-up): the true label on odd lines,
+        # generic on even ones.
         self.assertEqual(self.train.returncode, 0)
-        n = sum(1 for _ in open(self.paths["test_src"]))
-        generic = self._bad_copy("test.generic", ["generic"] * n)
-        for labels, name in ((self.paths["test_domain"], "oracle"), (generic, "generic")):
-            output = os.path.join(self.dir, "pred.%s" % name)
-            result = self._infer(self.paths["test_src"], labels, output)
-            self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
-            with open(output) as f:
-                lines = f.read().splitlines()
-            self.assertLen(lines, n)
-            self.assertTrue(all(line.strip() for line in lines))
+        oracle = corpus.read_lines(self.paths["test_domain"])
+        n = len(oracle)
+        labels = self._bad_copy(
+            "test.oracle_generic", [o if i % 2 else "generic" for i, o in enumerate(oracle)]
+        )
+        self.assertEqual(len(set(corpus.read_lines(labels))), len(corpus.DOMAINS) + 1)
+        output = os.path.join(self.dir, "pred.oracle_generic")
+        result = self._infer(self.paths["test_src"], labels, output)
+        self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
+        with open(output) as f:
+            lines = f.read().splitlines()
+        self.assertLen(lines, n)
+        self.assertTrue(all(line.strip() for line in lines))
 
     def test_infer_ensembles_of_domain_views(self):
         self.assertEqual(self.train.returncode, 0)
@@ -154,9 +160,12 @@ class OnmtMainTest(helpers.SharedDirTestCase):
 
     def test_resume_from_last_checkpoint(self):
         self.assertEqual(self.train.returncode, 0)
+        # In a copy: the other tests read the shared model dir at step 60.
+        model_dir = os.path.join(self.dir, "resumed")
+        shutil.copytree(self.model_dir, model_dir)
         config = _write_config(
             os.path.join(self.dir, "resume.yml"),
-            self.model_dir,
+            model_dir,
             corpus.data_config(self.paths),
             max_step=70,
         )
@@ -169,8 +178,9 @@ class OnmtMainTest(helpers.SharedDirTestCase):
             "train",
         )
         self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
-        self.assertIn("Restored checkpoint %s/ckpt-60" % self.model_dir, result.stderr)
-        self.assertIn("ckpt-70.index", os.listdir(self.model_dir))
+        self.assertIn("Restored checkpoint %s/ckpt-60" % model_dir, result.stderr)
+        self.assertIn("ckpt-70.index", os.listdir(model_dir))
+        self.assertNotIn("ckpt-70.index", os.listdir(self.model_dir))
 
     def test_infer_unknown_label_writes_nothing(self):
         labels = self._bad_copy("test.bad", ["medical", "medical", "legal"])
