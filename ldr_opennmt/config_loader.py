@@ -17,13 +17,17 @@ goes through :func:`load_config_file`, which refuses, before anything is built:
 * a scalar that PyYAML cannot build: a date that does not exist (``2001-13-01``), an
   int of more than ``sys.get_int_max_str_digits()`` digits (in any base), an explicit
   tag that does not fit its value (``!!int abc``, ``!!bool maybe``), a character YAML
-  does not allow (a control character).
+  does not allow (a control character);
+* a key that repeats in a mapping (PyYAML would keep the last value without a word),
+  naming both lines.
 
 Every refusal is one :class:`~ldr_opennmt.errors.UserError` line naming the file, and
 the line where YAML gives one: ``FILE:LINE: invalid YAML: ...``.
 
 Stock ``onmt-main`` reads its ``--config`` with OpenNMT-tf's own loader before any
-code of this package runs: ``ldr-main`` is the protected entry point.
+code of this package runs: ``ldr-main`` is the protected entry point, and the package's
+model definitions read stock ``onmt-main``'s ``--config`` files again through this loader
+when they install the package's patches (:func:`ldr_opennmt.upstream.patches.install`).
 """
 
 import functools
@@ -144,6 +148,35 @@ class _Loader(yaml.SafeLoader):
         if limit and abs(value) >= _power_of_ten(limit):
             raise too_long
         return value
+
+    def construct_mapping(self, node, deep=False):
+        """PyYAML's mapping, refusing a key that repeats: PyYAML keeps the last value of a
+        repeated key without a word (a second ``params:`` section would replace the first,
+        a domain given twice under ``train_corpora`` would keep only its last files). Keys
+        merged in by ``<<:`` may be overridden, as YAML means them to be."""
+        if isinstance(node, yaml.MappingNode):
+            seen = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _YAML_TAG + "merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:  # An unhashable key: PyYAML refuses it itself.
+                    continue
+                if first is not key_node:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        "key %s repeats the one of line %d (a repeated key would replace the"
+                        " first: give it once)"
+                        % (
+                            _excerpt(key) if isinstance(key, str) else repr(key)[:_EXCERPT],
+                            first.start_mark.line + 1,
+                        ),
+                        key_node.start_mark,
+                    )
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_constructor(_YAML_TAG + "int", _Loader.construct_yaml_int)

@@ -86,6 +86,59 @@ class ConfigLoaderTest(tf.test.TestCase):
             {"model_dir": "a", "train": {"max_step": 5, "batch_size": 2}},
         )
 
+    def test_a_repeated_key_is_refused_naming_both_lines(self):
+        # Round six: PyYAML kept the second value without a word.
+        cases = {
+            "section.yml": (
+                "params:\n  domain_training: summed\ntrain:\n  max_step: 4\nparams:\n"
+                "  learning_rate: 0.1\n",
+                5,
+                "key 'params' repeats the one of line 1",
+            ),
+            "corpora.yml": (
+                "data:\n  train_corpora:\n    medical: [a.src, a.tgt]\n"
+                "    religious: [b.src, b.tgt]\n    medical: [c.src, c.tgt]\n",
+                5,
+                "key 'medical' repeats the one of line 3",
+            ),
+            "flow.yml": (
+                "train: {max_step: 1, max_step: 2}\n",
+                1,
+                "key 'max_step' repeats the one of line 1",
+            ),
+        }
+        for name, (text, line, message) in cases.items():
+            path = self._write(name, text)
+            with self.assertRaises(UserError) as context:
+                config_loader.load_config_file(path)
+            self.assertEqual(
+                str(context.exception).split(" (a repeated")[0],
+                "%s:%d: invalid YAML: %s" % (path, line, message),
+            )
+        # The same key in different mappings, and keys a merge (<<:) brings in, are fine.
+        path = self._write(
+            "fine.yml", "base: &b {max_step: 1, batch_size: 2}\ntrain:\n  <<: *b\n  max_step: 3\n"
+        )
+        self.assertEqual(
+            config_loader.load_config_file(path)["train"], {"max_step": 3, "batch_size": 2}
+        )
+
+    def test_stock_onmt_main_reads_its_configuration_again(self):
+        # OpenNMT-tf's own yaml.safe_load reads onmt-main's --config first; the package's
+        # model definitions read it again through the loader when they install the patches.
+        from ldr_opennmt.upstream import patches
+
+        repeated = self._write("repeated.yml", "model_dir: a\nmodel_dir: b\n")
+        fine = self._write("fine.yml", "model_dir: a\n")
+        argv = ["--config", fine, repeated, "--auto_config", "infer", "--features_file", "x"]
+        with self.assertRaisesRegex(UserError, r"repeated\.yml:2: .*key 'model_dir' repeats"):
+            patches.check_stock_onmt_main_config(argv, prog="onmt-main")
+        self.assertIsNone(patches.check_stock_onmt_main_config(argv, prog="ldr-main"))
+        self.assertEqual(
+            patches.check_stock_onmt_main_config(["--config", fine, "export"], "onmt-main"),
+            {"model_dir": "a"},
+        )
+
 
 class LdrMainLoaderTest(helpers.SharedDirTestCase):
     def test_ldr_main_refuses_a_bomb_and_a_directory_in_one_line(self):

@@ -35,18 +35,30 @@ def split_run_type(argv):
     return argv, None, []
 
 
-def command_line_model_dir(global_argv):
-    """The model directory ``onmt-main`` will use, or ``None`` if the arguments do not
-    say (``onmt-main`` then reports the problem itself)."""
+def _global_arguments(global_argv):
+    """``--config``, ``--model_dir`` and ``--run_dir`` of ``onmt-main``'s global arguments, or
+    ``None`` if they do not parse (``onmt-main`` then reports the problem itself)."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--config", nargs="+")
     parser.add_argument("--model_dir")
     parser.add_argument("--run_dir", default="")
     try:
-        args, _ = parser.parse_known_args(global_argv)
+        return parser.parse_known_args(global_argv)[0]
     except SystemExit:
         return None
-    if not args.config:
+
+
+def command_line_configs(global_argv):
+    """The ``--config`` files of ``onmt-main``'s global arguments (``[]`` if none parse)."""
+    args = _global_arguments(global_argv)
+    return list(args.config or []) if args is not None else []
+
+
+def command_line_model_dir(global_argv):
+    """The model directory ``onmt-main`` will use, or ``None`` if the arguments do not
+    say (``onmt-main`` then reports the problem itself)."""
+    args = _global_arguments(global_argv)
+    if args is None or not args.config:
         return None
     model_dir = args.model_dir or config_loader.load_run_config(args.config).get("model_dir")
     if not model_dir:

@@ -12,8 +12,9 @@ a Runner), changes nothing outside the package (``tests/upstream/test_patches.py
   (:func:`install_checkpoint_check`);
 * then the checks of the process: the upstream version (:func:`ldr_opennmt.upstream.ledger.
   check_upstream`), and under stock ``onmt-main`` its GPU request
-  (:func:`ldr_opennmt.gpu.check_stock_onmt_main`) and its training's lock on ``model_dir``
-  (:func:`lock_stock_onmt_main_training`).
+  (:func:`ldr_opennmt.gpu.check_stock_onmt_main`), its ``--config`` files read again through
+  the package's loader (:func:`check_stock_onmt_main_config`: a repeated key is refused) and
+  its training's lock on ``model_dir`` (:func:`lock_stock_onmt_main_training`).
 
 The upstream names wrapped here are in :data:`ldr_opennmt.upstream.ledger.UPSTREAM_NAMES`.
 
@@ -45,7 +46,7 @@ import opennmt
 import tensorflow as tf
 from opennmt.utils import checkpoint as checkpoint_module
 
-from ldr_opennmt import checkpoints, domain_record, errors, gpu, locks
+from ldr_opennmt import checkpoints, config_loader, domain_record, errors, gpu, locks
 from ldr_opennmt.upstream import command_line, ledger
 
 _installed = False
@@ -76,6 +77,7 @@ def install():
     install_checkpoint_check()
     ledger.check_upstream()
     gpu.check_stock_onmt_main()
+    check_stock_onmt_main_config()
     lock_stock_onmt_main_training()
 
 
@@ -158,6 +160,23 @@ def install_training_guard():
     has no hook around training."""
     if not getattr(opennmt.Runner.train, MARK, False):
         opennmt.Runner.train = guard_training(opennmt.Runner.train)
+
+
+def check_stock_onmt_main_config(argv=None, prog=None):
+    """Under stock ``onmt-main`` (any run type), reads its ``--config`` files again through
+    the package's loader (:mod:`ldr_opennmt.config_loader`), which OpenNMT-tf's own
+    ``yaml.safe_load`` was not: a key repeated in a mapping (whose first value OpenNMT-tf kept
+    without a word) is refused here, naming both lines, before anything is trained or written.
+
+    Raises:
+      UserError: on the first file refused.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = os.path.basename(sys.argv[0] if prog is None else prog)
+    if prog != "onmt-main":
+        return None
+    paths = command_line.command_line_configs(command_line.split_run_type(argv)[0])
+    return config_loader.load_run_config(paths) if paths else None
 
 
 def lock_stock_onmt_main_training(argv=None, prog=None):

@@ -232,6 +232,23 @@ class OnmtMainTest(helpers.SharedDirTestCase):
             dict(data, train_features_file=self.paths["train_src"]),
             r"expected a source file and an aligned domain label file",
         )
+        # A repeated key (OpenNMT-tf's loader keeps the last one without a word): refused when
+        # the model definition installs the package's patches, naming both lines.
+        model_dir = os.path.join(self.dir, "repeated")
+        path = _write_config(os.path.join(self.dir, "repeated.yml"), model_dir, data, max_step=2)
+        with open(path, "a") as f:
+            f.write("params:\n  learning_rate: 0.1\n")
+        result = _onmt_main(
+            "--model", "model_defs/small/ldr_transformer.py", "--config", path, "train"
+        )  # fmt: skip
+        self.assertEqual(result.returncode, 2, msg=result.stderr[-2000:])
+        self.assertRegex(
+            result.stderr.strip().splitlines()[-1],
+            r"^ldr-opennmt: error: .*repeated\.yml:\d+: invalid YAML: key 'params' repeats the"
+            r" one of line \d+",
+        )
+        # Stock onmt-main makes model_dir before it imports the definition: nothing in it.
+        self.assertEqual(os.listdir(model_dir) if os.path.exists(model_dir) else [], [])
 
     def test_mixed_needs_no_domains(self):
         data = corpus.data_config(self.paths)
