@@ -46,7 +46,7 @@ from ldr_opennmt.models.sequence_to_sequence import MultiDomainModel
 from ldr_opennmt.training import corpora as corpora_lib
 from ldr_opennmt.training import data_files, eta, horovod, inference_checks, recipe_checks
 from ldr_opennmt.training.evaluator import MultiDomainEvaluator, evaluation_sets
-from ldr_opennmt.upstream import ledger, onmt_main
+from ldr_opennmt.upstream import ledger, onmt_main, patches
 from ldr_opennmt.utils import atomic_output, same_file, write_lines_atomic
 
 FINETUNE_STATE = "finetune.json"
@@ -668,6 +668,8 @@ class Runner(ledger.RunnerAdapter):
                 return self.model_dir
             kwargs.update(restore)
         given = kwargs.get("checkpoint_path")
+        if not given and patches.trained_already(self):
+            return self.model_dir  # Said in one line (stock onmt-main the same).
         path = None
         if master and not finetune:
             # Weights (or a whole state) from another directory, or the model directory's

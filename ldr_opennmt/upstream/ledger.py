@@ -77,7 +77,11 @@ PINNED_OPENNMT = "2.32.0"
 #: (object, attribute, what uses it). Instance attributes are checked on instances
 #: by the tests (``tests/upstream/test_ledger.py``).
 UPSTREAM_NAMES = (
-    (opennmt.Runner, "_finalize_config", "RunnerAdapter.finalized_config, patches.record_domains"),
+    (
+        opennmt.Runner,
+        "_finalize_config",
+        "RunnerAdapter.finalized_config, patches.record_domains, patches.trained_already",
+    ),
     (opennmt.Runner, "_init_model", "RunnerAdapter.new_model, patches.record_domains"),
     (runner_module, "evaluation", "evaluator_class (per-domain evaluation)"),
     (evaluation.Evaluator, "_record_results", "EvaluatorAdapter.record"),

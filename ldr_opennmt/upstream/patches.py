@@ -7,7 +7,8 @@ a Runner), changes nothing outside the package (``tests/upstream/test_patches.py
 * the one-line errors of stock ``onmt-main`` (:func:`install_error_hook`);
 * one wrapper of ``opennmt.Runner.train`` (:func:`install_training_guard`): a training run by
   OpenNMT-tf's own Runner (stock ``onmt-main``) holds the training lock of its ``model_dir``
-  and writes ``domains.json``, as ``ldr-main``'s Runner does for itself;
+  and writes ``domains.json``, as ``ldr-main``'s Runner does for itself, and a training whose
+  ``model_dir`` already reached ``max_step`` says so in one line and ends (both commands);
 * the checkpoint check of ``infer``, ``export``, ``eval`` and ``score``
   (:func:`install_checkpoint_check`);
 * then the checks of the process: the upstream version (:func:`ldr_opennmt.upstream.ledger.
@@ -133,6 +134,39 @@ def record_domains(runner):
     return declared, regions
 
 
+#: The optimizer's step in an OpenNMT-tf checkpoint.
+STEP_KEY = "optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def trained_already(runner):
+    """Whether the training :obj:`runner` would start is done: the last checkpoint of its
+    ``model_dir`` has reached ``train: max_step``. Says so in one log line (OpenNMT-tf would
+    raise a 33-line ``RuntimeError: The training already reached max_step``).
+
+    A training that starts from weights given with ``--checkpoint_path`` is not asked.
+    """
+    path = tf.train.latest_checkpoint(runner.model_dir)
+    if path is None:
+        return False
+    max_step = (runner._finalize_config().get("train") or {}).get("max_step")  # noqa: SLF001
+    if not max_step:
+        return False
+    try:
+        step = int(tf.train.load_checkpoint(path).get_tensor(STEP_KEY))
+    except (tf.errors.OpError, ValueError):
+        return False  # Not a checkpoint of an OpenNMT-tf training: the restore will say.
+    if step < max_step:
+        return False
+    tf.get_logger().warning(
+        "%s is trained: its last checkpoint (%s) reached train: max_step %d; nothing to train"
+        " (raise max_step to continue the training)",
+        runner.model_dir,
+        os.path.basename(path),
+        max_step,
+    )
+    return True
+
+
 def guard_training(train):
     """:obj:`train` (``opennmt.Runner.train``) that, for a Runner which does not guard its own
     ``model_dir`` (``guards_model_dir``, set by ``ldr-main``'s Runner), holds the training lock
@@ -143,8 +177,11 @@ def guard_training(train):
     @functools.wraps(train)
     def wrapped(self, *args, **kwargs):
         if getattr(self, "guards_model_dir", False):
-            return train(self, *args, **kwargs)
-        hvd = signature.bind(self, *args, **kwargs).arguments.get("hvd")
+            return train(self, *args, **kwargs)  # ldr-main's Runner: its own checks.
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        if not arguments.get("checkpoint_path") and trained_already(self):
+            return self.model_dir
+        hvd = arguments.get("hvd")
         if hvd is not None and hvd.rank() != 0:
             return train(self, *args, **kwargs)
         with locks.model_dir_lock(self.model_dir):

@@ -87,6 +87,22 @@ class RunnerTest(helpers.SharedDirTestCase):
         self.assertAllClose(data["train_files_weights"], [s**-0.5 for s in SIZES.values()])
         self.assertEqual(tf.train.latest_checkpoint(self.config["model_dir"])[-6:], "ckpt-6")
 
+    def test_a_finished_training_run_again_says_so_and_writes_nothing(self):
+        # Round six: OpenNMT-tf raised a 33-line "RuntimeError: The training already reached
+        # max_step". The base model is at its max_step 6.
+        before = _digest(self.config["model_dir"])
+        with self.assertLogs(level="WARNING") as logs:
+            result = Runner(_ldr, copy.deepcopy(self.config), seed=3).train()
+        self.assertEqual(result, self.config["model_dir"])
+        said = [line for line in logs.output if "is trained" in line]
+        self.assertLen(said, 1)
+        self.assertIn(
+            "is trained: its last checkpoint (ckpt-6) reached train: max_step 6; nothing to"
+            " train (raise max_step to continue the training)",
+            said[0],
+        )
+        self.assertEqual(_digest(self.config["model_dir"]), before)
+
     def test_per_domain_evaluation(self):
         eval_dir = os.path.join(self.config["model_dir"], "eval")
         for step in (3, 6):

@@ -182,6 +182,24 @@ class OnmtMainTest(helpers.SharedDirTestCase):
         self.assertIn("ckpt-70.index", os.listdir(model_dir))
         self.assertNotIn("ckpt-70.index", os.listdir(self.model_dir))
 
+    def test_a_finished_training_run_again_says_so(self):
+        # Round six: stock onmt-main raised a 33-line "RuntimeError: The training already
+        # reached max_step". The shared model is at its max_step 60.
+        self.assertEqual(self.train.returncode, 0)
+        before = sorted(os.listdir(self.model_dir))
+        result = _onmt_main(
+            "--model", "model_defs/small/ldr_transformer.py", "--config", self.config,
+            "--auto_config", "train",
+        )  # fmt: skip
+        self.assertEqual(result.returncode, 0, msg=result.stderr[-3000:])
+        self.assertIn(
+            "%s is trained: its last checkpoint (ckpt-60) reached train: max_step 60; nothing to"
+            " train" % self.model_dir,
+            result.stderr,
+        )
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertEqual(sorted(os.listdir(self.model_dir)), before)
+
     def test_infer_unknown_label_writes_nothing(self):
         labels = self._bad_copy("test.bad", ["medical", "medical", "legal"])
         source = self._bad_copy("test3.src", ["the cell", "a host", "spirit"])
