@@ -63,12 +63,12 @@ def split_data_config(data, new_domain):
     """
     domains = corpora_lib.domain_names(data)
     if new_domain not in domains:
-        raise SystemExit(
+        raise errors.UserError(
             "new domain %r is not one of the configured domains (%s)"
             % (new_domain, ", ".join(domains))
         )
     if len(domains) < 2:
-        raise SystemExit("adding a domain needs at least one other domain to start from")
+        raise errors.UserError("adding a domain needs at least one other domain to start from")
     old = [d for d in domains if d != new_domain]
     base, extended = copy.deepcopy(data), copy.deepcopy(data)
     base["domains"] = old

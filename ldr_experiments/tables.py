@@ -456,12 +456,12 @@ def needed_rows(runs, rows):
     control that was trained).
 
     Raises:
-      SystemExit: One line naming a row this table does not have, and the rows it has.
+      UserError: One line naming a row this table does not have, and the rows it has.
     """
     by_name = {run.name: run for run in runs}
     unknown = [row for row in rows if row not in by_name]
     if unknown:
-        raise SystemExit(
+        raise errors.UserError(
             "--rows: no row %s in this table (its rows: %s)"
             % (", ".join(repr(row) for row in unknown), ", ".join(by_name))
         )
@@ -995,13 +995,13 @@ def _arguments(argv):
     ):
         if value is not None:
             if value < 1:
-                raise SystemExit("--%s must be >= 1, got %d" % (name, value))
+                raise errors.UserError("--%s must be >= 1, got %d" % (name, value))
             budget[name] = value
     for entry in args.set:
         name, _, value = entry.partition("=")
         countable = name in budget and _countable(budget[name])
         if not countable or not value.isdigit() or int(value) < 1:
-            raise SystemExit(
+            raise errors.UserError(
                 "--set %s: expected KEY=N with N >= 1 and KEY one of %s"
                 % (entry, ", ".join(sorted(k for k, v in budget.items() if _countable(v))))
             )

@@ -124,7 +124,7 @@ def _arguments(argv):
     budget = dict(BUDGETS["quick" if args.quick else "default"])
     if args.steps is not None:
         if args.steps < 1:
-            raise SystemExit("--steps must be >= 1, got %d" % args.steps)
+            raise errors.UserError("--steps must be >= 1, got %d" % args.steps)
         budget["steps"] = args.steps
     # The user's paths are the user's (from where the command runs).
     args.data = common.corpus_argument(args.data)

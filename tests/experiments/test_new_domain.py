@@ -1,6 +1,7 @@
 import tensorflow as tf
 
 from ldr_experiments import new_domain
+from ldr_opennmt.errors import UserError
 
 DATA = {
     "train_corpora": {
@@ -27,7 +28,7 @@ class SplitDataConfigTest(tf.test.TestCase):
         self.assertEqual(list(DATA["train_corpora"])[1], "software")  # Input untouched.
 
     def test_unknown_new_domain(self):
-        with self.assertRaisesRegex(SystemExit, "new domain 'legal' is not one of"):
+        with self.assertRaisesRegex(UserError, "new domain 'legal' is not one of"):
             new_domain.split_data_config(DATA, "legal")
 
 

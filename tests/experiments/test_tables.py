@@ -11,6 +11,8 @@ import tensorflow as tf
 from ldr_experiments import common, table_verdicts, tables
 from ldr_experiments.demo import plan as demo_plan
 from ldr_opennmt import config_loader, probe, registry
+from ldr_opennmt.errors import UserError
+from tests import helpers
 
 DOMAINS = ["medical", "religious", "software"]
 #: The default corpus's training sentences (data/default/corpus.json).
@@ -178,11 +180,28 @@ class TableRunsTest(tf.test.TestCase):
             self.assertNotIn(name, controls)
 
     def test_an_unknown_row_is_one_line(self):
-        with self.assertRaisesRegex(SystemExit, r"--rows: no row 'LDR \(sumed\)' in this table"):
+        with self.assertRaisesRegex(UserError, r"--rows: no row 'LDR \(sumed\)' in this table"):
             tables.table_runs(rows=["LDR (sumed)"])
         # A row of a family not chosen is not in the table either.
-        with self.assertRaisesRegex(SystemExit, r"no row 'DC \(summed\)'.*its rows: Mixed, "):
+        with self.assertRaisesRegex(UserError, r"no row 'DC \(summed\)'.*its rows: Mixed, "):
             tables.table_runs(["ttm_transformer"], rows=["DC (summed)"])
+
+    def test_budget_options_are_refused_in_one_prefixed_line(self):
+        # Round six: --set and --steps ended with a bare message (no "PROG: error:").
+        from ldr_experiments import cli
+
+        for command, argv, message in (
+            ("tables", ["--quick", "--steps", "0"], r"--steps must be >= 1, got 0"),
+            ("tables", ["--quick", "--set", "steps=x"], r"--set steps=x: expected KEY=N"),
+            ("tables", ["--quick", "--rows", "LDR (sumed)"], r"--rows: no row 'LDR \(sumed\)'"),
+            ("demo", ["--steps", "-3"], r"--steps must be >= 1, got -3"),
+        ):
+            out = os.path.join(self.get_temp_dir(), "out_%s" % command)
+            status, stderr = helpers.run_cli(cli.main, [command, "--out", out] + argv)
+            self.assertEqual(status, 2, stderr)
+            self.assertEqual(len(stderr.strip().splitlines()), 1, stderr)
+            self.assertRegex(stderr.strip(), r"^ldr-experiments %s: error: %s" % (command, message))
+            self.assertFalse(os.path.exists(out))
 
     def test_a_user_family_gets_a_row(self):
         example = os.path.join(
