@@ -47,6 +47,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import ClientDisconnect
 from uvicorn.protocols.http import h11_impl
 
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models
 from ldr_opennmt.serving.backend_kinds import RequestError
 
@@ -239,8 +240,39 @@ def install_error_handlers(app):
         return error(500, "internal error (%s): see the server's log" % type(exc).__name__)
 
 
+#: An origin as a browser sends it (``Origin:``): scheme, host, optional port; no path.
+_ORIGIN = re.compile(r"^(https?)://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$")
+
+
+def check_cors_origins(origins):
+    """Refuses a ``--cors_origins`` value that no browser's ``Origin`` can equal (it would
+    let no page in, without a word): ``*``, or ``http(s)://HOST[:PORT]`` without a path.
+
+    Raises:
+      UserError: naming the value and what is wrong.
+    """
+    for origin in origins:
+        if origin == "*" or _ORIGIN.match(origin):
+            continue
+        if _ORIGIN.match(origin.rstrip("/")):
+            why = "a trailing slash (browsers send %s)" % api_models.short(origin.rstrip("/"))
+        elif "://" not in origin:
+            why = "no scheme (an origin is https://HOST or http://HOST[:PORT])"
+        else:
+            why = "not http(s)://HOST[:PORT] without a path"
+        raise UserError("--cors_origins: %s: %s" % (api_models.short(origin), why))
+
+
+def dns_name(name):
+    """A host name as DNS compares it: case-insensitive, the root's trailing dot dropped
+    (``LocalHost.`` is ``localhost``)."""
+    name = name.lower()
+    return name[:-1] if name.endswith(".") else name
+
+
 class HostCheck(TrustedHostMiddleware):
-    """Starlette's ``TrustedHostMiddleware`` answering ``{"error": ...}`` (400)."""
+    """Starlette's ``TrustedHostMiddleware`` answering ``{"error": ...}`` (400), comparing
+    names as DNS does (:func:`dns_name`; Starlette compares them byte for byte)."""
 
     async def __call__(self, scope, receive, send):
         if self.allow_any or scope["type"] not in ("http", "websocket"):
@@ -252,8 +284,8 @@ class HostCheck(TrustedHostMiddleware):
                 host = value.decode("latin-1")
                 break
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        name = name.strip("[]") if name.startswith("[") else name
-        for pattern in self.allowed_hosts:
+        name = dns_name(name.strip("[]") if name.startswith("[") else name)
+        for pattern in map(dns_name, self.allowed_hosts):
             if name == pattern or (pattern.startswith("*") and name.endswith(pattern[1:])):
                 await self.app(scope, receive, send)
                 return

@@ -182,6 +182,7 @@ class Options:
                 raise UserError(
                     "--allowed_hosts: %s: a wildcard must be * or *.domain" % api_models.short(host)
                 )
+        http_io.check_cors_origins(self.cors_origins)
         if self.max_loaded_models is not None and self.max_loaded_models < 1:
             raise UserError("--max_loaded_models must be >= 1, got %s" % self.max_loaded_models)
 

@@ -9,6 +9,7 @@ import sys
 import unittest
 
 from ldr_opennmt.cli import serve as serve_cli
+from ldr_opennmt.serving import server as server_lib
 from tests import helpers
 from tests.serving.no_tensorflow import run_without_tensorflow
 
@@ -42,8 +43,25 @@ class ServeCommandLineTest(unittest.TestCase):
             (["--read_timeout_s", "0"], "^--read_timeout_s must be > 0, got 0.0$"),
             (["--limit_concurrency", "0"], "^--limit_concurrency must be >= 1, got 0$"),
             (["--allowed_hosts", "a*b"], "^--allowed_hosts: .a.b.: a wildcard must be"),
+            # Round six: origins no browser sends were accepted (they let no page in).
+            (
+                ["--cors_origins", "https://app.example/"],
+                r'^--cors_origins: "https://app.example/": a trailing slash \(browsers send'
+                r' "https://app.example"\)$',
+            ),
+            (["--cors_origins", "app.example"], r'^--cors_origins: "app.example": no scheme'),
+            (
+                ["--cors_origins", "https://ok.example", "ftp://app.example"],
+                r'^--cors_origins: "ftp://app.example": not http\(s\)://HOST\[:PORT\]',
+            ),
+            (["--cors_origins", "https://a.example/app"], r"without a path$"),
         ):
             helpers.assert_cli_error(self, serve_cli.main, ["--model_dir", "x"] + argv, regex)
+        for origins in (
+            ["*"],
+            ["https://app.example", "http://127.0.0.1:8080", "http://[::1]:3000"],
+        ):
+            server_lib.Options("x", cors_origins=origins).check()
         args = serve_cli.parse_args(["--model_dir", "x"])
         self.assertEqual(args.allowed_hosts, ["localhost", "127.0.0.1", "::1"])
         self.assertEqual(

@@ -242,6 +242,12 @@ class AppTest(fake_backend.AppTestCase):
             self.assertEqual(client.get("/health").status_code, 200)
             for host in ("127.0.0.1:8000", "[::1]:8000", "localhost"):
                 self.assertEqual(client.get("/health", headers={"Host": host}).status_code, 200)
+            # Names compare as DNS compares them (round six: refused before): any case, and
+            # the root's trailing dot.
+            for host in ("LocalHost:8000", "localhost.", "LOCALHOST.:8000"):
+                self.assertEqual(client.get("/health", headers={"Host": host}).status_code, 200)
+            for host in ("localhost..", "localhost.evil.example", "xlocalhost"):
+                self.assertEqual(client.get("/health", headers={"Host": host}).status_code, 400)
             response = client.post(
                 "/translate", json={"sentences": ["a"]}, headers={"Host": "evil.example:8000"}
             )
@@ -253,6 +259,17 @@ class AppTest(fake_backend.AppTestCase):
             # No CORS by default: no header lets a page of another origin read the answer.
             response = client.get("/health", headers={"Origin": "http://evil.example"})
             self.assertNotIn("access-control-allow-origin", response.headers)
+
+    def test_wildcard_hosts_compare_as_dns_names(self):
+        application = fake_backend.app(allowed_hosts=["*.Example.COM."])
+        with TestClient(application, base_url="http://api.example.com") as client:
+            for host, status in (
+                ("API.example.com", 200),
+                ("api.example.com.:8000", 200),
+                ("example.com.evil.org", 400),
+            ):
+                response = client.get("/health", headers={"Host": host})
+                self.assertEqual(response.status_code, status, host)
 
     def test_cors_origins_option(self):
         application = fake_backend.app(cors_origins=["https://app.example"])
