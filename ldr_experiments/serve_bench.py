@@ -320,15 +320,18 @@ def offline_saved_model(export_dir, domain, sentences, args):
     """The sentences translated by the SavedModel in batches (``ldr-translate``'s
     Translator), as :func:`offline_ctranslate2`."""
     from ldr_opennmt import assets  # pylint: disable=import-outside-toplevel
-    from ldr_opennmt.serving import client  # pylint: disable=import-outside-toplevel
+    from ldr_opennmt.serving import savedmodel_translate  # pylint: disable=import-outside-toplevel
 
-    translator = client.Translator(export_dir)
+    translator = savedmodel_translate.SignatureRunner(export_dir)
     source = assets.load_tokenizer(export_dir, "source")
     target = assets.load_tokenizer(export_dir, "target")
 
     def _batch(batch):
-        tokens = [client._tokenize(source, s) for s in batch]
-        return [client._detokenize(target, t) for t in translator(tokens, [domain] * len(batch))]
+        tokens = [savedmodel_translate._tokenize(source, s) for s in batch]
+        return [
+            savedmodel_translate._detokenize(target, t)
+            for t in translator(tokens, [domain] * len(batch))
+        ]
 
     def _all():
         return [

@@ -21,10 +21,10 @@ configuration updated.
 
 An export is built under a temporary name next to its destination and renamed when
 complete (:func:`export_directory`): ``domains.txt``, written last, is then the mark of a
-complete export, and :mod:`ldr_opennmt.serving.client` refuses an export without it.
+complete export, and :mod:`ldr_opennmt.serving.savedmodel_translate` refuses an export without it.
 
 This module has both sides: writing the assets (at export) and reading them
-(:mod:`ldr_opennmt.serving.client`).
+(:mod:`ldr_opennmt.serving.savedmodel_translate`).
 """
 
 import contextlib

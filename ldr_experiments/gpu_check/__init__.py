@@ -23,8 +23,8 @@ libdevice), says in one line that there is no GPU, and exits 0. On a GPU machine
    bit-identical (LDR in Procedure 1, joint training and on both sides, DC and the
    Factorized designs: :func:`row_checks`);
 4. an LDR SavedModel translates with domain labels on the GPU (``ldr-translate``'s
-   :class:`ldr_opennmt.serving.client.Translator`), and so does its folded CTranslate2
-   model (``device="cuda"``, float32 and float16);
+   :class:`ldr_opennmt.serving.savedmodel_translate.SignatureRunner`), and so does its folded
+   CTranslate2 model (``device="cuda"``, float32 and float16);
 5. a markdown report in the format of BENCHMARKS.md (the GPU's name, tokens/s and step
    time per family and mode, ratios to the stock Transformer) goes to ``--out``.
 

@@ -174,7 +174,7 @@ def translate(config):
     import tensorflow as tf
 
     from ldr_opennmt.export import ct2_export
-    from ldr_opennmt.serving import client
+    from ldr_opennmt.serving import savedmodel_translate
 
     tf.random.set_seed(config["seed"])
     row = bench_rows.Row(**config["translate"])
@@ -197,7 +197,7 @@ def translate(config):
     sentences = [batch for batch in bench_measure.inference_batches(config)][0]
     result = {"sentences": len(sentences), "domains": domains}
 
-    translator = client.Translator(savedmodel)
+    translator = savedmodel_translate.SignatureRunner(savedmodel)
     outputs = {}
     start = time.perf_counter()
     for domain in domains:

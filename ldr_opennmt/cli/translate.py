@@ -1,11 +1,11 @@
 """``ldr-translate``: translate text with an exported multi-domain SavedModel, or with the
 CTranslate2 models of ``ldr-export ctranslate2`` (one per domain).
 
-See :mod:`ldr_opennmt.serving.client` and :mod:`ldr_opennmt.serving.ct2_client` for what it
-does. A CTranslate2 directory needs no TensorFlow (the serving runtime, ``.venv-serve``); a
-SavedModel needs the training environment, which is said in one line where TensorFlow is
-missing. Ctrl-C stops it with one line (``ldr-translate: interrupted``, exit status 130)
-and no output file.
+See :mod:`ldr_opennmt.serving.savedmodel_translate` and :mod:`ldr_opennmt.serving.ct2_client`
+for what it does. A CTranslate2 directory needs no TensorFlow (the serving runtime,
+``.venv-serve``); a SavedModel needs the training environment, which is said in one line where
+TensorFlow is missing. Ctrl-C stops it with one line (``ldr-translate: interrupted``, exit
+status 130) and no output file.
 """
 
 import sys
@@ -84,7 +84,7 @@ def parse_args(argv):
 def run(args):
     """Translates with the export's backend: an ``ldr-export ctranslate2`` directory with
     :mod:`ldr_opennmt.serving.ct2_client` (no TensorFlow), a SavedModel with
-    :mod:`ldr_opennmt.serving.client` (imported only then).
+    :mod:`ldr_opennmt.serving.savedmodel_translate` (imported only then).
 
     Raises:
       UserError: on bad input, before any output; for a SavedModel where TensorFlow is not
@@ -96,13 +96,15 @@ def run(args):
 
         return ct2_client.run(args)
     try:
-        from ldr_opennmt.serving import client  # pylint: disable=import-outside-toplevel
+        from ldr_opennmt.serving import (  # pylint: disable=import-outside-toplevel
+            savedmodel_translate,
+        )
     except ImportError as e:
         raise UserError(
             "--export: %s: not an ldr-export ctranslate2 directory, and a SavedModel needs the "
             "training environment (TensorFlow is not installed here: %s)" % (args.export, e)
         ) from None
-    return client.run(args)
+    return savedmodel_translate.run(args)
 
 
 def main(argv=None):

@@ -15,9 +15,9 @@ into its model (:mod:`ldr_opennmt.serving.batching`).
 * SavedModel (:mod:`ldr_opennmt.serving.savedmodel_backend`, imported only for one: it
   needs the training environment's TensorFlow): one model that takes a domain per
   sentence, one queue with one worker (calls into a loaded TensorFlow model are
-  serialised, :mod:`ldr_opennmt.serving.client`), so a batch may mix domains; plain labels
-  and ensemble labels go into separate batches (a batch with an ensemble label runs every
-  domain view). Its beam and number of hypotheses are those of the export.
+  serialised, :mod:`ldr_opennmt.serving.savedmodel_translate`), so a batch may mix domains;
+  plain labels and ensemble labels go into separate batches (a batch with an ensemble label
+  runs every domain view). Its beam and number of hypotheses are those of the export.
 
 This module and what it imports need no TensorFlow: ``ldr-serve`` runs in the serving
 runtime (``.venv-serve``: Python 3.12+, CTranslate2 4) on CTranslate2 exports.

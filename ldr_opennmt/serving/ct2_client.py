@@ -6,7 +6,7 @@
 
 Each input line goes to its label's CTranslate2 model (``export/ct2/medical``...), with the
 tokenizers exported in that model's ``assets.extra/``. The checks and messages are those of
-a SavedModel export (:mod:`ldr_opennmt.serving.client`), from the same TensorFlow-free
+a SavedModel export (:mod:`ldr_opennmt.serving.savedmodel_translate`), from the same TensorFlow-free
 modules (:mod:`~ldr_opennmt.serving.textio`, :mod:`~ldr_opennmt.serving.labels`,
 :mod:`~ldr_opennmt.serving.tokenization`), so this runs in the serving runtime:
 everything is checked before anything is translated; a label must be a declared domain or

@@ -13,7 +13,7 @@ Its tokens come from its own exported source tokenizer (the export of a configur
 with ``source_tokenization``), else from the translation model's source tokenizer (the
 classifier is trained on the translation corpus's tokenized source side).
 
-Every call holds :mod:`ldr_opennmt.serving.client`'s process-wide SavedModel lock.
+Every call holds :mod:`ldr_opennmt.serving.savedmodel_translate`'s process-wide SavedModel lock.
 """
 
 import os
@@ -24,7 +24,7 @@ from opennmt import constants
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import client
+from ldr_opennmt.serving import savedmodel_translate
 
 
 def _class_names(imported, count, export_dir):
@@ -70,9 +70,9 @@ class DomainClassifier:
                 % (export_dir, export_dir)
             )
         self.export_dir = export_dir
-        with client._SAVED_MODEL_LOCK:
+        with savedmodel_translate._SAVED_MODEL_LOCK:
             imported = tf.saved_model.load(export_dir)
-            signature = imported.signatures.get(client.SIGNATURE)
+            signature = imported.signatures.get(savedmodel_translate.SIGNATURE)
             outputs = signature.structured_outputs if signature is not None else {}
             inputs = signature.structured_input_signature[1] if signature is not None else {}
             if set(outputs) < {"classes", "probs"} or set(inputs) != {"tokens", "length"}:
@@ -80,7 +80,7 @@ class DomainClassifier:
                     "--classifier: %s: not a domain classifier (its %s signature should take "
                     "tokens and length and give classes and probs: export "
                     "model_defs/domain_classifier.py with ldr-main export)"
-                    % (export_dir, client.SIGNATURE)
+                    % (export_dir, savedmodel_translate.SIGNATURE)
                 )
             self._imported = imported  # Keeps the variables alive.
             self._signature = signature
@@ -91,7 +91,7 @@ class DomainClassifier:
         """The classifier's tokens of a raw sentence (``None``: it has no tokenizer)."""
         if self.tokenizer is None:
             return None
-        return client._tokenize(self.tokenizer, text)
+        return savedmodel_translate._tokenize(self.tokenizer, text)
 
     def __call__(self, token_lists):
         """Classifies token lists.
@@ -108,7 +108,7 @@ class DomainClassifier:
             ),
             length=tf.constant([len(t) for t in token_lists], tf.int32),
         )
-        with client._SAVED_MODEL_LOCK:
+        with savedmodel_translate._SAVED_MODEL_LOCK:
             outputs = self._signature(**inputs)
             classes = outputs["classes"].numpy()
             probs = outputs["probs"].numpy()

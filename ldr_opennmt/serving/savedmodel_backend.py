@@ -1,7 +1,7 @@
 """``ldr-serve``'s backend for a SavedModel of ``ldr-main export`` (or ``onmt-main export``):
 one model that takes a domain per sentence, one queue with one worker (calls into a loaded
-TensorFlow model are serialised, :mod:`ldr_opennmt.serving.client`), so a batch may mix
-domains; plain labels and ensemble labels go into separate batches.
+TensorFlow model are serialised, :mod:`ldr_opennmt.serving.savedmodel_translate`), so a batch may
+mix domains; plain labels and ensemble labels go into separate batches.
 
 It needs TensorFlow, so :mod:`ldr_opennmt.serving.backends` imports it only for a SavedModel
 (the serving runtime without TensorFlow serves CTranslate2 exports).
@@ -15,7 +15,7 @@ from ldr_opennmt import assets as assets_lib
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import batching, client, labels, tokenization
+from ldr_opennmt.serving import batching, labels, savedmodel_translate, tokenization
 from ldr_opennmt.serving.backend_kinds import SAVED_MODEL, RequestError
 
 
@@ -36,13 +36,13 @@ class SavedModelBackend:
             )
         info = labels.read_inference_info(export_dir)
         _, self.declared = assets_lib.read_domains(export_dir)
-        takes_domain = "domain" in client.serving_inputs(export_dir)
+        takes_domain = "domain" in savedmodel_translate.serving_inputs(export_dir)
         self.ignored, self.ensemble_refusal = labels.label_reasons(
             self.declared, info, takes_domain
         )
         self.source_tokenizer = assets_lib.load_tokenizer(export_dir, "source")
         self.target_tokenizer = assets_lib.load_tokenizer(export_dir, "target")
-        self.translator = client.Translator(export_dir)
+        self.translator = savedmodel_translate.SignatureRunner(export_dir)
         self.maximum_source_length = self.translator.maximum_source_length
         # The first call builds the graph's kernels: made here, not by the first request.
         self.translator.translate_batch([["."]], [domains_lib.GENERIC])

@@ -16,15 +16,15 @@ exported in ``assets.extra/`` (as ``ldr-translate`` reads them; a model exported
 tokenization takes and gives space-separated tokens).
 
 **Domains.** A request gives a domain for all its sentences or one per sentence. A model
-that reads no label (domain mixing, ML, AdvL, Mixed: :func:`~ldr_opennmt.serving.client.
-label_policy`) translates a named domain as ``generic`` and says so (``"domain_choice":
-"ignored: ..."``), as ``ldr-translate`` warns. A sentence without a domain goes to the
-domain classifier when the server has one (``--classifier``, the project's classifier
-exported as a SavedModel: :mod:`ldr_opennmt.serving.domain_classifier`), else to
-``generic``; a request may ask for another way (``"unlabelled"``: ``generic``,
-``classifier``, or an ensemble of domain views, ``ens-uniform``, ``ens-learned``,
-``ens-soft``, on a SavedModel whose family has them). A SavedModel also takes ensemble labels
-as domains.
+that reads no label (domain mixing, ML, AdvL, Mixed:
+:func:`~ldr_opennmt.serving.savedmodel_translate.label_policy`) translates a named domain as
+``generic`` and says so (``"domain_choice": "ignored: ..."``), as ``ldr-translate`` warns. A
+sentence without a domain goes to the domain classifier when the server has one
+(``--classifier``, the project's classifier exported as a SavedModel:
+:mod:`ldr_opennmt.serving.domain_classifier`), else to ``generic``; a request may ask for
+another way (``"unlabelled"``: ``generic``, ``classifier``, or an ensemble of domain views,
+``ens-uniform``, ``ens-learned``, ``ens-soft``, on a SavedModel whose family has them). A
+SavedModel also takes ensemble labels as domains.
 
 **Batching.** Concurrent requests are grouped into batches per queue (a CTranslate2
 domain, the SavedModel, the classifier): a worker takes the oldest job, then waits up to

@@ -75,7 +75,9 @@ class Translator:
 
     def _open_saved_model(self, export_dir, tokenized):
         try:
-            from ldr_opennmt.serving import client  # pylint: disable=import-outside-toplevel
+            from ldr_opennmt.serving import (  # pylint: disable=import-outside-toplevel
+                savedmodel_translate,
+            )
         except ImportError as e:
             raise UserError(
                 "%s: not an ldr-export ctranslate2 directory, and a SavedModel needs the "
@@ -83,14 +85,14 @@ class Translator:
             ) from None
         from ldr_opennmt import assets as assets_lib  # pylint: disable=import-outside-toplevel
 
-        client._check_export(export_dir)  # pylint: disable=protected-access
+        savedmodel_translate._check_export(export_dir)  # pylint: disable=protected-access
         info = labels.read_inference_info(export_dir)
         _, self.declared = assets_lib.read_domains(export_dir)
         self.ignored, _ = labels.label_reasons(
-            self.declared, info, "domain" in client.serving_inputs(export_dir)
+            self.declared, info, "domain" in savedmodel_translate.serving_inputs(export_dir)
         )
         self._tokenizers = tokenization.load_tokenizers(export_dir, tokenized)
-        self._saved_model = client.Translator(export_dir)
+        self._saved_model = savedmodel_translate.SignatureRunner(export_dir)
         self.models = None
 
     @property

@@ -19,7 +19,7 @@ from ldr_opennmt import probe, registry
 from ldr_opennmt.analysis import parameters
 from ldr_opennmt.evaluation import systems
 from ldr_opennmt.layers import domain_scope
-from ldr_opennmt.serving import client
+from ldr_opennmt.serving import savedmodel_translate
 from ldr_opennmt.training.runner import Runner
 from tests import corpus, helpers
 from tests.upstream.test_onmt_main import ROOT, _checkpoints, _onmt_main, _write_config
@@ -214,7 +214,7 @@ class DomainBiasEndToEndTest(helpers.SharedDirTestCase):
         # The label matters: the medical bias (moved from zero by training) changes the
         # translations or, where the words are the same, their log-probabilities, which
         # the SavedModel returns (generic adds no bias).
-        translator = client.Translator(self.export_dir)
+        translator = savedmodel_translate.SignatureRunner(self.export_dir)
         tokens = [line.split() for line in sources]
         scored = {
             label: translator.translate_batch(tokens, [label] * len(tokens))

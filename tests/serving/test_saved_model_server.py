@@ -7,8 +7,9 @@ SavedModel, and a tiny domain classifier is trained and exported. Three servers 
 once: the LDR SavedModel with the classifier, the mixing SavedModel, the CTranslate2
 directory with the classifier and at most 2 models loaded. Every translation is compared
 with the exported model run directly (the SavedModel by ``ldr-translate``'s
-:class:`~ldr_opennmt.serving.client.Translator`, CTranslate2 by its Translator) on the same
-tokens and label, every label the classifier gives with the classifier run directly.
+:class:`~ldr_opennmt.serving.savedmodel_translate.SignatureRunner`, CTranslate2 by its
+Translator) on the same tokens and label, every label the classifier gives with the classifier
+run directly.
 """
 
 import os
@@ -19,7 +20,7 @@ import ctranslate2
 import pytest
 
 from ldr_opennmt import assets as assets_lib
-from ldr_opennmt.serving import client, ct2_models
+from ldr_opennmt.serving import ct2_models, savedmodel_translate
 from ldr_opennmt.serving.domain_classifier import DomainClassifier
 from tests import corpus, helpers
 from tests.serving import fixtures
@@ -73,7 +74,7 @@ class SavedModelServerTest(helpers.SharedDirTestCase):
     def _saved_model_translator(self, export_dir):
         if export_dir not in self.translators:
             self.translators[export_dir] = (
-                client.Translator(export_dir),
+                savedmodel_translate.SignatureRunner(export_dir),
                 assets_lib.load_tokenizer(export_dir, "source"),
                 assets_lib.load_tokenizer(export_dir, "target"),
             )

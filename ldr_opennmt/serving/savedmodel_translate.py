@@ -34,18 +34,18 @@ the SavedModel's (TensorFlow).
 
 **Long inputs.** An export whose ``assets.extra/inference.json`` has
 ``maximum_source_length`` truncates longer sources in its graph (a 20,000-token line
-would otherwise take gigabytes). The client counts the input lines with more tokens
+would otherwise take gigabytes). ldr-translate counts the input lines with more tokens
 than that (or than ``--max_source_length``, which overrides it downwards), after
 tokenization, in one warning line naming the first (``FILE:LINE``), and sends only
 that many tokens of each. An export without the file has no limit of its own.
 
-**Threads.** A :class:`Translator` may be called from several threads at once: every
+**Threads.** A :class:`SignatureRunner` may be called from several threads at once: every
 call into a loaded SavedModel, and every load, holds one process-wide lock. Calls from
 several threads into a SavedModel right after loading it were seen to corrupt
 TensorFlow's state of the loaded functions (``free(): invalid next size``, the process
 killed); the lock serialises them, so threads give no speed-up (each call already uses every core:
-batch sentences instead). The lock is shared by all Translators because that state
-belongs to TensorFlow's runtime, not to one model. Only the Translator's own methods
+batch sentences instead). The lock is shared by all SignatureRunners because that state
+belongs to TensorFlow's runtime, not to one model. Only the SignatureRunner's own methods
 are safe: do not call the loaded SavedModel (or its signature) directly from several
 threads. :func:`translate` is as safe as the translator it is given.
 """
@@ -165,7 +165,7 @@ def _unknown_label_error(error, line_labels, label_source):
     return UserError(message)
 
 
-class Translator:
+class SignatureRunner:
     """Runs the ``serving_default`` signature of an export on token batches.
 
     It counts the translations that stopped at the export's maximum decoding length
@@ -313,7 +313,7 @@ def run(args):
             ),
             file=sys.stderr,
         )
-    translator = Translator(args.export, maximum_source_length=limit)
+    translator = SignatureRunner(args.export, maximum_source_length=limit)
     with tqdm(
         total=sum(1 for s in sentences if s),
         desc="translating",

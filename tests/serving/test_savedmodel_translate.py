@@ -20,7 +20,7 @@ from parameterized import parameterized
 from ldr_opennmt import models
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import client
+from ldr_opennmt.serving import savedmodel_translate
 from ldr_opennmt.serving.translator import Translator
 from tests import corpus, helpers
 from tests.serving.fixtures import run_client
@@ -506,7 +506,8 @@ class ClientTest(helpers.SharedDirTestCase):
         directory = _unwritable_directory(self, self.dir)
         output = os.path.join(directory, "out.txt")
         args = ["--export", export_dir, "--domain_file", self.labels, "--output", output]
-        with mock.patch.object(client, "Translator", side_effect=AssertionError("loaded")):
+        loaded = AssertionError("loaded")
+        with mock.patch.object(savedmodel_translate, "SignatureRunner", side_effect=loaded):
             status, stdout, stderr = self._client(*args, "--input", self.input)
         self.assertEqual((status, stdout), (2, ""), stderr)
         self.assertRegex(
@@ -544,7 +545,7 @@ class ClientTest(helpers.SharedDirTestCase):
             (sentences[i : i + size], LABELS[i : i + size])
             for i, size in ((0, 3), (3, 4), (1, 2), (5, 2), (0, 7), (2, 1))
         ]
-        translator = client.Translator(export_dir)
+        translator = savedmodel_translate.SignatureRunner(export_dir)
         # Counts the calls inside the loaded signature at the same time; the pause makes
         # calls that are not serialised overlap for sure.
         signature = translator._signature
@@ -624,7 +625,7 @@ class ClientTest(helpers.SharedDirTestCase):
             _long_lines_warnings(stderr), [warning % "the export's maximum_source_length"]
         )
         # The Python API truncates too.
-        translator = client.Translator(limited)
+        translator = savedmodel_translate.SignatureRunner(limited)
         self.assertEqual(translator.maximum_source_length, limit)
         first = long[0]
         self.assertEqual(
@@ -722,20 +723,22 @@ class IgnoredLabelsTest(helpers.SharedDirTestCase):
             model, export_dir, source = _export_in_process(
                 os.path.join(self.dir, name), family, domains
             )
-            path = os.path.join(export_dir, "assets.extra", client.INFERENCE_INFO)
+            path = os.path.join(export_dir, "assets.extra", savedmodel_translate.INFERENCE_INFO)
             with open(path) as f:
                 info = json.load(f)
             if name == "mixed":
                 # The export records that a model with no domain-specific parameters
                 # ignores its labels and refuses ensembles.
                 self.assertEqual(
-                    info[client.IGNORED_DOMAIN_LABELS],
+                    info[savedmodel_translate.IGNORED_DOMAIN_LABELS],
                     "MultiDomainTransformer has no domain-specific parameters: every domain "
                     "label gives the same translation",
                 )
-                self.assertEqual(info[client.ENSEMBLE_REFUSAL], model.ensemble_refusal_reason())
+                self.assertEqual(
+                    info[savedmodel_translate.ENSEMBLE_REFUSAL], model.ensemble_refusal_reason()
+                )
             if name != "mixing":  # Its signature decides first.
-                reason = info.get(client.IGNORED_DOMAIN_LABELS, reason)
+                reason = info.get(savedmodel_translate.IGNORED_DOMAIN_LABELS, reason)
             self.exports[name] = (export_dir, source, reason)
         return self.exports[name]
 
