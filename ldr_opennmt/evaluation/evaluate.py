@@ -373,6 +373,7 @@ def evaluate(
     system_modes = collections.OrderedDict(
         (system.name, _system_modes(system, modes)) for system in systems
     )
+    _check_baseline(baseline, system_modes)
     test_set = read_test_set(
         corpus_dir,
         src,
@@ -643,6 +644,26 @@ def _score(outputs, test_set, domains, detok):
             scores[domain] = scoring.score(hyps, test_set.references[domain])
         rows.append((row, scores))
     return rows, hypotheses
+
+
+def _check_baseline(baseline, system_modes):
+    """Refuses, before anything is translated, a baseline that names no system nor one of a
+    system's rows (``NAME (MODE)``, MODE one of its label modes).
+
+    Raises:
+      UserError: naming the baseline and the systems.
+    """
+    if baseline is None:
+        return
+    names = set(system_modes)
+    names.update(
+        "%s (%s)" % (name, mode) for name, chosen in system_modes.items() for mode in chosen
+    )
+    if baseline not in names:
+        raise UserError(
+            "--baseline %r is not one of the systems (%s): nothing was translated"
+            % (baseline, ", ".join(system_modes))
+        )
 
 
 def _significance(rows, hypotheses, references, domains, baseline, bootstrap_samples):

@@ -569,6 +569,20 @@ class InputsAndReuseTest(tf.test.TestCase):
         self.assertEqual(translated, [])
         self.assertFalse(os.path.exists(self.out))
 
+    def test_an_unknown_baseline_is_refused_before_anything_is_translated(self):
+        # Round six: a misspelled --baseline was found after every translation was made.
+        argv = self._argv("--system", "Mixed=%s" % self.configs["Mixed"], "--baseline", "Mixd")
+        self._assert_refused(argv, r"^--baseline 'Mixd' is not one of the systems \(LDR, Mixed\)")
+        argv = self._argv("--baseline", "LDR (wrongs)")
+        self._assert_refused(argv, r"^--baseline 'LDR \(wrongs\)' is not one of the systems")
+        # A system's name, or one of its rows, passes the check (then it translates).
+        for baseline in ("LDR", "LDR (generic)"):
+            out = os.path.join(self.root, "eval_%s" % len(os.listdir(self.root)))
+            systems = [evaluate.System("LDR", [self.configs["LDR"]])]
+            with self._fake_model() as translated:
+                evaluate.evaluate(self.corpus, systems, out, baseline=baseline)
+            self.assertTrue(translated)
+
     def test_row_names_with_spaces_name_files_with_underscores(self):
         # "A B" and "A_B" would share their files (A_B.oracle.fr).
         argv = ["--corpus", self.corpus, "--out", self.out]
