@@ -373,6 +373,7 @@ def evaluate(
     system_modes = collections.OrderedDict(
         (system.name, _system_modes(system, modes)) for system in systems
     )
+    system_modes, notes = _measurable_modes(system_modes, domains)
     _check_baseline(baseline, system_modes)
     test_set = read_test_set(
         corpus_dir,
@@ -399,8 +400,32 @@ def evaluate(
         rows, hypotheses, test_set.references, domains, baseline, bootstrap_samples
     )
     results = _results(systems, domains, test_set, outputs, rows, baseline, significance)
+    if notes:
+        results["notes"] = notes
     _write_results(results, out_dir)
     return results
+
+
+def _measurable_modes(system_modes, domains):
+    """The label modes that measure something on a corpus of :obj:`domains`: on a corpus of
+    one domain no label is wrong (``wrong`` would give the true label, rows equal to the
+    oracle's byte for byte), so its rows are left out, said on the console and in table.md.
+
+    Returns:
+      ``(system_modes, notes)``: the modes kept per system, and one line per mode left out.
+    """
+    if len(domains) > 1 or not any("wrong" in chosen for chosen in system_modes.values()):
+        return system_modes, []
+    note = (
+        "no wrong-label rows: the corpus has one domain (%s), so no label is wrong for its"
+        " sentences" % domains[0]
+    )
+    tf.get_logger().warning("ldr-eval: %s", note)
+    kept = collections.OrderedDict(
+        (name, tuple(mode for mode in chosen if mode != "wrong") or ("oracle",))
+        for name, chosen in system_modes.items()
+    )
+    return kept, [note]
 
 
 def _check_systems(systems, corpus_dir, domains, out_dir, tgt):

@@ -165,6 +165,9 @@ def format_tables(results):
         "Test sentences per domain: %s."
         % ", ".join("%s %d" % (d, n) for d, n in results["sentences"].items())
     )
+    for note in results.get("notes", ()):  # Rows left out, and why.
+        parts.append("")
+        parts.append("Note: %s." % note)
     parts.append("")
     parts.append(
         "Signatures: BLEU `%s`; chrF `%s`."

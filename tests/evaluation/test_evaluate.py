@@ -583,6 +583,32 @@ class InputsAndReuseTest(tf.test.TestCase):
                 evaluate.evaluate(self.corpus, systems, out, baseline=baseline)
             self.assertTrue(translated)
 
+    def test_one_domain_has_no_wrong_rows_and_says_why(self):
+        # Round six: on a one-domain corpus the "wrong" label was the true one, its rows equal
+        # to the oracle's and tabled as a wrong-label result.
+        corpus = os.path.join(self.root, "one_domain")
+        pairs = collections.OrderedDict([("medical", tiny.make_pairs("medical", 20, seed=2))])
+        corpus_lib.build(pairs, corpus, dev_size=2, test_size=4, bpe_merges=10, log=lambda _: None)
+        config = os.path.join(self.root, "one.yml")
+        with open(self.configs["LDR"]) as f:
+            values = yaml.safe_load(f)
+        values["data"].update(
+            domains=["medical"],
+            source_vocabulary=os.path.join(corpus, "vocab.en"),
+            target_vocabulary=os.path.join(corpus, "vocab.fr"),
+        )
+        with open(config, "w") as f:
+            yaml.safe_dump(values, f)
+        with self._fake_model() as translated, self.assertLogs(level="WARNING") as logs:
+            results = evaluate.evaluate(corpus, [evaluate.System("LDR", [config])], self.out)
+        rows = [row for row, _ in results["rows"]]
+        self.assertEqual(rows, ["LDR (oracle)", "LDR (generic)"])
+        self.assertEqual(translated, ["medical", "generic"])
+        note = "no wrong-label rows: the corpus has one domain (medical), so no label is wrong"
+        self.assertTrue(any(note in line for line in logs.output), logs.output)
+        with open(os.path.join(self.out, "table.md")) as f:
+            self.assertIn("Note: " + note, f.read())
+
     def test_row_names_with_spaces_name_files_with_underscores(self):
         # "A B" and "A_B" would share their files (A_B.oracle.fr).
         argv = ["--corpus", self.corpus, "--out", self.out]

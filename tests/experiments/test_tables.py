@@ -418,14 +418,14 @@ class StagesTest(tf.test.TestCase):
         )
         self.assertEqual(args.options, ["--mixed_precision", "--jit_compile", "--num_gpus", "2"])
         self.assertEqual(budget["model_dim"], 512)
-        with self.assertRaises(SystemExit):
+        with self.assertRaisesRegex(UserError, "^--steps must be >= 1, got 0$"):
             tables._arguments(["--steps", "0"])
         _, budget = tables._arguments(
             ["--scale", "paper", "--set", "eval_sentences=5", "--set", "finetune_steps=2"]
         )
         self.assertEqual((budget["eval_sentences"], budget["finetune_steps"]), (5, 2))
         for wrong in ("nothing=2", "steps=0", "steps=x", "evaluate_in_lanes=1"):
-            with self.assertRaises(SystemExit):
+            with self.assertRaisesRegex(UserError, "^--set %s: expected KEY=N" % wrong):
                 tables._arguments(["--set", wrong])
 
 
