@@ -351,10 +351,13 @@ class RegistryTest(tf.test.TestCase):
             )
         runner = Runner.from_files([config_path], model_file=model_file)
         self.assertEqual(type(runner.model).__name__, "DomainBiasTransformer")
-        with open(config_path, "a") as f:
+        # A second file of the run (the rightmost wins) gives a value of the wrong type (in
+        # the same file, a repeated key is refused by the loader itself).
+        other = os.path.join(directory, "other.yml")
+        with open(other, "w") as f:
             f.write("user_modules: 3\n")
         with self.assertRaisesRegex(UserError, "user_modules must be a list or str, got 3"):
-            Runner.from_files([config_path], model_file=model_file)
+            Runner.from_files([config_path, other], model_file=model_file)
 
     def test_a_family_holds_no_repository_file(self):
         # A family's presets and benchmark rows are declared with it (issue 57 item 1); the
