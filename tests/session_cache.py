@@ -9,7 +9,7 @@ the session (the parent of each worker's own), so a new session builds afresh an
 removes old sessions' folders as it removes its other temporary folders.
 
 What is shared is read-only by convention: a test that changes an export (replaces a file,
-deletes a domain) copies it first (:func:`copy`).
+deletes a domain) copies it first (``shutil.copytree``).
 """
 
 import fcntl
@@ -58,10 +58,3 @@ def directory(key, build):
             with open(path + ".done", "w"):
                 pass
     return path
-
-
-def copy(key, build, destination):
-    """A private copy of :func:`directory`'s folder at :obj:`destination` (for a test that
-    changes it); returns :obj:`destination`."""
-    shutil.copytree(directory(key, build), destination, symlinks=True)
-    return destination

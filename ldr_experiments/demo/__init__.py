@@ -151,26 +151,24 @@ def announce_time(args, budget, measure=host_speed.measure_lanes):
     if speed is None:
         common.log("[demo] this host's speed could not be measured: no estimate of the time")
         return None
-    # The trainings are the demo's time: it scales with the steps trained from scratch.
-    scale = budget["steps"] / BUDGETS["default"]["steps"]
-    minutes = host_speed.demo_minutes(speed) * scale
-    extra = (
-        FULL_EXTRA_MINUTES
-        * host_speed.DEMO_MIXED_STEPS_PER_S
-        / (host_speed.demo_steps_per_s(speed))
-    )
+    # The trainings are the demo's time: it scales with the steps trained from scratch, and
+    # by the record host's speed over this one's (--full's extra minutes were timed there too).
+    slower = host_speed.demo_minutes(speed) / host_speed.DEMO_MINUTES
+    minutes = host_speed.demo_minutes(speed) * budget["steps"] / BUDGETS["default"]["steps"]
+    if args.full:
+        minutes += FULL_EXTRA_MINUTES * slower
     common.log("[demo] %s" % host_speed.describe(speed))
     common.log(
         "[demo] this run takes about %.0f minutes on this host%s (%.1f on the host of %s);"
         " `bash run/demo.sh --quick` is a smoke run of the same stages with tiny budgets"
         % (
-            minutes + (extra if args.full else 0),
+            minutes,
             " with --full" if args.full else "",
             host_speed.DEMO_MINUTES,
             host_speed.DEMO_RECORD,
         )
     )
-    return minutes + (extra if args.full else 0)
+    return minutes
 
 
 @engine.driver("demo")
