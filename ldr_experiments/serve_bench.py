@@ -39,8 +39,9 @@ options): the offline figures and the targets need ``--model_dir`` (the model it
 
 The decoding options are the same everywhere: greedy, ``--max_decoding_length``, one
 decoding thread per batch (``--intra_threads``) and ``--inter_threads`` batches at once. The
-servers it starts take twice the most clients in connections (``--limit_concurrency``, at
-least its default 64, unless given after ``--``). Client, server and offline runs share the
+servers it starts take twice the most clients in requests at once and in waiting connections
+per client address (``--limit_concurrency``, ``--max_waiting_per_client``, at least their
+default 64, unless given after ``--``). Client, server and offline runs share the
 machine's cores (the clients are Python threads: with 128 of them on 2 cores, the clients'
 own time is part of the figures): run nothing else meanwhile (the load average is printed
 with the figures).
@@ -371,11 +372,14 @@ def _offline(translate_all, translate_batch, sentences, batch_size, singles=100)
 
 def server_options(args, extra=()):
     """The options of the servers this script starts: the decoding options, enough
-    connections for the most clients (``--limit_concurrency``, unless given after ``--``),
+    requests and waiting connections for the most clients (``--limit_concurrency``,
+    ``--max_waiting_per_client``, unless given after ``--``),
     the options after ``--``, then :obj:`extra`."""
     limit = []
-    if "--limit_concurrency" not in args.server_options:
-        limit = ["--limit_concurrency", str(max(64, 2 * max(args.clients)))]
+    # All clients come from one address, and kept alive, each waits between its requests.
+    for option in ("--limit_concurrency", "--max_waiting_per_client"):
+        if option not in args.server_options:
+            limit += [option, str(max(64, 2 * max(args.clients)))]
     return [
         "--max_batch_size", str(args.max_batch_size),
         "--max_decoding_length", str(args.max_decoding_length),

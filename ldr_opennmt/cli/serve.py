@@ -79,7 +79,20 @@ def parse_args(argv):
         (
             "limit_concurrency",
             int,
-            "Most connections and requests at once (uvicorn answers 503 past it).",
+            "Most requests answered at once, from their headers to their answer (503 with "
+            "Retry-After past it); connections waiting for a request do not count.",
+        ),
+        (
+            "max_waiting_per_client",
+            int,
+            "Most connections of one client address waiting for a request (new, or kept alive "
+            "between requests); past it, its oldest is closed (408) for the new one.",
+        ),
+        (
+            "max_waiting_connections",
+            int,
+            "Most connections waiting for a request, of all clients; past it, the oldest is "
+            "closed (408) for the new one.",
         ),
         ("timeout_keep_alive_s", float, "Seconds an idle keep-alive connection stays open."),
     ]
@@ -175,6 +188,8 @@ def run(args):
         "max_loaded_models",
         "read_timeout_s",
         "limit_concurrency",
+        "max_waiting_per_client",
+        "max_waiting_connections",
         "timeout_keep_alive_s",
         "compute_type",
         "allowed_hosts",

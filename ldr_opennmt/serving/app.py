@@ -8,18 +8,22 @@ Routes: ``POST /translate`` (the native body, or LibreTranslate's), ``POST
 /redoc`` (local assets), ``GET /openapi.json`` (generated from the request models that
 validate, :mod:`ldr_opennmt.serving.api_models`).
 
-The uvicorn server bounds its open connections (``--limit_concurrency``: past it, uvicorn
-answers 503 itself), closes idle keep-alive connections (``--timeout_keep_alive_s``), and a
+The uvicorn server closes idle keep-alive connections (``--timeout_keep_alive_s``), and a
 request body must arrive within ``--read_timeout_s`` (408). Its HTTP protocol is
-:class:`~ldr_opennmt.serving.http_io.H11Protocol` (:func:`server_config`): headers over 64 KiB
-(431), both ``Content-Length`` and ``Transfer-Encoding`` (400) and what is not HTTP/1.1 are
-answered ``{"error": ...}`` before the application, and a request line and headers must also
-arrive within ``--read_timeout_s`` (408). The port is bound before any model is loaded: a
+:class:`~ldr_opennmt.serving.protocol.H11Protocol` (:func:`server_config`): it bounds the
+requests answered at once (``--limit_concurrency``: 503 with ``Retry-After`` past it) and,
+apart, the connections that wait for a request (``--max_waiting_per_client``,
+``--max_waiting_connections``: the oldest is closed to make room); headers over 64 KiB (431),
+both ``Content-Length`` and ``Transfer-Encoding`` (400) and what is not HTTP/1.1 are answered
+``{"error": ...}`` before the application, and a request line and headers must also arrive
+within ``--read_timeout_s`` (408). Its log lines (``ldr_opennmt.serving``) go where uvicorn's
+go, at ``--log_level``. The port is bound before any model is loaded: a
 port in use is one line, exit 2 (:func:`bind`). Once it listens, ``ldr-serve`` says so on
 stderr in two lines: its URL, and the domains it serves (:func:`startup_lines`).
 """
 
 import contextlib
+import copy
 import errno
 import json
 import os
@@ -30,7 +34,7 @@ import fastapi
 from fastapi import responses
 
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import api_models, http_io, libretranslate
+from ldr_opennmt.serving import api_models, http_io, libretranslate, protocol
 from ldr_opennmt.serving import server as server_lib
 from ldr_opennmt.serving import ui
 from ldr_opennmt.serving.backend_kinds import RequestError
@@ -253,7 +257,10 @@ def create_app(options, backend=None, classifier=None):
         ui.register(app)  # GET /: the page for a person (--no-ui: none).
     http_io.install_docs(app, title)
     routes = [route.path for route in app.routes if hasattr(route, "methods")]
-    metrics = Metrics(server, routes)
+    app.state.waiting = protocol.WaitingConnections(
+        options.max_waiting_per_client, options.max_waiting_connections
+    )
+    metrics = Metrics(server, routes, app.state.waiting)
     app.state.metrics = metrics
     for queue in server.queues():
         queue.on_batch = metrics.on_batch
@@ -286,6 +293,7 @@ def create_app(options, backend=None, classifier=None):
             allow_methods=["GET", "POST"],
             allow_headers=["Content-Type", "Authorization"],
         )
+    app.add_middleware(http_io.HeadAsGet, routes=app.routes)
     app.add_middleware(http_io.HostCheck, allowed_hosts=options.allowed_hosts)
     return app
 
@@ -327,22 +335,32 @@ def bind(host, port):
 
 def server_config(app, log_level="info"):
     """The uvicorn configuration that serves :obj:`app` (of :func:`create_app`) with its
-    options: :class:`~ldr_opennmt.serving.http_io.H11Protocol` whatever HTTP parsers are
+    options: :class:`~ldr_opennmt.serving.protocol.H11Protocol` whatever HTTP parsers are
     installed (uvicorn's ``auto`` would take httptools where it is installed, which has
-    neither its refusals nor its head limit)."""
+    neither its refusals nor its limits), and the serving log lines (``ldr_opennmt.serving``:
+    the protocol's refusals, clients gone) written as uvicorn's are, at :obj:`log_level`."""
     import uvicorn  # pylint: disable=import-outside-toplevel
+    from uvicorn import config as uvicorn_config  # pylint: disable=import-outside-toplevel
 
     options = app.state.server.options
+    log_config = copy.deepcopy(uvicorn_config.LOGGING_CONFIG)
+    level = log_level.upper() if isinstance(log_level, str) else log_level
+    log_config["loggers"][http_io.LOGGER.name] = {
+        "handlers": ["default"],
+        "level": level,
+        "propagate": False,
+    }
     config = uvicorn.Config(
         app,
-        http=http_io.H11Protocol,
+        http=protocol.H11Protocol,
         log_level=log_level,
+        log_config=log_config,
         limit_concurrency=options.limit_concurrency,
         timeout_keep_alive=options.timeout_keep_alive_s,
         access_log=options.access_log,
     )
     # The head of a request has --read_timeout_s, as its body (408 after).
-    setattr(config, http_io.HEAD_TIMEOUT_ATTRIBUTE, options.read_timeout_s)
+    setattr(config, protocol.HEAD_TIMEOUT_ATTRIBUTE, options.read_timeout_s)
     return config
 
 

@@ -7,65 +7,42 @@ the offline API pages.
   that sends half a body does not hold its connection), the content type its route accepts
   (415), no content coding (415: a gzip body is not read as text) and UTF-8 (400). A client
   that goes away mid-body is not an error of the server: no traceback.
-* :class:`H11Protocol`: uvicorn's h11 protocol (``ldr-serve`` runs it whatever is installed:
-  :func:`ldr_opennmt.serving.app.server_config`), answering in the same shape what it refuses
-  before the application: a request line and headers over :data:`MAX_HEAD_BYTES` (431),
-  ``Content-Length`` together with ``Transfer-Encoding`` (400: the shape of request smuggling
-  behind a proxy, RFC 9112 section 6.3), a transfer coding other than chunked (501), what is
-  not HTTP/1.1 (400), and a request line and headers that do not arrive within
-  ``--read_timeout_s`` (408: a client that sends half a head, or nothing, does not hold its
-  connection; a kept-alive connection is idle until the first byte of its next request, and
-  uvicorn's keep-alive timeout closes it). The connection is then closed without a reset: the
-  answer and a FIN are sent, and what the client still sends is read and dropped for up to
-  :data:`LINGER_S`, so that a client still sending sees the answer.
-  An answer leaves in one ``send()`` (its status line and headers are held until its body's
-  first bytes: :class:`_OneWrite`) on a socket with ``TCP_NODELAY``: written in two without
-  it, the body of an answer on a kept-alive connection waited for the client's delayed ACK
-  of the head (Nagle's algorithm: 40 ms on Linux; issue 58). Each request in progress is
-  counted in the application's :class:`~ldr_opennmt.serving.batching.Activity`, so that a
-  batch does not wait for requests that do not exist.
+* The HTTP protocol under the application, its refusals before it, the limit of requests at
+  once and the cap of idle connections: :mod:`ldr_opennmt.serving.protocol`.
 * :func:`install_error_handlers`: every answer that is not a success is ``{"error": "one
   line"}``, unknown routes (404) and methods (405) included, and a message never holds what
   cannot be encoded (lone surrogates are written ``\\udXXX``) nor the server's own paths.
 * :class:`HostCheck`: Starlette's ``TrustedHostMiddleware`` with that error shape (a web
   page can make a browser post to a server on localhost: ``--allowed_hosts``).
+* :class:`HeadAsGet`: ``HEAD`` on every ``GET`` route (a monitor's or a proxy's health check).
 * :func:`install_docs`: Swagger UI at ``/docs`` and ReDoc at ``/redoc`` from the assets of
   the ``fastapi-offline`` package, served by the server itself (no CDN).
 """
 
 import asyncio
-import http
 import logging
 import os
 import re
-import socket
 
 from fastapi import responses
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import ClientDisconnect
-from uvicorn.protocols.http import h11_impl
+from starlette.routing import Match
 
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models
 from ldr_opennmt.serving.backend_kinds import RequestError
 
 LOGGER = logging.getLogger("ldr_opennmt.serving")
-#: uvicorn's h11, taken from uvicorn: without the serve extra, the module missing is uvicorn,
-#: which ``ldr-serve`` names.
-h11 = h11_impl.h11
 
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
 #: The most bytes of a too-large body read (and dropped) so that the client sees its 413.
 DRAIN_LIMIT = 64 << 20
-#: The most bytes of a request line and its header fields (431 past it).
-MAX_HEAD_BYTES = 64 << 10
-#: The most seconds a connection refused before the application stays open after its answer,
-#: reading and dropping what the client still sends (closed at once with unread data, the
-#: connection would be reset and the client would lose the answer).
-LINGER_S = 5.0
+#: The message of the 400 of a client that closed its connection mid-body.
+CLIENT_GONE = "body: the client closed the connection"
 
 _REPR = re.compile(r"<[^<>]*? at 0x[0-9a-fA-F]+>")
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.~/-])/(?:[^\s'\"():,;]+/)+([^\s'\"():,;/]+)")
@@ -173,7 +150,11 @@ async def read_body(request, limit, timeout_s, accepted=(JSON,)):
             408, "body: not received within %g s (--read_timeout_s)" % timeout_s
         ) from None
     except ClientDisconnect:
-        raise RequestError(400, "body: the client closed the connection") from None
+        LOGGER.info("a client closed its connection before sending its whole body")
+        metrics = getattr(request.app.state, "metrics", None)
+        if metrics is not None:
+            metrics.clients_gone.inc()
+        raise RequestError(400, CLIENT_GONE) from None
     if too_large:
         raise RequestError(413, "body: %s bytes, more than the limit of %d" % (declared, limit))
     if size > limit:
@@ -198,13 +179,17 @@ async def read_body(request, limit, timeout_s, accepted=(JSON,)):
 CLOSE_AFTER = (400, 408, 413)
 
 
+#: The ``Retry-After`` of a 503 (seconds).
+RETRY_AFTER_S = 1
+
+
 def request_error(e):
-    """The answer to a :class:`RequestError`."""
+    """The answer to a :class:`RequestError` (a 503 says when to retry)."""
     headers = dict(getattr(e, "headers", None) or {})
     if e.status in CLOSE_AFTER:
         headers["Connection"] = "close"
-    if e.status == 400 and str(e) == "body: the client closed the connection":
-        LOGGER.info("a client closed its connection before sending its whole body")
+    if e.status == 503:
+        headers["Retry-After"] = str(RETRY_AFTER_S)
     return error(e.status, str(e), headers=headers or None)
 
 
@@ -295,298 +280,28 @@ class HostCheck(TrustedHostMiddleware):
         await response(scope, receive, send)
 
 
-def head_too_large(limit):
-    """The message of a 431: a request line and headers of more than :obj:`limit` bytes."""
-    return "headers: more than the limit of %d bytes (the request line and header fields)" % limit
+class HeadAsGet:
+    """An ASGI middleware that answers ``HEAD`` on a ``GET`` route as ``GET`` (uvicorn sends
+    no body to a ``HEAD``): Starlette's routes do, FastAPI's ``@app.get`` routes answer 405.
 
-
-#: The attribute of uvicorn's configuration that gives :class:`H11Protocol` its head timeout.
-HEAD_TIMEOUT_ATTRIBUTE = "ldr_head_timeout_s"
-
-
-def head_timed_out(timeout_s):
-    """The message of a 408: the request line and headers did not arrive in time."""
-    return "headers: not received within %g s (--read_timeout_s)" % timeout_s
-
-
-#: The 400 of a request with both framings.
-BOTH_FRAMINGS = (
-    "headers: Content-Length and Transfer-Encoding together: a request has one or the other "
-    "(RFC 9112, section 6.3)"
-)
-
-
-def _head_bytes(request):
-    """About the bytes of :obj:`request`'s request line and header fields (as parsed)."""
-    size = len(request.method) + len(request.target) + len(b"  HTTP/1.1\r\n\r\n")
-    return size + sum(len(name) + len(value) + 4 for name, value in request.headers)
-
-
-class _Connection(h11.Connection):
-    """An ``h11.Connection`` of a server that also refuses a request with both framings and a
-    head over its limit (when the whole head came in one read, h11, which bounds what it holds
-    of an incomplete head, lets it through); :attr:`refusal` says why it raised."""
-
-    def __init__(self, max_head_bytes):
-        super().__init__(h11.SERVER, max_incomplete_event_size=max_head_bytes)
-        self.max_head_bytes = max_head_bytes
-        #: ``(status, message)`` of the last :class:`h11.RemoteProtocolError` raised.
-        self.refusal = None
-        #: Whether it was raised in the body of a request already given to the application.
-        self.refused_in_body = False
-
-    def next_event(self):
-        between_requests = self.their_state is h11.IDLE
-        self.refused_in_body = not between_requests
-        try:
-            event = super().next_event()
-        except h11.RemoteProtocolError as e:
-            if e.error_status_hint == 431 and between_requests:
-                self.refusal = 431, head_too_large(self.max_head_bytes)
-            elif e.error_status_hint == 431:  # A chunk size line or trailers, mid-body.
-                self.refusal = 400, "body: a chunked framing line of more than %d bytes" % (
-                    self.max_head_bytes
-                )
-            else:
-                self.refusal = e.error_status_hint, "not a valid HTTP/1.1 request (%s)" % (
-                    api_models.escape(str(e))[:200]
-                )
-            raise
-        if isinstance(event, h11.Request):
-            names = {name for name, _ in event.headers}
-            refusal = None
-            if b"content-length" in names and b"transfer-encoding" in names:
-                refusal = 400, BOTH_FRAMINGS
-            elif _head_bytes(event) > self.max_head_bytes:
-                refusal = 431, head_too_large(self.max_head_bytes)
-            if refusal is not None:
-                self.refusal = refusal
-                raise h11.RemoteProtocolError(refusal[1], refusal[0])
-        return event
-
-
-def _raw_answer(status, message, default_headers):
-    """The bytes of an ``{"error": message}`` answer that closes its connection."""
-    body = error(status, message, scrub=False).body
-    lines = [b"HTTP/1.1 %d %s" % (status, http.HTTPStatus(status).phrase.encode("ascii"))]
-    lines += [name + b": " + value for name, value in default_headers]
-    lines += [
-        b"content-type: " + JSON.encode("ascii"),
-        b"content-length: %d" % len(body),
-        b"connection: close",
-    ]
-    return b"\r\n".join(lines) + b"\r\n\r\n" + body
-
-
-def set_nodelay(transport):
-    """Sets ``TCP_NODELAY`` on :obj:`transport`'s socket, if it is TCP.
-
-    asyncio sets it only on sockets created with ``proto=IPPROTO_TCP``; a socket created with
-    ``socket.socket(family, SOCK_STREAM)`` (:func:`ldr_opennmt.serving.app.bind`) has
-    ``proto`` 0, and so have the sockets it accepts.
-
-    Returns:
-      Whether it is set.
-    """
-    sock = transport.get_extra_info("socket")
-    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
-        return False
-    try:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except OSError:
-        return False
-    return True
-
-
-class _OneWrite:
-    """The transport as one response cycle of uvicorn sees it: the status line and headers of
-    its answer are held until the body's first bytes, so that an answer goes out in one
-    ``send()`` (uvicorn writes them apart), or until the end of the event loop's iteration
-    (a streamed body whose first bytes come later). Everything else is the transport's."""
-
-    def __init__(self, transport, cycle, loop):
-        self._transport = transport
-        self._cycle = cycle
-        self._loop = loop
-        self._held = None
-        self._head_seen = False
-
-    def write(self, data):
-        if self._held is not None:
-            data, self._held = self._held + data, None
-        elif self._cycle.response_started and not self._head_seen:
-            # The head (a 100 Continue is written before the response starts: not held).
-            self._head_seen = True
-            self._held = data
-            self._loop.call_soon(self.flush)
-            return
-        self._transport.write(data)
-
-    def flush(self):
-        """Writes the head held, if any."""
-        if self._held is not None:
-            data, self._held = self._held, None
-            self._transport.write(data)
-
-    def writelines(self, data):
-        self.write(b"".join(data))
-
-    def write_eof(self):
-        self.flush()
-        self._transport.write_eof()
-
-    def close(self):
-        self.flush()
-        self._transport.close()
-
-    def abort(self):
-        self._held = None
-        self._transport.abort()
-
-    def __getattr__(self, name):
-        return getattr(self._transport, name)
-
-
-def _activity(config):
-    """The :class:`~ldr_opennmt.serving.batching.Activity` of the application that
-    :obj:`config` serves (``app.state.server.activity``, of
-    :func:`ldr_opennmt.serving.app.create_app`), or ``None``."""
-    state = getattr(config.app, "state", None)
-    return getattr(getattr(state, "server", None), "activity", None)
-
-
-class H11Protocol(h11_impl.H11Protocol):
-    """uvicorn's h11 protocol, whose refusals (a request that is not HTTP/1.1, a head over
-    :data:`MAX_HEAD_BYTES` or uvicorn's ``h11_max_incomplete_event_size``, both framings, an
-    unknown transfer coding, a head not received within :attr:`head_timeout_s`) are
-    ``{"error": ...}`` with their status (431, 400, 501, 408) and ``Connection: close``; the
-    connection is then closed without a reset (see the module docstring). They come before
-    the application: no access log line, no metrics.
-
-    uvicorn answers them itself with a plain-text 400 and closes the connection at once, so
-    that a client still sending (200 KB of headers) gets a reset and no answer.
-
-    Its sockets have ``TCP_NODELAY`` (:func:`set_nodelay`) and each answer is one write
-    (:class:`_OneWrite`); each request, from its head to its answer, is counted in the
-    application's :class:`~ldr_opennmt.serving.batching.Activity` (when it has one).
+    Args:
+      app: The application inside.
+      routes: The application's routes (a live list: read at each ``HEAD``).
     """
 
-    def __init__(self, config, server_state, app_state, _loop=None):
-        super().__init__(config, server_state, app_state, _loop)
-        self.conn = _Connection(config.h11_max_incomplete_event_size or MAX_HEAD_BYTES)
-        self._closing = None  # The timer that closes a refused connection.
-        self._dropped = 0
-        #: Seconds a request line and headers may take to arrive (``--read_timeout_s``, set
-        #: on the configuration by :func:`ldr_opennmt.serving.app.server_config`).
-        self.head_timeout_s = getattr(config, HEAD_TIMEOUT_ATTRIBUTE, None)
-        self._head_timer = None
-        self.activity = _activity(config)
-        if self.activity is not None:
-            self.activity.track_requests()
-        self._counted = None  # The cycle counted in the activity, until its answer.
+    def __init__(self, app, routes):
+        self.app = app
+        self.routes = routes
 
-    def connection_made(self, transport):
-        super().connection_made(transport)
-        set_nodelay(transport)
-        self._watch_head()
-
-    def data_received(self, data):
-        if self._closing is None:
-            super().data_received(data)
-            return
-        self._dropped += len(data)  # Refused: read and dropped.
-        if self._dropped > DRAIN_LIMIT:
-            self.transport.close()
-
-    def handle_events(self):
-        if self._closing is None:
-            super().handle_events()
-            if self._closing is None:  # Not refused meanwhile.
-                self._new_cycle()
-            self._watch_head()
-
-    def _new_cycle(self):
-        """Gives a cycle just made (its task has not run yet) its :class:`_OneWrite` and
-        counts its request."""
-        cycle = self.cycle
-        if cycle is None or isinstance(cycle.transport, _OneWrite) or cycle.response_complete:
-            return
-        cycle.transport = _OneWrite(cycle.transport, cycle, self.loop)
-        self._request_done()  # A cycle before it, if not yet (pipelined requests).
-        if self.activity is not None:
-            self.activity.request_started()
-            self._counted = cycle
-
-    def _request_done(self):
-        if self._counted is not None:
-            self._counted = None
-            self.activity.request_done()
-
-    def on_response_complete(self):
-        self._request_done()
-        super().on_response_complete()
-
-    def _watch_head(self):
-        """Starts the head timer while a head is awaited (a new connection, or the first bytes
-        of the next request on a kept-alive one: an idle one is uvicorn's keep-alive
-        timeout's), and stops it once the head is in."""
-        awaiting = (
-            self._closing is None
-            and self.head_timeout_s is not None
-            and self.conn.their_state is h11.IDLE
-            and (self.cycle is None or bool(self.conn.trailing_data[0]))
-        )
-        if awaiting and self._head_timer is None:
-            self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_timed_out)
-        elif not awaiting and self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-
-    def _head_timed_out(self):
-        self._head_timer = None
-        if self._closing is not None or self.transport.is_closing():
-            return
-        self.conn.refusal = 408, head_timed_out(self.head_timeout_s)
-        self.conn.refused_in_body = False
-        self.send_400_response("")
-
-    def send_400_response(self, msg):
-        """Answers a refused request (uvicorn calls it on :class:`h11.RemoteProtocolError`;
-        the head timer, when a head is late)."""
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-        status, message = self.conn.refusal or (400, "not a valid HTTP/1.1 request")
-        LOGGER.info("refused by the HTTP protocol: %d %s", status, message)
-        self._request_done()
-        cycle = self.cycle if self.conn.refused_in_body else None
-        if cycle is not None and isinstance(cycle.transport, _OneWrite):
-            cycle.transport.flush()  # A head held goes before what follows.
-        if cycle is None or not cycle.response_started:  # Else it has its answer.
-            default_headers = self.server_state.default_headers
-            self.transport.write(_raw_answer(status, message, default_headers))
-        if cycle is not None and not cycle.response_complete:
-            cycle.disconnected = True  # The application, reading the body, stops.
-            cycle.message_event.set()
-        self.flow.resume_reading()
-        if self.transport.can_write_eof():
-            self.transport.write_eof()  # The client reads the answer, then the end.
-        self._closing = self.loop.call_later(LINGER_S, self.transport.close)
-
-    def connection_lost(self, exc):
-        self._request_done()
-        if self._closing is not None:
-            self._closing.cancel()
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
-        super().connection_lost(exc)
-
-    def shutdown(self):
-        if self._closing is None:
-            super().shutdown()
-        else:
-            self.transport.close()
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "HEAD":
+            as_get = dict(scope, method="GET")
+            for route in self.routes:
+                if "GET" in (getattr(route, "methods", None) or ()):
+                    if route.matches(as_get)[0] == Match.FULL:
+                        scope = as_get
+                        break
+        await self.app(scope, receive, send)
 
 
 def _docs_assets():

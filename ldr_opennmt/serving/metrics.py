@@ -11,8 +11,13 @@ do not share counters):
   not one of the server's: the label's values stay bounded).
 * ``ldr_serve_batch_size{queue}`` (a histogram of sentences per batch) and
   ``ldr_serve_batch_seconds{queue}``: every batch run.
+* ``ldr_serve_protocol_refusals_total{status, reason}``: what the HTTP protocol refused before
+  the application (:mod:`ldr_opennmt.serving.protocol`: 503 ``busy`` past
+  ``--limit_concurrency``, 408 ``head_timeout`` and ``make_room``, 431, 400, 501), and
+  ``ldr_serve_clients_gone_total``: clients that closed their connection mid-body.
 * Read at each scrape from the server's state: ``ldr_serve_queued_sentences``,
-  ``ldr_serve_queued_jobs{queue}``, ``ldr_serve_refused_overload_total`` and
+  ``ldr_serve_queued_jobs{queue}``, ``ldr_serve_refused_overload_total``,
+  ``ldr_serve_waiting_connections`` (connections waiting for a request) and
   ``ldr_serve_model_loads_total`` / ``ldr_serve_model_unloads_total`` (CTranslate2).
 """
 
@@ -31,8 +36,9 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 class _StateCollector:
     """Gauges and counters read from the server when Prometheus scrapes."""
 
-    def __init__(self, server):
+    def __init__(self, server, waiting=None):
         self.server = server
+        self.waiting = waiting
 
     def describe(self):
         return []
@@ -49,6 +55,12 @@ class _StateCollector:
             "Requests refused with 503 (--max_queued_sentences).",
             value=health["refused_overload"],
         )
+        if self.waiting is not None:
+            yield core.GaugeMetricFamily(
+                "ldr_serve_waiting_connections",
+                "Connections waiting for a request (new, or kept alive between requests).",
+                value=len(self.waiting),
+            )
         jobs = core.GaugeMetricFamily(
             "ldr_serve_queued_jobs", "Jobs waiting for a batch, per queue.", labels=["queue"]
         )
@@ -81,9 +93,10 @@ class Metrics:
     Args:
       server: The :class:`~ldr_opennmt.serving.server.Server` (read at each scrape).
       routes: The paths of the application's routes (others are counted as ``other``).
+      waiting: The server's :class:`~ldr_opennmt.serving.protocol.WaitingConnections`, if any.
     """
 
-    def __init__(self, server, routes):
+    def __init__(self, server, routes, waiting=None):
         self.registry = prometheus_client.CollectorRegistry(auto_describe=True)
         self.routes = set(routes)
         self.domains = set(server.backend.labels)
@@ -118,7 +131,19 @@ class Metrics:
             ["queue"],
             registry=self.registry,
         )
-        self.registry.register(_StateCollector(server))
+        self.refusals = prometheus_client.Counter(
+            "ldr_serve_protocol_refusals",
+            "Requests and connections refused by the HTTP protocol, before the application, "
+            "per status and reason.",
+            ["status", "reason"],
+            registry=self.registry,
+        )
+        self.clients_gone = prometheus_client.Counter(
+            "ldr_serve_clients_gone",
+            "Clients that closed their connection before sending their whole body.",
+            registry=self.registry,
+        )
+        self.registry.register(_StateCollector(server, waiting))
 
     def domain_label(self, domains):
         """The ``domain`` label of a request that asked for :obj:`domains` (a list)."""
@@ -134,6 +159,11 @@ class Metrics:
         """Records one batch of :obj:`size` sentences of :obj:`queue`."""
         self.batch_size.labels(queue).observe(size)
         self.batch_seconds.labels(queue).observe(seconds)
+
+    def on_refusal(self, status, reason):
+        """Counts a refusal of the HTTP protocol (``reason``: one of
+        :data:`ldr_opennmt.serving.protocol.REASONS`)."""
+        self.refusals.labels(str(status), reason).inc()
 
     def middleware(self, app):
         """An ASGI middleware that counts and times :obj:`app`'s HTTP requests."""

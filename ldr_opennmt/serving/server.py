@@ -110,6 +110,8 @@ class Options:
         compute_type="default",
         read_timeout_s=10.0,
         limit_concurrency=64,
+        max_waiting_per_client=64,
+        max_waiting_connections=1024,
         timeout_keep_alive_s=5.0,
         allowed_hosts=DEFAULT_HOSTS,
         cors_origins=(),
@@ -138,6 +140,8 @@ class Options:
         self.compute_type = compute_type
         self.read_timeout_s = read_timeout_s
         self.limit_concurrency = limit_concurrency
+        self.max_waiting_per_client = max_waiting_per_client
+        self.max_waiting_connections = max_waiting_connections
         self.timeout_keep_alive_s = timeout_keep_alive_s
         self.allowed_hosts = list(allowed_hosts)
         self.cors_origins = list(cors_origins or ())
@@ -160,6 +164,8 @@ class Options:
             "max_beam_size",
             "inter_threads",
             "limit_concurrency",
+            "max_waiting_per_client",
+            "max_waiting_connections",
         ):
             if getattr(self, name) < 1:
                 raise UserError("--%s must be >= 1, got %s" % (name, getattr(self, name)))

@@ -37,6 +37,16 @@ class AppTest(fake_backend.AppTestCase):
         self.assertEqual(response.status_code, 405)
         self.assertEqual(list(response.json()), ["error"])
 
+    def test_head_is_answered_on_the_get_routes(self):
+        # Issue 71 (8): HEAD /health was a 405 (a monitor's or a proxy's check).
+        for path in ("/health", "/domains", "/languages", "/metrics", "/openapi.json", "/docs"):
+            response = self.client.head(path)
+            self.assertEqual(response.status_code, 200, path)
+            self.assertEqual(response.content, b"", path)
+        response = self.client.head("/translate")
+        self.assertEqual(response.status_code, 405)
+        self.assertEqual(response.headers["allow"], "POST")
+
     def test_content_type_must_be_json(self):
         body = json.dumps({"sentences": ["a b"]})
         for content_type in ("text/plain", "application/x-www-form-urlencoded", None):

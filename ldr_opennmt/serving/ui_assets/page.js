@@ -34,7 +34,7 @@
     try {
       value = await response.json();
     } catch (e) {
-      value = null; // Not JSON: uvicorn's own 503 past --limit_concurrency.
+      value = null; // Not JSON (a proxy in front, for one).
     }
     if (!response.ok) {
       const message =
