@@ -65,11 +65,11 @@ setup(
     ],
     entry_points={
         "console_scripts": [
-            "ldr-data=ldr_opennmt.cli.data:main",
-            "ldr-eval=ldr_opennmt.cli.evaluate:main",
-            "ldr-main=ldr_opennmt.cli.main:main",
-            "ldr-analyze=ldr_opennmt.cli.analyze:main",
-            "ldr-export=ldr_opennmt.cli.export:main",
+            "ldr-data=ldr_opennmt.cli:ldr_data",
+            "ldr-eval=ldr_opennmt.cli:ldr_eval",
+            "ldr-main=ldr_opennmt.cli:ldr_main",
+            "ldr-analyze=ldr_opennmt.cli:ldr_analyze",
+            "ldr-export=ldr_opennmt.cli:ldr_export",
             "ldr-translate=ldr_opennmt.cli.translate:main",
             "ldr-serve=ldr_opennmt.cli.serve:main",
             # The experiments (demo, tables, studies, benchmarks): docs/tables.md.

@@ -61,13 +61,18 @@ def main(argv=None):
     import ldr_opennmt.cli  # noqa: F401  pylint: disable=unused-import
     from ldr_opennmt import errors
 
-    module = importlib.import_module("ldr_experiments." + COMMANDS[args.command][0])
-    from ldr_experiments import engine
+    prog = "ldr-experiments %s" % args.command
+    try:  # Ctrl-C while TensorFlow imports: one line, as once the command runs.
+        module = importlib.import_module("ldr_experiments." + COMMANDS[args.command][0])
+        from ldr_experiments import engine
+    except KeyboardInterrupt:
+        sys.stderr.write("%s: interrupted\n" % prog)
+        sys.stderr.flush()
+        return errors.INTERRUPTED_STATUS
 
     # A UserError (bad input) is one line naming the sub-command, and exit status 2; a failed
     # stage one line naming its log, and exit status 1; SIGTERM (SIGINT, SIGHUP) while stages
     # run stops them, then one line, and exit status 143 (130, 129).
-    prog = "ldr-experiments %s" % args.command
     try:
         return errors.run_main(prog, module.main, argv[1:])
     except engine.StageFailed as e:  # Interrupted (a signal) too: 128 + its number.

@@ -28,6 +28,7 @@ from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import (
     DEFAULT_CACHE,
     atomic_output,
+    check_writable,
     make_directories,
     open_for_append,
     resolve_output_root,
@@ -181,6 +182,7 @@ def results_directory(out):
     root = resolve_output_root(out, "results directory", log=lambda m: log("[results] " + m))
     if root != os.path.abspath(out):
         out = root
+    check_writable(root, "--out")  # One line, not the traceback of makedirs or of the lock.
     if os.path.isdir(root):
         names = set(os.listdir(root))
         if names and OWNER_FILE not in names and not {"configs", "logs"} <= names:

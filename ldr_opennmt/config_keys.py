@@ -9,14 +9,21 @@ the checks and the reference cannot drift apart.
 
 Checked here: the type and range of each key, and a key of the package found in a
 section that does not read it (``params: domain_sampling_alpha`` would be ignored
-without a word: it is read under ``train:``). Deeper checks of a key's contents (the
+without a word: it is read under ``train:``). :func:`check_known` refuses, in each file, a key
+that neither the package nor OpenNMT-tf reads (:mod:`ldr_opennmt.onmt_keys`), with "did you
+mean" for a near miss: ``params: domain_trainig``, ``train: max_stpe`` and a top-level
+``parms:`` trained the defaults without a word (issue 71). Deeper checks of a key's contents (the
 corpora entries, the domain list, the ensemble weights) stay with the code that reads
 it, and run before anything is written too.
 """
 
 import collections
+import difflib
 import math
+import os
+import re
 
+from ldr_opennmt import onmt_keys
 from ldr_opennmt.errors import UserError
 
 Key = collections.namedtuple("Key", ["section", "name", "type", "range", "default", "help"])
@@ -43,6 +50,9 @@ KEYS = (
         " anything else: their code runs with your rights in every command that reads the"
         " configuration (ldr-main, ldr-eval --system NAME=their.yml, ldr-export, ...), as"
         " fairseq's --user-dir does; name only code you trust"),
+    Key(TOP_LEVEL, "opus_sources", "mapping", None, None,
+        "ldr-data build opus --config FILE: each domain's OPUS zip (a path, a URL, or"
+        " {url, sha256}); read by ldr-data only, ignored by training"),
     Key("data", "domains", "list", None, "the order of train_corpora",
         "declared domain names; a label's id is its index (letters, digits, -, _, .)"),
     Key("data", "train_corpora", "mapping or list", None, None,
@@ -211,6 +221,123 @@ def check_config(config, where="the configuration"):
             check_value(key, config[key.name])
 
 
+#: Keys that user modules declare (:func:`declare`): ``{(section, name)}``.
+_DECLARED = set()
+
+
+def declare(section, name):
+    """Declares a configuration key that a user module's family or inputter reads, so that
+    :func:`check_known` accepts it.
+
+    Args:
+      section: ``"data"``, ``"params"``, ... or ``None`` for the top level.
+      name: The key.
+    """
+    _DECLARED.add((section, name))
+
+
+def _package_reads(section, name):
+    where = TOP_LEVEL if section is None else section
+    return any(key.section == where for key in _BY_NAME.get(name, ())) or (
+        section is None and name in OWN_SECTIONS
+    )
+
+
+def _reads(section, name):
+    return isinstance(name, str) and (
+        onmt_keys.reads(section, name)
+        or _package_reads(section, name)
+        or (section, name) in _DECLARED
+    )
+
+
+def _known_names(section):
+    where = TOP_LEVEL if section is None else section
+    found = onmt_keys.names(section) | {key.name for key in keys(where)}
+    if section is None:
+        found.update(OWN_SECTIONS)
+    return found | {name for s, name in _DECLARED if s == section}
+
+
+def _elsewhere(section, name):
+    """The sections (``"train:"``, ``"the top level"``) that read :obj:`name`, but not
+    :obj:`section`."""
+    places = []
+    for other in (None,) + SECTIONS:
+        if other != section and _reads(other, name):
+            places.append("the top level" if other is None else "%s:" % other)
+    return places
+
+
+def _key_line(text, section, name):
+    """The line (1-based) of :obj:`name` under :obj:`section` (``None``: the top level) in a
+    configuration's :obj:`text`, or ``None``."""
+    inside = section is None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line[:1] not in ("", " ", "\t", "#"):  # A key at the top level.
+            if section is None and re.match(r"^%s\s*:" % re.escape(name), line):
+                return number
+            inside = bool(re.match(r"^%s\s*:" % re.escape(section or ""), line))
+        elif inside and section is not None:
+            if re.match(r"^\s+%s\s*:" % re.escape(name), line):
+                return number
+    return None
+
+
+def unknown_key(section, name):
+    """The message of a key that nobody reads in :obj:`section` (``None``: the top level)."""
+    where = "" if section is None else "%s: " % section
+    elsewhere = _elsewhere(section, name)
+    if elsewhere:
+        return "%s%s is not read here (it would be ignored): write it under %s" % (
+            where,
+            name,
+            " or ".join(elsewhere),
+        )
+    hint = ""
+    close = difflib.get_close_matches(str(name), sorted(_known_names(section)), n=1, cutoff=0.7)
+    if close:
+        hint = " (did you mean %s?)" % close[0]
+    return (
+        "%sunknown key %r%s: neither OpenNMT-tf nor ldr-opennmt reads it, so it would be "
+        "ignored (docs/configuration.md)" % (where, name, hint)
+    )
+
+
+def check_known(config, path=None, text=None):
+    """Refuses a key that neither OpenNMT-tf nor the package reads (or a user module
+    declared: :func:`declare`), at the top level and directly under each section.
+
+    Args:
+      config: One configuration file's contents (a dict).
+      path: The file, named in the message (with the key's line when :obj:`text` is given).
+      text: The file's text (read from :obj:`path` when not given).
+
+    Raises:
+      UserError: ``FILE:LINE: SECTION: unknown key 'NAME' (did you mean ...?): ...``.
+    """
+    if not isinstance(config, dict):
+        return
+
+    def _refuse(section, name):
+        source = text
+        if source is None and path and os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                source = f.read(1 << 20)  # Read again for the line of the message only.
+        line = _key_line(source, section, str(name)) if source is not None else None
+        prefix = "%s:%d: " % (path, line) if line else ("%s: " % path if path else "")
+        raise UserError(prefix + unknown_key(section, name))
+
+    for name, values in config.items():
+        if not _reads(None, name):
+            _refuse(None, name)
+        if name in OWN_SECTIONS or name not in SECTIONS or not isinstance(values, dict):
+            continue  # The package's own sections are checked by check_section.
+        for key in values:
+            if not _reads(name, key):
+                _refuse(name, key)
+
+
 #: OpenNMT-tf's own reference of the configuration keys.
 OPENNMT_CONFIGURATION_URL = "https://opennmt.net/OpenNMT-tf/configuration.html"
 
@@ -250,6 +377,14 @@ def markdown_reference():
         "written, and a key found in a section that does not read it is refused.",
         "All other keys are OpenNMT-tf's: see [its configuration reference]"
         "(%s)." % OPENNMT_CONFIGURATION_URL,
+        "",
+        "A key that neither OpenNMT-tf nor ldr-opennmt reads is refused by every command",
+        "(`ldr-main`, `onmt-main` with the package's model definitions, `ldr-eval`, ...),",
+        "naming its file and line, with the nearest known key:",
+        "`run.yml:3: train: unknown key 'max_stpe' (did you mean max_step?): ...`.",
+        "OpenNMT-tf's keys are listed in `ldr_opennmt/onmt_keys.py`; a family or inputter of",
+        "your own (`user_modules`) that reads a key of its own declares it with",
+        '`ldr_opennmt.config_keys.declare("params", "my_key")` when it is imported.',
     ]
     for section in [TOP_LEVEL] + [s for s in SECTIONS if keys(s)]:
         lines += ["", "## %s" % ("Top level" if section == TOP_LEVEL else "`%s`" % section)]

@@ -266,6 +266,44 @@ def resolve_output_root(path, what="output directory", log=None):
     return path
 
 
+def check_writable(path, what, directory=True):
+    """Refuses, before any work, an output that could not be written: a directory that cannot
+    be written, or created where it is missing, or a file (:obj:`directory` false) whose
+    directory is missing or cannot be written.
+
+    Tried the way outputs are written (a temporary file in the directory, or in the nearest
+    folder above it that exists, where the missing ones would be created), not asked with
+    ``os.access()``: root passes ``os.access()`` on a read-only directory, and a read-only
+    file system or an ACL shows only when trying. The probe is removed at once.
+
+    Args:
+      path: The output directory, or file.
+      what: What it is, for the message (``"--output_dir"``, ``"model_dir"``).
+      directory: Whether :obj:`path` is a directory (else a file, written in its directory).
+
+    Raises:
+      UserError: ``WHAT PATH: cannot write in DIR (Permission denied): ...``, ``WHAT PATH:
+        DIR is not a directory``, or for a file ``PATH: directory DIR not found``.
+    """
+    folder = os.path.abspath(path if directory else os.path.dirname(os.path.abspath(path)))
+    if not directory and not os.path.isdir(folder):
+        raise UserError("%s: directory %s not found" % (path, folder))
+    existing = folder
+    while not os.path.lexists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UserError("%s %s: %s is not a directory" % (what, path, existing))
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".ldr-write-probe.", dir=existing)
+    except OSError as e:
+        raise UserError(
+            "%s %s: cannot write in %s (%s): choose a folder you can write to"
+            % (what, path, existing, e.strerror or e)
+        ) from None
+    os.close(fd)
+    os.remove(probe)
+
+
 @contextlib.contextmanager
 def atomic_output(path, root=None):
     """Yields a temporary file path to write; renames it to :obj:`path` on success.

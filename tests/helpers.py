@@ -210,6 +210,23 @@ class SharedDirTestCase(tf.test.TestCase):
         super().tearDownClass()
 
 
+def unwritable_directory(test, parent):
+    """A directory this process cannot create a file in: a read-only one, or where root
+    ignores permissions, a read-only system directory (skips the test if none)."""
+    directory = os.path.join(parent, "read_only")
+    os.makedirs(directory, exist_ok=True)
+    os.chmod(directory, 0o555)
+    test.addCleanup(os.chmod, directory, 0o755)
+    for candidate in (directory, "/sys", "/proc"):
+        try:
+            fd, probe = tempfile.mkstemp(dir=candidate)
+        except OSError:
+            return candidate
+        os.close(fd)
+        os.remove(probe)
+    test.skipTest("no directory here is read-only for this user")
+
+
 def run_cli(main, argv):
     """Runs a command's ``main`` in process: (exit status, standard error text)."""
     stderr = io.StringIO()

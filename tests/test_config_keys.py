@@ -12,6 +12,7 @@ from ldr_opennmt import config_keys
 from ldr_opennmt.cli import main as ldr_main
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.models import procedure
+from ldr_opennmt.upstream import onmt_main
 from tests import helpers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,6 +53,71 @@ class ConfigKeysTest(tf.test.TestCase):
                 "finetune": {"base": "run/mixed", "steps": 5, "unfold": True},
             }
         )
+
+    @parameterized.expand(
+        [
+            ("params:\n  domain_trainig: summed\n", r"^run\.yml:2: params: unknown key "
+             r"'domain_trainig' \(did you mean domain_training\?\): neither OpenNMT-tf nor "
+             r"ldr-opennmt reads it"),
+            ("train:\n  batch_size: 8\n  max_stpe: 10\n", r"^run\.yml:3: train: unknown key "
+             r"'max_stpe' \(did you mean max_step\?\)"),
+            ("model_dir: m\nparms:\n  beam_width: 2\n", r"^run\.yml:2: unknown key 'parms' "
+             r"\(did you mean params\?\)"),
+            ("data:\n  source_vocabluary: v\n", r"did you mean source_vocabulary\?"),
+            ("params:\n  max_step: 10\n", r"^run\.yml:2: params: max_step is not read here "
+             r"\(it would be ignored\): write it under train:$"),
+            ("eval:\n  zzz_unheard_of: 1\n", r"eval: unknown key 'zzz_unheard_of': neither"),
+            ("1: a\n", r"unknown key 1:"),
+        ]
+    )  # fmt: skip
+    def test_a_key_nobody_reads_is_refused_naming_file_and_line(self, text, regex):
+        # Issue 71 (2): each trained the defaults with exit 0.
+        self.addCleanup(os.chdir, os.getcwd())
+        os.chdir(self.get_temp_dir())
+        with open("run.yml", "w") as f:
+            f.write(text)
+        with self.assertRaisesRegex(UserError, regex):
+            config_keys.check_known(yaml.safe_load(text), "run.yml")
+        with self.assertRaisesRegex(UserError, regex):  # As every command reads it.
+            onmt_main.load_run_config(["run.yml"])
+
+    def test_keys_that_opennmt_tf_or_the_package_read_pass(self):
+        config_keys.check_known(
+            {
+                "model_dir": "m",
+                "auto_config": True,
+                "user_modules": [],
+                "data": {
+                    "source_vocabulary": "v",
+                    "target_vocabulary": "v",
+                    "source_1_vocabulary": "v",
+                    "source_domain_vocabulary": "v",
+                    "source_tokenization": {"type": "OpenNMTTokenizer"},
+                    "train_corpora": {},
+                    "domains": ["a"],
+                    "example_weights": "w",
+                },
+                "params": {"optimizer": "Adam", "domain_training": "joint", "beam_width": 4},
+                "train": {"max_step": 1, "domain_sampling_alpha": 0.5, "pad_to_bucket_boundary": 1},
+                "eval": {"early_stopping": {"metric": "bleu"}, "scorers": "bleu"},
+                "infer": {"n_best": 1, "domain_posterior": True},
+                "score": {"with_token_level": True},
+                "finetune": {"steps": 1},
+            }
+        )
+
+    def test_a_user_module_declares_its_keys(self):
+        with self.assertRaisesRegex(UserError, "unknown key 'my_family_depth'"):
+            config_keys.check_known({"params": {"my_family_depth": 3}})
+        config_keys.declare("params", "my_family_depth")
+        self.addCleanup(config_keys._DECLARED.discard, ("params", "my_family_depth"))
+        config_keys.check_known({"params": {"my_family_depth": 3}})
+
+    def test_the_shipped_configurations_hold_only_known_keys(self):
+        for name in sorted(os.listdir(os.path.join(ROOT, "data_configs"))):
+            path = os.path.join(ROOT, "data_configs", name)
+            with open(path) as f:
+                config_keys.check_known(yaml.safe_load(f), path)
 
     def test_table_matches_the_code(self):
         key = [k for k in config_keys.KEYS if k.name == "domain_training"][0]

@@ -22,7 +22,7 @@ PACKAGE = os.path.join(ROOT, "ldr_opennmt")
 
 #: Bottom to top. A module may import its own package and the layers below it.
 LAYERS = (
-    ("errors",),
+    ("errors", "onmt_keys"),
     (
         "utils",
         "names",

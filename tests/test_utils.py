@@ -1,4 +1,5 @@
 import os
+import re
 import stat
 from unittest import mock
 
@@ -7,6 +8,7 @@ import tensorflow as tf
 from ldr_opennmt import utils
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import atomic_directory, atomic_output, read_lines, write_lines_atomic
+from tests import helpers
 
 
 class ReadLinesTest(tf.test.TestCase):
@@ -87,6 +89,36 @@ class AtomicOutputTest(tf.test.TestCase):
             write_lines_atomic(os.path.join(tmp, "c"), ["3"])
         self.assertEqual(os.listdir(export), ["c"])
         self.assertEqual(sorted(os.listdir(parent)), ["export"])
+
+
+class CheckWritableTest(tf.test.TestCase):
+    def test_an_output_that_cannot_be_written_is_refused_before_any_work(self):
+        parent = self.get_temp_dir()
+        locked = helpers.unwritable_directory(self, parent)
+        for path, directory in (
+            (locked, True),
+            (os.path.join(locked, "new", "deeper"), True),  # Would be created there.
+            (os.path.join(locked, "pred.txt"), False),
+        ):
+            with self.assertRaisesRegex(
+                UserError,
+                r"^--out %s: cannot write in %s \(.+\): choose a folder"
+                % (re.escape(path), re.escape(locked)),
+            ):
+                utils.check_writable(path, "--out", directory=directory)
+        a_file = os.path.join(parent, "a_file")
+        with open(a_file, "w") as f:
+            f.write("x")
+        with self.assertRaisesRegex(UserError, "is not a directory"):
+            utils.check_writable(os.path.join(a_file, "out"), "--out")
+        missing = os.path.join(parent, "none", "p.txt")
+        with self.assertRaisesRegex(UserError, "^%s: directory .* not found$" % re.escape(missing)):
+            utils.check_writable(missing, "--predictions_file", directory=False)
+        # A writable one passes, and nothing is left or created.
+        before = sorted(os.listdir(parent))
+        utils.check_writable(os.path.join(parent, "new", "out"), "--out")
+        utils.check_writable(os.path.join(parent, "pred.txt"), "--out", directory=False)
+        self.assertEqual(sorted(os.listdir(parent)), before)
 
 
 class OutputTreeTest(tf.test.TestCase):

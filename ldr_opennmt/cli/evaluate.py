@@ -21,7 +21,7 @@ directory (``ensemble.json``)::
 import os
 import sys
 
-from ldr_opennmt import errors, upstream
+from ldr_opennmt import errors, upstream, utils
 from ldr_opennmt.cli import ArgumentParser, positive_int
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.evaluation import contrastive, evaluate
@@ -87,6 +87,9 @@ def _main(argv):
         "runs for different systems can share --out side by side",
     )
     args = parser.parse_args(argv)
+    for option, folder in (("--out", args.out), ("--pred-dir", args.pred_dir)):
+        if folder:
+            utils.check_writable(folder, option)  # Before any model is read.
     system_modes = _named_values(args.system_modes, "--system-modes")
     named_systems = _named_values(args.system, "--system")
     unknown = [name for name in system_modes if name not in named_systems]
@@ -249,6 +252,7 @@ def _contrastive_main(argv):
         "different systems can share --out and --items side by side",
     )
     args = parser.parse_args(argv)
+    utils.check_writable(args.out, "--out")  # Before any model is read.
     system_modes = _named_values(args.system_modes, "--system-modes")
     systems = []
     for name, configs in _named_values(args.system, "--system").items():

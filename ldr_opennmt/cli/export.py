@@ -17,7 +17,7 @@ step) is printed and recorded in the manifest (basename, step, sha256). An exist
 import os
 import sys
 
-from ldr_opennmt import errors, upstream
+from ldr_opennmt import errors, upstream, utils
 from ldr_opennmt.cli import ArgumentParser
 from ldr_opennmt.export import ct2_export
 from ldr_opennmt.training.runner import Runner
@@ -69,6 +69,7 @@ def ctranslate2_main(args):
     output_dir = os.path.abspath(args.output_dir)
     ct2_export.check_quantization(args.quantization)
     ct2_export.check_replaceable(output_dir, args.force)
+    utils.check_writable(args.output_dir, "--output_dir")
     runner = Runner.from_files(
         args.config, model_dir=args.model_dir, model_file=args.model, auto_config=args.auto_config
     )

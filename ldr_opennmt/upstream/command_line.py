@@ -66,3 +66,37 @@ def command_line_model_dir(global_argv):
             "%s: no model_dir in the configuration or on the command line" % " ".join(args.config)
         )
     return os.path.join(args.run_dir, model_dir) if args.run_dir else model_dir
+
+
+#: The outputs of each run type's arguments: ``{run type: [(option, is a directory)]}``.
+RUN_OUTPUTS = {
+    "infer": [("--predictions_file", False)],
+    "score": [("--output_file", False)],
+    "export": [("--output_dir", True)],
+    "average_checkpoints": [("--output_dir", True)],
+}
+
+
+def output_paths(global_argv, run_type, run_argv):
+    """What an ``onmt-main`` command line will write: ``[(what, path, is a directory)]``: the
+    model directory of a training, and the files and directories its run type's options
+    name (``infer --predictions_file``, ``export --output_dir``, ...)."""
+    outputs = []
+    if run_type == "train":
+        model_dir = command_line_model_dir(global_argv)
+        if model_dir is not None:
+            outputs.append(("model_dir", model_dir, True))
+    options = RUN_OUTPUTS.get(run_type, [])
+    if options:
+        parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        for option, _ in options:
+            parser.add_argument(option)
+        try:
+            args = parser.parse_known_args(run_argv)[0]
+        except SystemExit:
+            return outputs  # onmt-main reports the problem itself.
+        for option, is_directory in options:
+            path = getattr(args, option[2:])
+            if path:
+                outputs.append((option, path, is_directory))
+    return outputs

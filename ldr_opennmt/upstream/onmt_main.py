@@ -27,6 +27,7 @@ checkpoint check) is :mod:`ldr_opennmt.upstream.patches`.
 """
 
 import contextlib
+import copy
 import logging
 import os
 import sys
@@ -35,7 +36,7 @@ import tensorflow as tf
 from opennmt import config as config_util
 from opennmt.bin import main as stock_main
 
-from ldr_opennmt import config_keys, config_loader, errors, locks, registry
+from ldr_opennmt import config_keys, config_loader, errors, locks, registry, utils
 from ldr_opennmt.upstream import command_line
 
 
@@ -51,22 +52,30 @@ def load_run_config(config_paths, config=None):
     :func:`ldr_opennmt.registry.load_user_module`. Loading a module imports it: its code
     runs, so a configuration that names user modules is code (docs/training.md).
 
+    Each file's keys are checked (:func:`ldr_opennmt.config_keys.check_known`): a key that
+    neither OpenNMT-tf nor the package reads is refused, naming the file and line.
+
     Raises:
       UserError: naming the file.
     """
     if config is None:
         config = {}
     modules_dir = None
+    files = []
     for path in config_paths:
         loaded = config_loader.load_config_file(path)
         if registry.USER_MODULES_KEY in loaded:
             modules_dir = os.path.dirname(os.path.abspath(path))
+        files.append((path, copy.deepcopy(loaded)))
         config_util.merge_config(config, loaded)
     specs = config.get(registry.USER_MODULES_KEY)
     if specs is not None:
         key = [k for k in config_keys.keys(config_keys.TOP_LEVEL) if k.name == "user_modules"]
         config_keys.check_value(key[0], specs)
         registry.load_configured_modules(config, base_dir=modules_dir)
+    # Once the user modules have declared their keys, if any.
+    for path, loaded in files:
+        config_keys.check_known(loaded, path)
     return config
 
 
@@ -165,6 +174,10 @@ def run_onmt_main(argv, runner_class):
     """
     argv = list(argv)
     global_argv, run_type, run_argv = command_line.split_run_type(argv)
+    # What the run will write, before it reads or translates anything (a read-only folder
+    # was a traceback, for infer after translating everything).
+    for what, path, is_directory in command_line.output_paths(global_argv, run_type, run_argv):
+        utils.check_writable(path, what, directory=is_directory)
     model_dir = command_line.command_line_model_dir(global_argv)
     created = model_dir is not None and not os.path.exists(model_dir)
     description = _DeferredModelDescription()

@@ -47,7 +47,7 @@ import opennmt
 import tensorflow as tf
 from opennmt.utils import checkpoint as checkpoint_module
 
-from ldr_opennmt import checkpoints, config_loader, domain_record, errors, gpu, locks
+from ldr_opennmt import checkpoints, domain_record, errors, gpu, locks
 from ldr_opennmt.upstream import command_line, ledger
 
 _installed = False
@@ -203,7 +203,9 @@ def check_stock_onmt_main_config(argv=None, prog=None):
     """Under stock ``onmt-main`` (any run type), reads its ``--config`` files again through
     the package's loader (:mod:`ldr_opennmt.config_loader`), which OpenNMT-tf's own
     ``yaml.safe_load`` was not: a key repeated in a mapping (whose first value OpenNMT-tf kept
-    without a word) is refused here, naming both lines, before anything is trained or written.
+    without a word) is refused here, naming both lines, before anything is trained or written;
+    so is a key that neither OpenNMT-tf nor the package reads
+    (:func:`ldr_opennmt.config_keys.check_known`).
 
     Raises:
       UserError: on the first file refused.
@@ -213,7 +215,11 @@ def check_stock_onmt_main_config(argv=None, prog=None):
     if prog != "onmt-main":
         return None
     paths = command_line.command_line_configs(command_line.split_run_type(argv)[0])
-    return config_loader.load_run_config(paths) if paths else None
+    if not paths:
+        return None
+    from ldr_opennmt.upstream import onmt_main  # pylint: disable=import-outside-toplevel
+
+    return onmt_main.load_run_config(paths)
 
 
 def lock_stock_onmt_main_training(argv=None, prog=None):

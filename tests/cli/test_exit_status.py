@@ -11,13 +11,17 @@ import contextlib
 import errno
 import importlib.metadata
 import io
+import os
+import shutil
 import sys
+import tempfile
 import unittest
 from unittest import mock
 
 from parameterized import parameterized
 
-from ldr_opennmt import errors
+from ldr_experiments import cli as experiments_cli
+from ldr_opennmt import cli, errors
 
 #: Arguments that each command parses before its work starts (outside run_main).
 ARGV = {
@@ -85,6 +89,29 @@ class ExitStatusTest(unittest.TestCase):
                 self.assertEqual(len(lines), 1, stderr)
                 self.assertRegex(lines[0], r"^[\w\- /.]+: (error: |interrupted$)")
                 self.assertNotIn("Traceback", stderr)
+
+    def test_ctrl_c_while_a_command_imports_is_one_line(self):
+        # Issue 71 (7): Ctrl-C in the first seconds of a command, while TensorFlow imports,
+        # printed the import's traceback (26 to 57 lines).
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        with open(os.path.join(folder, "slow_to_import.py"), "w") as f:
+            f.write("raise KeyboardInterrupt\n")
+        sys.path.insert(0, folder)
+        self.addCleanup(sys.path.remove, folder)
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            code = cli.launch("ldr-main", "slow_to_import", [])
+        self.assertEqual((code, stderr.getvalue()), (130, "ldr-main: interrupted\n"))
+        # Every console script of the training environment starts there.
+        scripts = dict(console_scripts())
+        for name in ("ldr-main", "ldr-data", "ldr-eval", "ldr-analyze", "ldr-export"):
+            self.assertEqual(scripts[name].value, "ldr_opennmt.cli:" + name.replace("-", "_"))
+        with mock.patch.object(
+            importlib, "import_module", side_effect=KeyboardInterrupt
+        ), contextlib.redirect_stderr(io.StringIO()) as stderr:
+            code = experiments_cli.main(["tables"])
+        self.assertEqual((code, stderr.getvalue()), (130, "ldr-experiments tables: interrupted\n"))
 
     def test_an_unexpected_error_is_not_swallowed(self):
         # Python's own handling: the traceback and exit status 1 (never 0).

@@ -159,6 +159,16 @@ class ExportCommandTest(helpers.SharedDirTestCase):
             helpers.assert_cli_error(self, cli.main, argv, "already exists")
             helpers.assert_cli_error(self, cli.main, argv + ["--force"], "replaces only")
 
+    def test_an_output_that_cannot_be_written_is_refused_before_loading(self):
+        # Issue 71 (7): a traceback after the model was loaded and folded.
+        locked = helpers.unwritable_directory(self, self.dir)
+        output_dir = os.path.join(locked, "ct2")
+        argv = ["ctranslate2", "--config", self.config, "--output_dir", output_dir]
+        with mock.patch.object(cli.Runner, "from_files", side_effect=AssertionError("loaded")):
+            helpers.assert_cli_error(
+                self, cli.main, argv, "^--output_dir %s: cannot write in " % output_dir
+            )
+
     def test_unknown_domain(self):
         output_dir = self._output_dir("legal")
         helpers.assert_cli_error(

@@ -267,6 +267,35 @@ class InferExportTest(helpers.SharedDirTestCase):
             self.assertFalse(os.path.exists(output))
         self.assertEqual(os.listdir(empty), ["model_description.py"])
 
+    def test_outputs_that_cannot_be_written_are_refused_before_any_work(self):
+        # Issue 71 (7): infer translated everything, then failed on the read-only folder
+        # with a traceback; export and a training's model_dir the same.
+        locked = helpers.unwritable_directory(self, self.dir)
+        output = os.path.join(locked, "pred.txt")
+        with mock.patch.object(Runner, "infer", side_effect=AssertionError("translated")):
+            helpers.assert_cli_error(
+                self,
+                cli.main,
+                ["--config", self.config, "infer", "--features_file", *self.features,
+                 "--predictions_file", output],  # fmt: skip
+                r"^--predictions_file %s: cannot write in %s \(" % (re.escape(output), locked),
+            )
+            export_dir = os.path.join(locked, "export")
+            helpers.assert_cli_error(
+                self,
+                cli.main,
+                ["--config", self.config, "export", "--output_dir", export_dir],
+                r"^--output_dir %s: cannot write in " % re.escape(export_dir),
+            )
+            model_dir = os.path.join(locked, "model")
+            helpers.assert_cli_error(
+                self,
+                cli.main,
+                ["--config", self.config, "--model_dir", model_dir, "train"],
+                r"^model_dir %s: cannot write in " % re.escape(model_dir),
+            )
+        self.assertFalse(os.path.exists(output))
+
     def test_infer_into_a_missing_directory(self):
         output = os.path.join(self.dir, "none", "pred.txt")
         argv = ["--config", self.config, "infer", "--features_file", *self.features]

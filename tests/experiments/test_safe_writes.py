@@ -1,6 +1,7 @@
 """The scripts of ``run/`` never write through a link nor over what they did not make."""
 
 import os
+import re
 import subprocess
 import sys
 from unittest import mock
@@ -12,6 +13,7 @@ from ldr_experiments.benchmarks import cli as bench_cli
 from ldr_experiments.benchmarks import measure as bench_measure
 from ldr_opennmt.errors import UserError
 from tests import corpus as tiny
+from tests import helpers
 
 
 class ExperimentOutputTest(tf.test.TestCase):
@@ -54,6 +56,16 @@ class ExperimentOutputTest(tf.test.TestCase):
         tiny.write_lines(os.path.join(made, "report.md"), ["a former report"])
         steps = common.Steps(made)
         self.assertEqual(steps.configs_dir, os.path.join(made, "configs"))
+
+    def test_a_results_directory_that_cannot_be_written_is_one_line(self):
+        # Issue 71 (7): the traceback of os.makedirs (or of the lock file).
+        locked = helpers.unwritable_directory(self, self.dir)
+        for out in (locked, os.path.join(locked, "results")):
+            with self.assertRaisesRegex(
+                UserError, r"^--out %s: cannot write in %s \(" % (re.escape(out), locked)
+            ):
+                common.Steps(out)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["read_only", "victim"])
 
     def test_driver_refuses_in_one_line(self):
         out = os.path.join(self.dir, "theirs")

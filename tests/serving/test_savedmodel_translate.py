@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from unittest import mock
@@ -70,23 +69,6 @@ _read = corpus.read_lines
 
 def _long_lines_warnings(stderr):
     return [line for line in stderr.splitlines() if " input lines have more than " in line]
-
-
-def _unwritable_directory(test, parent):
-    """A directory this process cannot create a file in: a read-only one, or where root
-    ignores permissions, a read-only system directory (skips the test if none)."""
-    directory = os.path.join(parent, "read_only")
-    os.makedirs(directory, exist_ok=True)
-    os.chmod(directory, 0o555)
-    test.addCleanup(os.chmod, directory, 0o755)
-    for candidate in (directory, "/sys", "/proc"):
-        try:
-            fd, probe = tempfile.mkstemp(dir=candidate)
-        except OSError:
-            return candidate
-        os.close(fd)
-        os.remove(probe)
-    test.skipTest("no directory here is read-only for this user")
 
 
 @pytest.mark.e2e
@@ -503,7 +485,7 @@ class ClientTest(helpers.SharedDirTestCase):
 
     def test_unwritable_output_refused_before_any_work(self):
         export_dir = self._export(FAMILY)[2]
-        directory = _unwritable_directory(self, self.dir)
+        directory = helpers.unwritable_directory(self, self.dir)
         output = os.path.join(directory, "out.txt")
         args = ["--export", export_dir, "--domain_file", self.labels, "--output", output]
         loaded = AssertionError("loaded")
