@@ -373,7 +373,7 @@ def evaluate(
     system_modes = collections.OrderedDict(
         (system.name, _system_modes(system, modes)) for system in systems
     )
-    system_modes, notes = _measurable_modes(system_modes, domains)
+    system_modes, notes = _measurable_modes(system_modes, domains, systems)
     _check_baseline(baseline, system_modes)
     test_set = read_test_set(
         corpus_dir,
@@ -406,26 +406,41 @@ def evaluate(
     return results
 
 
-def _measurable_modes(system_modes, domains):
-    """The label modes that measure something on a corpus of :obj:`domains`: on a corpus of
-    one domain no label is wrong (``wrong`` would give the true label, rows equal to the
-    oracle's byte for byte), so its rows are left out, said on the console and in table.md.
+def _measurable_modes(system_modes, domains, systems=()):
+    """The label modes that measure something on a corpus of :obj:`domains`, each left out
+    said on the console and in table.md:
+
+    * on a corpus of one domain no label is wrong (``wrong`` would give the true label, rows
+      equal to the oracle's byte for byte): no ``wrong`` rows;
+    * a system that reads labels but declares none of the corpus's domains has no true label
+      for any sentence (``oracle`` would be ``generic`` for all, ``wrong`` its first domain
+      for all): no ``oracle`` nor ``wrong`` rows for it (``generic`` at least).
 
     Returns:
       ``(system_modes, notes)``: the modes kept per system, and one line per mode left out.
     """
-    if len(domains) > 1 or not any("wrong" in chosen for chosen in system_modes.values()):
-        return system_modes, []
-    note = (
-        "no wrong-label rows: the corpus has one domain (%s), so no label is wrong for its"
-        " sentences" % domains[0]
-    )
-    tf.get_logger().warning("ldr-eval: %s", note)
-    kept = collections.OrderedDict(
-        (name, tuple(mode for mode in chosen if mode != "wrong") or ("oracle",))
-        for name, chosen in system_modes.items()
-    )
-    return kept, [note]
+    kept, notes = collections.OrderedDict(system_modes), []
+    if len(domains) == 1 and any("wrong" in chosen for chosen in kept.values()):
+        notes.append(
+            "no wrong-label rows: the corpus has one domain (%s), so no label is wrong for its"
+            " sentences" % domains[0]
+        )
+        for name, chosen in kept.items():
+            kept[name] = tuple(mode for mode in chosen if mode != "wrong") or ("oracle",)
+    for system in systems:
+        declared = system.domains if system.uses_domains else None
+        if not declared or set(declared) & set(domains):
+            continue
+        notes.append(
+            "no oracle or wrong-label rows for %s: it declares none of the corpus's domains (it"
+            " declares %s; the corpus has %s), so every sentence's label would be generic"
+            % (system.name, ", ".join(declared), ", ".join(domains))
+        )
+        chosen = kept[system.name]
+        kept[system.name] = tuple(m for m in chosen if m not in ("oracle", "wrong")) or ("generic",)
+    for note in notes:
+        tf.get_logger().warning("ldr-eval: %s", note)
+    return kept, notes
 
 
 def _check_systems(systems, corpus_dir, domains, out_dir, tgt):

@@ -609,6 +609,35 @@ class InputsAndReuseTest(tf.test.TestCase):
         with open(os.path.join(self.out, "table.md")) as f:
             self.assertIn("Note: " + note, f.read())
 
+    def test_a_system_of_other_domains_has_no_oracle_rows_and_says_why(self):
+        # Round six: a system evaluated on a corpus of none of its domains got "oracle" rows
+        # whose every label was generic, with exit 0. (Its domains come from its corpora
+        # here: a `domains:` list the corpus lacks is refused before anything else.)
+        config = os.path.join(self.root, "other.yml")
+        with open(self.configs["LDR"]) as f:
+            values = yaml.safe_load(f)
+        del values["data"]["domains"]
+        values["data"]["train_corpora"] = {
+            name: [
+                os.path.join(self.corpus, "train.%s.%s" % (domain, lang)) for lang in ("en", "fr")
+            ]
+            for name, domain in (("law", "medical"), ("news", "software"))
+        }
+        with open(config, "w") as f:
+            yaml.safe_dump(values, f)
+        system = evaluate.System("LDR", [config])
+        with self._fake_model() as translated, self.assertLogs(level="WARNING") as logs:
+            results = evaluate.evaluate(self.corpus, [system], self.out)
+        self.assertEqual([row for row, _ in results["rows"]], ["LDR"])  # One mode: its name.
+        self.assertEqual(set(translated), {"generic"})  # Translated with generic labels.
+        note = (
+            "no oracle or wrong-label rows for LDR: it declares none of the corpus's domains (it"
+            " declares law, news; the corpus has medical, religious, software)"
+        )
+        self.assertTrue(any(note in line for line in logs.output), logs.output)
+        with open(os.path.join(self.out, "table.md")) as f:
+            self.assertIn("Note: " + note, f.read())
+
     def test_row_names_with_spaces_name_files_with_underscores(self):
         # "A B" and "A_B" would share their files (A_B.oracle.fr).
         argv = ["--corpus", self.corpus, "--out", self.out]
