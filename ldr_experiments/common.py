@@ -463,6 +463,19 @@ class Steps:
     def _stamp_path(self, stage):
         return stage.stamp_path or os.path.join(self.stages_dir, stage.name + ".json")
 
+    def lost_record(self, stage):
+        """Why :obj:`stage`, which ran before (its marker says so), must run again for want of
+        its stage record (its stamp file is gone), or ``None``: with no record, whether its
+        outputs are from the same inputs is unknown, and running it again checks them (a
+        training resumes from its last checkpoint, or says it is trained)."""
+        path = self._stamp_path(stage)
+        if os.path.exists(path):
+            return None
+        return (
+            "its stage record %s is missing: it runs again to check its outputs (a training"
+            " resumes from its last checkpoint)" % path
+        )
+
     def stage_stamp(self, stage):
         """The stamp :obj:`stage` has now; its own stamp file also records the code it runs
         (:func:`ldr_experiments.engine.stage_code`): a changed statement there reruns it."""
@@ -502,8 +515,20 @@ class Steps:
         if decision:
             log("%s: skipped, done from the same inputs (%s)" % (prefix, stamp_path))
             return
-        log("%s: runs (%s)" % (prefix, decision.reason))
-        if decision.stale:
+        # A record that cannot be read says nothing of the outputs' inputs: they are kept (a
+        # finished training is never deleted for it) and the stage runs on what is there.
+        unknown = decision.record is not None and not isinstance(
+            decision.record.get(stamps.INPUTS), dict
+        )
+        if unknown:
+            log(
+                "%s: runs (its stage record %s cannot be read: its outputs are kept and checked"
+                " by running it again; a training resumes from its last checkpoint)"
+                % (prefix, stamp_path)
+            )
+        else:
+            log("%s: runs (%s)" % (prefix, decision.reason))
+        if decision.stale and not unknown:
             for path in stage.owns:
                 self._remove(path)
         if own_stamp:

@@ -404,6 +404,9 @@ def write_plan(steps, stages, options, phase, driver_record):
         "python": sys.executable,
         "lanes": options.lanes,
         "started": driver_record.started,
+        # On this machine, each stage's process stops when this one ends (kill -9 included:
+        # :func:`_watch_engine`); a cluster job's node cannot see it.
+        "engine_process": _this_process() if options.executor == "local" else None,
         "stages": [
             {
                 "name": stage.name,
@@ -499,6 +502,7 @@ def run(steps, stages, lanes, ahead=False):
     for stage in stages:
         reason = steps.due(stage)
         if os.path.exists(os.path.join(done, stage.name)):
+            reason = reason or steps.lost_record(stage)  # Its marker alone: not known done.
             if reason:
                 sys.stderr.write("[%s] %s: due again (%s)\n" % (steps.name, stage.title, reason))
                 forced.append(_rule_name(stage.name))
@@ -582,6 +586,16 @@ def lock_results(out):
             "%s is in use by %s: wait for it to end, or give another --out"
             % (out, _lock_holder(key))
         ) from None
+    # The lock is free, but what an earlier command started may not have ended yet (its
+    # stages stop within a second or so of its end: _watch_engine).
+    running = still_running(out)
+    if running:
+        locks.release(_DRIVER.locks.pop(key))
+        raise UserError(
+            "%s: %d process(es) of an earlier run still run (%s%s): they stop within seconds of"
+            " the end of the command that started them; run again then"
+            % (out, len(running), running[0], ", ..." if len(running) > 1 else "")
+        )
 
 
 def _lock_holder(directory):
@@ -729,8 +743,14 @@ def _call_snakemake(command, steps):
         env = dict(os.environ)
         env.setdefault("USER", getpass.getuser())
         with _stopped_by_signals() as watch:
+            local = "--executor" not in command  # A cluster's jobs do not end with it.
             process = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+                preexec_fn=_die_with_parent(os.getpid()) if local else None,
             )
             watch(process)
             for line in process.stdout:
@@ -811,6 +831,105 @@ def _lane(plan_path, lanes):
     yield None  # More jobs than lanes (another engine on this directory): share the cores.
 
 
+#: Seconds between two looks of a stage's process at its engine (:func:`_watch_engine`).
+WATCH_S = 0.5
+
+
+def _this_process():
+    """This process as :func:`_watch_engine` recognizes it: its id and start time (an id alone
+    may be reused by another process)."""
+    import psutil  # A dependency of Snakemake.
+
+    return {"pid": os.getpid(), "created": psutil.Process().create_time()}
+
+
+def _process_gone(process):
+    """Whether the process :obj:`process` (of :func:`_this_process`) has ended."""
+    import psutil
+
+    try:
+        return psutil.Process(process["pid"]).create_time() != process["created"]
+    except psutil.Error:
+        return True
+
+
+def _watch_engine(process):
+    """In a stage's process: stops the stage (its processes, then itself) once the engine
+    that started it has ended, whatever ended it (``kill -9`` included, which no handler
+    sees): a stage never keeps writing into a results directory whose command is gone
+    (issue 71). Snakemake itself ends with the engine (:func:`_die_with_parent`)."""
+    if not process:
+        return
+
+    def _watch():
+        while not _process_gone(process):
+            time.sleep(WATCH_S)
+        try:  # Into the stage's log; Snakemake, which read it, may have ended first.
+            sys.stderr.write(
+                "[engine] the command that started this stage (pid %d) has ended: the stage"
+                " stops\n" % process["pid"]
+            )
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        _stop_children()
+        os._exit(128 + signal.SIGTERM)  # pylint: disable=protected-access
+
+    threading.Thread(target=_watch, name="engine-watch", daemon=True).start()
+
+
+def _stop_children(grace=STOP_GRACE_S):
+    """Stops every process under this one: SIGTERM, then SIGKILL after :obj:`grace` s."""
+    import psutil
+
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        try:
+            child.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(children, timeout=grace)
+    for child in alive:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+
+
+def _die_with_parent(parent):
+    """For ``Popen(preexec_fn=...)``: the child gets SIGKILL when its parent (the engine) ends
+    (Linux's ``PR_SET_PDEATHSIG``), so that Snakemake never outlives it, hanging on the pipe
+    nobody reads; elsewhere, nothing."""
+
+    def _set():
+        try:
+            import ctypes  # pylint: disable=import-outside-toplevel
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # The parent ended before the call.
+            os._exit(1)  # pylint: disable=protected-access
+
+    return _set
+
+
+def still_running(out):
+    """The processes but this one whose command line names :obj:`out`'s workflow
+    (Snakemake, the stages' jobs and shells): ``["pid N: COMMAND", ...]``."""
+    import psutil
+
+    workflow = os.path.join(os.path.realpath(out), WORKFLOW_DIR)
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = process.info.get("cmdline") or []
+        if process.info["pid"] == os.getpid() or not any(workflow in arg for arg in cmdline):
+            continue
+        found.append("pid %d: %s" % (process.info["pid"], " ".join(cmdline)[:120]))
+    return found
+
+
 def run_stage(plan_path, name):
     """Runs the stage :obj:`name` of a plan, as its engine declared it (:func:`load_stage`),
     in a free lane, then writes its marker: what a Snakemake job of the plan does. It starts
@@ -821,6 +940,7 @@ def run_stage(plan_path, name):
         plan = json.load(f)
     if plan.get("format") != 2:
         raise UserError("%s: a plan of an earlier version: rerun the command" % plan_path)
+    _watch_engine(plan.get("engine_process"))
     steps, stage = load_stage(plan_path, name)
     _STARTED = plan.get("started")
     try:

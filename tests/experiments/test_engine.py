@@ -56,6 +56,7 @@ class EngineRunTest(unittest.TestCase):
         self._step_3_changed_code_makes_every_stage_due()
         self._step_4_only_some_stages()
         self._step_5_the_picture_of_the_plan()
+        self._step_6_a_lost_or_unreadable_stage_record()
 
     def _step_1_runs_then_skips_then_reruns_what_changed(self):
         # a and c wait for each other: side by side even on a loaded machine (else a could end
@@ -161,6 +162,31 @@ class EngineRunTest(unittest.TestCase):
         for name in ("stage_a", "stage_b", "stage_c"):
             self.assertIn(name, text)
 
+    def _step_6_a_lost_or_unreadable_stage_record(self):
+        # Round six (issue 71, item 4): with its record deleted, a stage whose marker was there
+        # was never run again ("Nothing to be done"); with a record that could not be read,
+        # its outputs were deleted as made from other inputs (a finished training among them).
+        status, _ = self._main("--value", "4")
+        self.assertEqual(status, 0)
+        before = len(self._runs())
+        record = os.path.join(self.out, "stages", "c.json")
+        os.remove(record)
+        status, log = self._main("--value", "4")
+        self.assertEqual(status, 0)
+        self.assertEqual(self._runs()[before:], ["c"])
+        self.assertIn("make c: due again (its stage record %s is missing" % record, log)
+        with open(os.path.join(self.out, "stages", "a.json"), "w", encoding="utf-8") as f:
+            f.write("{not json")
+        status, log = self._main("--value", "4")
+        self.assertEqual(status, 0)
+        self.assertEqual(self._runs()[before + 1 :], ["a"])  # b: a.txt is the same.
+        self.assertIn(
+            "make a: runs (its stage record %s cannot be read: its outputs are kept"
+            % (os.path.join(self.out, "stages", "a.json")),
+            log,
+        )
+        self.assertNotIn("made from other inputs", log)
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -254,6 +280,61 @@ class KillTest(unittest.TestCase):
             self.assertEqual(engine_driver.main(["--out", out]), 0)
         self.assertIn("make a: reruns (the run that wrote them did not finish)", stderr.getvalue())
         self.assertEqual(_lines(os.path.join(out, "b.txt")), ["A=1"])
+
+
+class OrphanTest(unittest.TestCase):
+    """kill -9 of the engine alone (no handler sees it): what it started ends with it, and a
+    rerun says what still runs meanwhile (round six, issue 71, item 6: Snakemake and the
+    stages ran on, the lock was free, and the orphaned Snakemake hung on its dead pipe)."""
+
+    def test_kill_9_of_the_engine_alone_ends_what_it_started(self):
+        import psutil
+
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        out = os.path.join(directory, "out")
+        process = _start_driver("--out", out, "--slow", "a")
+        try:
+            stage = _wait_for_stage(self, out, "a")
+            started = [p.pid for p in psutil.Process(process.pid).children(recursive=True)]
+            self.assertIn(stage, started)
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait()
+            deadline = time.time() + 60
+            while not all(_ended(pid) for pid in started) and time.time() < deadline:
+                time.sleep(0.2)
+            self.assertEqual([pid for pid in started if not _ended(pid)], [])
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            for pid in _processes_on(out):
+                pid.kill()
+        self.assertEqual(engine.still_running(out), [])
+        stderr = io.StringIO()
+        with redirect_stderr(stderr):
+            self.assertEqual(engine_driver.main(["--out", out]), 0)
+        self.assertIn("make a: reruns (the run that wrote them did not finish)", stderr.getvalue())
+
+    def test_a_rerun_names_what_still_runs(self):
+        directory = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, directory)
+        out = os.path.join(directory, "out")
+        plan = os.path.join(out, "workflow", "phase-1.json")
+        # A stage's job of an earlier run that has not stopped yet (its command line).
+        left = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(60)", "stage", plan, "a"]
+        )
+        self.addCleanup(left.wait)
+        self.addCleanup(left.kill)
+        with self.assertRaisesRegex(
+            UserError,
+            r"^%s: 1 process\(es\) of an earlier run still run \(pid %d: .*%s a\): they stop"
+            % (re.escape(out), left.pid, re.escape(plan)),
+        ):
+            with redirect_stderr(io.StringIO()):
+                engine_driver.main(["--out", out])
+        self.assertFalse(os.path.exists(os.path.join(out, "runs.log")))  # Nothing ran.
 
 
 class SigtermTest(unittest.TestCase):
