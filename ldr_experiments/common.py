@@ -628,7 +628,7 @@ def corpus_info(data_dir):
     set once it is built).
 
     Raises:
-      UserError: on a corpus that is not built (outside such a dry run).
+      UserError: on a corpus that is not built (outside such a dry run), or of one domain.
     """
     built = os.path.exists(os.path.join(data_dir, "corpus.json"))
     if not built and data_dir == DEFAULT_CORPUS and engine.planning_ahead():
@@ -639,7 +639,17 @@ def corpus_info(data_dir):
             "target_lang": "fr",
             "stats": {},
         }
-    return corpus_lib.load_info(data_dir)
+    info = corpus_lib.load_info(data_dir)
+    if len(info["domains"]) < 2:
+        # Its domain classifier, wrong labels, contrastive test and FT_<domain> rows would
+        # say nothing (issue 71): refused before anything is trained.
+        raise UserError(
+            "--corpus %s: one domain (%s): the demo and the tables compare multi-domain systems"
+            " (a domain classifier, wrong labels, the contrastive test, per-domain FT), which"
+            " need two or more; for one domain, train with ldr-main and score with ldr-eval"
+            % (data_dir, ", ".join(info["domains"]))
+        )
+    return info
 
 
 def user_path(value):

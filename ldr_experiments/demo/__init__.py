@@ -175,6 +175,8 @@ def announce_time(args, budget, measure=host_speed.measure_lanes):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args, budget = _arguments(argv)
+    if args.data != common.DEFAULT_CORPUS:
+        common.corpus_info(args.data)  # A corpus of one's own is checked first (one domain).
     announce_time(args, budget)
     steps = common.Steps(args.out)  # A link given as --out is resolved once.
     plan = Plan(args, budget, steps)

@@ -700,6 +700,31 @@ class CorpusOfYourOwnTest(tf.test.TestCase):
         with open(os.path.join(self.corpus, "DONE"), "rb") as f:
             self.assertEqual(f.read(), done)
 
+    def test_a_corpus_of_one_domain_is_refused_before_anything_is_trained(self):
+        # Round six (issue 71, item 8): a classifier of one class, "wrong" labels that were the
+        # true ones and a contrastive test without a second domain, all tabled.
+        from ldr_opennmt.data import parallel_files
+
+        one = os.path.join(self.get_temp_dir(), "one")
+        parallel_files.build_files(
+            {"med": tuple(os.path.join(self.dir, "med.%s" % lang) for lang in ("de", "en"))},
+            one,
+            bpe_merges=20,
+            log=lambda _: None,
+        )
+        with self.assertRaisesRegex(
+            UserError,
+            r"^--corpus %s: one domain \(med\): the demo and the tables compare" % re.escape(one),
+        ):
+            common.corpus_info(one)
+        for command in (tables.main, tables.demo.main):
+            out = os.path.join(self.get_temp_dir(), command.__module__)
+            with mock.patch.object(common.Steps, "run_stages") as run_stages:
+                with self.assertRaisesRegex(UserError, "one domain"):
+                    command(["--corpus", one, "--quick", "--out", out])
+            run_stages.assert_not_called()
+        self.assertEqual(common.corpus_info(self.corpus)["domains"], ["med", "law"])
+
     def test_the_contrastive_lexicon_comes_from_the_corpus(self):
         # The package's seed words name the default corpus's domains: another corpus's
         # lexicon is found from the corpus alone (a seed word of 'software' was refused).
