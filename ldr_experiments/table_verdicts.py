@@ -139,31 +139,51 @@ class Judge:
 
     def compare(self, row, control, row_mode="oracle", control_mode="oracle"):
         """``{domain, ALL: Verdict}`` of row against control (their common seeds), with the
-        seeds in ``"seeds"``; ``None`` when either has no translations or no seed in common."""
+        seeds in ``"seeds"``; ``None`` when either has no translations or no seed in common.
+        Its p-values are Holm's once a family holding it was adjusted (:meth:`adjust`)."""
         first, second = self.outputs.key(row, row_mode), self.outputs.key(control, control_mode)
         seeds = self.common_seeds(first, second) if first and second else []
         if not seeds:
             return None
         cache_key = (first, second, tuple(seeds))
         if cache_key not in self._cache:
-            found = {"seeds": seeds}
-            every_row, every_control, every_reference = [[] for _ in seeds], [[] for _ in seeds], []
-            for domain in self.outputs.domains:
-                row_seeds = [self.outputs.lines(first, k, domain) for k in seeds]
-                control_seeds = [self.outputs.lines(second, k, domain) for k in seeds]
-                references = self.outputs.references[domain]
-                found[domain] = verdicts.compare(
-                    row_seeds, control_seeds, references, n_samples=self.samples
+            domains = collections.OrderedDict(
+                (
+                    domain,
+                    (
+                        [self.outputs.lines(first, k, domain) for k in seeds],
+                        [self.outputs.lines(second, k, domain) for k in seeds],
+                        self.outputs.references[domain],
+                    ),
                 )
-                for i in range(len(seeds)):
-                    every_row[i] += row_seeds[i]
-                    every_control[i] += control_seeds[i]
-                every_reference += references
-            found[ALL] = verdicts.compare(
-                every_row, every_control, every_reference, n_samples=self.samples
+                for domain in self.outputs.domains
             )
+            per_domain, overall = verdicts.compare_domains(domains, n_samples=self.samples)
+            found = {"seeds": seeds, ALL: overall}
+            found.update(per_domain)
             self._cache[cache_key] = found
         return self._cache[cache_key]
+
+    def adjust(self, family):
+        """Applies Holm's correction (:func:`ldr_opennmt.evaluation.verdicts.holm`) to a family
+        of comparisons, every domain's test and the test over all domains of each: later
+        :meth:`compare` calls of them give the adjusted p-values and words.
+
+        Args:
+          family: ``[(row, control, row mode, control mode)]``.
+
+        Returns:
+          The number of tests in the family.
+        """
+        found = [self.compare(*comparison) for comparison in family]
+        found = [f for f in found if f is not None and not f.get("adjusted")]
+        cells = [(f, key) for f in found for key in [ALL] + list(self.outputs.domains)]
+        adjusted = verdicts.holm([f[key].p_value for f, key in cells])
+        for (f, key), p_value in zip(cells, adjusted):
+            f[key] = verdicts.adjusted(f[key], p_value)
+        for f in found:
+            f["adjusted"] = len(cells)
+        return len(cells)
 
     def gain_share(self, row, base, domain, mode="oracle"):
         """The share of FT_<domain>'s gain over :obj:`base` that :obj:`row` keeps on
@@ -322,6 +342,7 @@ def verdict_lines(judge, compared, label_rows):
       label_rows: ``[(row, its label modes)]``.
     """
     domains = judge.outputs.domains
+    tests = judge.adjust([(row, control, "oracle", "oracle") for row, control, _ in compared])
     cells = []
     for row, control, matched in compared:
         found = judge.compare(row, control)
@@ -334,9 +355,10 @@ def verdict_lines(judge, compared, label_rows):
     lines = [
         "## Verdicts",
         "",
-        "**The stated test.** %s Differences are in BLEU (row - control), on every test"
-        " sentence of each domain, and over all domains at once (the test sets concatenated)."
-        % verdicts.TEST_STATEMENT,
+        "**The stated test.** %s Differences are in BLEU (row - control), the mean over the"
+        " seeds, on every test sentence of each domain; over all domains, the mean of the"
+        " domains' differences. The p-values are Holm's over the %d tests of this table (each"
+        " comparison on each domain and over all domains)." % (verdicts.TEST_STATEMENT, tests),
         "",
         "Each row against its matched Mixed (the same output layer, steps, data and seeds) and,"
         " where it trains more per step or continues a trained model, against the control of"
@@ -349,6 +371,14 @@ def verdict_lines(judge, compared, label_rows):
         ),
         "",
     ]
+    label_family = [
+        (name, name, "oracle", other)
+        for name, row_modes in label_rows
+        if "oracle" in row_modes
+        for other in ("generic", "wrong", "pred")
+        if other in row_modes
+    ]
+    label_tests = judge.adjust(label_family)
     label_cells = []
     for name, row_modes in label_rows:
         if "oracle" not in row_modes:
@@ -372,7 +402,8 @@ def verdict_lines(judge, compared, label_rows):
         lines += [
             "What the label adds within one model: its translations with the true label"
             " against its translations of the same sentences with another label (the same"
-            " model and seeds; the same test).",
+            " model and seeds; the same test, Holm's p-values over the %d tests of this table)."
+            % label_tests,
             "",
             markdown_table(
                 ["row", "labels", "seeds", "all domains"] + domains,

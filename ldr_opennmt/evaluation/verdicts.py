@@ -1,23 +1,29 @@
 """The tables' one stated test: a row against its matched control, over seeds and sentences.
 
 The test, stated once (:data:`TEST_STATEMENT`, which every report that judges a row quotes):
-**the paired bootstrap over test sentences with the seeds pooled**. Seed *k* of the row is
-paired with seed *k* of its control; the test sets of every seed are concatenated (each
-sentence once per seed), and each of :obj:`n_samples` resamples draws sentences of that
-concatenation with replacement, the row's and the control's translations of the same
-sentence together. The statistic is the difference of corpus BLEU (sacrebleu's, from the
-sentences' sufficient statistics, as sacrebleu's own ``PairedTest`` computes it). Its
-two-sided p-value is twice the share of resamples on the other side of zero from the
-observed difference; the row **beats** its control when the difference is positive and
-p < :data:`ALPHA`, **is below** it when negative and p < :data:`ALPHA`, and otherwise **no
-difference is found**. The 95% interval of the difference is the resamples' 2.5th and 97.5th
-percentiles.
+**a two-level paired bootstrap, over the trainings (seeds) and over the test sentences**
+(the bootstrap of hierarchical data, Davison and Hinkley 1997, *Bootstrap Methods and their
+Application*, section 3.8; replicated trainings as the unit of an MT comparison, Clark et al.
+2011, "Better Hypothesis Testing for Statistical Machine Translation: Controlling for Optimizer
+Instability", ACL). Seed *k* of the row is paired with seed *k* of its control (the same
+training when the two differ only by the label they are given). The statistic on one domain is
+the mean over the seeds of the difference of corpus BLEU (sacrebleu's, from the sentences'
+sufficient statistics) between the row's and the control's seed *k*; over all domains it is
+the mean of the domains' statistics (each domain weighs the same, whatever its size). Each of
+:obj:`n_samples` resamples draws the seed pairs with replacement, and the sentences of each
+domain with replacement, once for every seed and both systems (a sentence's translations are
+drawn together). The two-sided p-value is twice the share of resamples on the other side of zero
+from the observed difference; the row **beats** its control when the difference is positive
+and p < :data:`ALPHA`, **is below** it when negative and p < :data:`ALPHA`, and otherwise **no
+difference is found**. The 95% interval is the resamples' 2.5th and 97.5th percentiles.
 
-Pooling the seeds in the resampled population makes a difference between two trainings of the
-same recipe with other seeds part of what the test must overcome only through the sentences
-each seed translates; the seed-to-seed spread (mean and standard deviation over seeds) is
-reported beside each verdict. The share of FT's gain, ``(row - base) / (FT - base)`` in BLEU
-on one domain, gets its interval from the same resamples (:func:`gain_share`).
+A difference that one training reverses is not called: with three seeds, the resamples that
+draw only that training are 1 in 27 (p > 0.07); nor is one inside the spread of the seeds. A
+report applies :func:`holm` to each family of its comparisons.
+
+The test of the former reports (seeds pooled, sentences alone resampled) understated the
+variance up to three times and never resampled a seed's corpus-level shift: two recipes that
+differ by less than their seed spread were called "beats" (issue 73).
 
 sacrebleu's ``PairedTest`` compares systems of one run each against one baseline: it cannot pair
 seeds nor compute a ratio of three systems, so the resampling is written here, on sacrebleu's
@@ -43,11 +49,15 @@ SEED = 12345
 
 #: How the tables' verdicts are decided: quoted by every report that gives one.
 TEST_STATEMENT = (
-    "A row beats (or is below) its matched control when the paired bootstrap over the test"
-    " sentences, with the seeds pooled (seed k of the row paired with seed k of the control,"
-    " %d resamples of the concatenated test sets), gives a two-sided p < %.2f for the"
-    " difference of corpus BLEU; otherwise no difference is found. Intervals are the"
-    " resamples' 95%% percentile intervals." % (SAMPLES, ALPHA)
+    "A row beats (or is below) its matched control when a two-level paired bootstrap (%d"
+    " resamples: the seeds drawn with replacement, seed k of the row with seed k of the"
+    " control, and each domain's test sentences drawn with replacement, shared by every seed"
+    " and both systems) gives a two-sided p < %.2f, after Holm's correction over the"
+    " comparisons of its table, for the mean over seeds of the difference of corpus BLEU (over"
+    " all domains: the mean of the domains'; with one seed, the sentences alone are drawn);"
+    " otherwise no difference is found. Intervals are"
+    " the resamples' 95%% percentile intervals (Davison and Hinkley 1997, section 3.8; Clark et"
+    " al. 2011)." % (SAMPLES, ALPHA)
 )
 
 #: A verdict: the observed difference of BLEU (row - control), its 95% interval, the
@@ -58,23 +68,15 @@ Verdict = collections.namedtuple("Verdict", ["difference", "interval", "p_value"
 Share = collections.namedtuple("Share", ["share", "interval"])
 
 
-def _pooled(seeds, references, what):
-    """The hypotheses of every seed concatenated, and the references repeated once per seed.
-
-    Raises:
-      UserError: on no seed, or a seed whose translations are not one per reference.
-    """
+def _check_seeds(seeds, references, what):
     if not seeds:
         raise UserError("%s: no seed's translations" % what)
-    hypotheses = []
     for number, seed in enumerate(seeds, start=1):
         if len(seed) != len(references):
             raise UserError(
                 "%s: seed %d has %d translations for %d references"
                 % (what, number, len(seed), len(references))
             )
-        hypotheses += list(seed)
-    return hypotheses, list(references) * len(seeds)
 
 
 def _statistics(hypotheses, references):
@@ -85,23 +87,110 @@ def _statistics(hypotheses, references):
     )
 
 
-def _resampled(metric, statistics, indices):
-    """Corpus BLEU of each resample (:obj:`indices`: one row of sentence indices each)."""
-    return np.array(
-        [metric._compute_score_from_stats(statistics[row].sum(0)).score for row in indices]
-    )
+def _score(metric, summed):
+    return metric._compute_score_from_stats(summed).score
 
 
-def _indices(count, n_samples, seed):
-    return np.random.default_rng(seed).integers(0, count, size=(n_samples, count))
+def _weights(rng, count, n_samples):
+    """How many times each of :obj:`count` sentences is drawn, per resample (rows)."""
+    draws = rng.integers(0, count, size=(n_samples, count))
+    weights = np.zeros((n_samples, count))
+    np.add.at(weights, (np.arange(n_samples)[:, None], draws), 1)
+    return weights
 
 
 def _interval(values):
     return (float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5)))
 
 
+def _verdict(difference, resampled, alpha):
+    """The :class:`Verdict` of an observed difference and its resamples."""
+    if difference > 0:
+        other_side = np.sum(resampled <= 0)
+    elif difference < 0:
+        other_side = np.sum(resampled >= 0)
+    else:
+        other_side = len(resampled)
+    p_value = min(1.0, 2.0 * (other_side + 1) / (len(resampled) + 1))
+    return Verdict(
+        float(difference), _interval(resampled), float(p_value), words(difference, p_value, alpha)
+    )
+
+
+def words(difference, p_value, alpha=ALPHA):
+    """``beats``, ``is below`` or ``no difference found``."""
+    if p_value < alpha and difference > 0:
+        return "beats"
+    if p_value < alpha and difference < 0:
+        return "is below"
+    return "no difference found"
+
+
+def compare_domains(domains, n_samples=SAMPLES, seed=SEED, alpha=ALPHA):
+    """Judges a row against its matched control on each domain and over all of them, by the
+    stated test (the module's docstring), with the same draws of seeds for every domain.
+
+    Args:
+      domains: ``{domain: (row_seeds, control_seeds, references)}``: the row's and the
+        control's translations of the domain's test sentences, one list per seed (as many
+        seeds for both, in the same order of seeds for every domain), and the references.
+      n_samples: Bootstrap resamples.
+      seed: The resampling seed.
+      alpha: The significance level (before any correction for several comparisons).
+
+    Returns:
+      ``({domain: Verdict}, the Verdict over all domains)``.
+
+    Raises:
+      UserError: on no domain, seed counts that differ, or translations not aligned with the
+        references.
+    """
+    if not domains:
+        raise UserError("no domain to compare")
+    counts = {len(row) for row, _, _ in domains.values()}
+    counts |= {len(control) for _, control, _ in domains.values()}
+    if len(counts) != 1:
+        row, control, _ = next(iter(domains.values()))
+        raise UserError(
+            "the row has %d seeds and its control %d: the test pairs seed k with seed k"
+            % (len(row), len(control))
+            if len(row) != len(control)
+            else "the domains have different numbers of seeds (%s)"
+            % ", ".join(map(str, sorted(counts)))
+        )
+    rng = np.random.default_rng(seed)
+    n_seeds = counts.pop()
+    seed_draws = rng.integers(0, n_seeds, size=(n_samples, n_seeds))
+    columns = np.arange(n_samples)[:, None]
+    metric = BLEU()
+    observed, resampled = {}, {}
+    for domain, (row_seeds, control_seeds, references) in domains.items():
+        _check_seeds(row_seeds, references, "the row")
+        _check_seeds(control_seeds, references, "the control")
+        weights = _weights(rng, len(references), n_samples)
+        per_seed, per_draw = [], []
+        for row, control in zip(row_seeds, control_seeds):
+            stats = [_statistics(hypotheses, references)[1] for hypotheses in (row, control)]
+            per_seed.append(_score(metric, stats[0].sum(0)) - _score(metric, stats[1].sum(0)))
+            sums = [weights @ s for s in stats]
+            per_draw.append(
+                np.array([_score(metric, a) - _score(metric, b) for a, b in zip(*sums)])
+            )
+        per_draw = np.array(per_draw)  # (seeds, resamples)
+        observed[domain] = float(np.mean(per_seed))
+        resampled[domain] = per_draw[seed_draws, columns].mean(axis=1)
+    verdicts = {d: _verdict(observed[d], resampled[d], alpha) for d in domains}
+    overall = _verdict(
+        float(np.mean(list(observed.values()))),
+        np.mean(np.array(list(resampled.values())), axis=0),
+        alpha,
+    )
+    return verdicts, overall
+
+
 def compare(row_seeds, control_seeds, references, n_samples=SAMPLES, seed=SEED, alpha=ALPHA):
-    """Judges a row against its matched control by the stated test (the module's docstring).
+    """Judges a row against its matched control on one domain by the stated test
+    (:func:`compare_domains` of that domain alone).
 
     Args:
       row_seeds: The row's translations of the test sentences, one list per seed.
@@ -117,41 +206,35 @@ def compare(row_seeds, control_seeds, references, n_samples=SAMPLES, seed=SEED, 
     Raises:
       UserError: on seed counts that differ, or translations not aligned with the references.
     """
-    if len(row_seeds) != len(control_seeds):
-        raise UserError(
-            "the row has %d seeds and its control %d: the test pairs seed k with seed k"
-            % (len(row_seeds), len(control_seeds))
-        )
-    row, pooled_references = _pooled(row_seeds, references, "the row")
-    control, _ = _pooled(control_seeds, references, "the control")
-    metric, row_stats = _statistics(row, pooled_references)
-    _, control_stats = _statistics(control, pooled_references)
-    difference = (
-        metric._compute_score_from_stats(row_stats.sum(0)).score
-        - metric._compute_score_from_stats(control_stats.sum(0)).score
-    )
-    indices = _indices(len(row), n_samples, seed)
-    resampled = _resampled(metric, row_stats, indices) - _resampled(metric, control_stats, indices)
-    if difference > 0:
-        other_side = np.sum(resampled <= 0)
-    elif difference < 0:
-        other_side = np.sum(resampled >= 0)
-    else:
-        other_side = n_samples
-    p_value = min(1.0, 2.0 * (other_side + 1) / (n_samples + 1))
-    if p_value < alpha and difference > 0:
-        words = "beats"
-    elif p_value < alpha and difference < 0:
-        words = "is below"
-    else:
-        words = "no difference found"
-    return Verdict(float(difference), _interval(resampled), float(p_value), words)
+    return compare_domains({None: (row_seeds, control_seeds, references)}, n_samples, seed, alpha)[
+        1
+    ]
+
+
+def holm(p_values):
+    """Holm's step-down adjustment of a family of p-values (Holm 1979): the adjusted values, in
+    the order given; a comparison of the family is called at level alpha when its adjusted
+    p-value is below alpha, which bounds the chance of any false call in the family by alpha."""
+    p_values = [float(p) for p in p_values]
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * len(p_values), 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def adjusted(verdict, p_value, alpha=ALPHA):
+    """:obj:`verdict` with its p-value replaced by :obj:`p_value` (Holm's) and its words."""
+    return verdict._replace(p_value=float(p_value), words=words(verdict.difference, p_value, alpha))
 
 
 def gain_share(row_seeds, base_seeds, ft_seeds, references, n_samples=SAMPLES, seed=SEED):
     """The share of FT's gain a row keeps on one domain, ``(row - base) / (FT - base)`` in
-    corpus BLEU over the pooled seeds, with its 95% bootstrap interval (the resamples of
-    :func:`compare`, the three systems' translations of a sentence drawn together).
+    corpus BLEU averaged over the seeds, with its 95% interval from the resamples of the stated
+    test (seeds and sentences drawn as :func:`compare_domains` draws them, the three systems'
+    seed k and translations of a sentence together). A descriptive figure: the verdicts are
+    the test's.
 
     Args:
       row_seeds: The row's translations, one list per seed.
@@ -174,22 +257,29 @@ def gain_share(row_seeds, base_seeds, ft_seeds, references, n_samples=SAMPLES, s
             "seeds: row %d, base %d, FT %d: the share pairs seed k of each"
             % (len(row_seeds), len(base_seeds), len(ft_seeds))
         )
-    pooled = [
-        _pooled(seeds, references, what)
-        for seeds, what in ((row_seeds, "the row"), (base_seeds, "the base"), (ft_seeds, "FT"))
-    ]
-    references = pooled[0][1]
+    for seeds, what in ((row_seeds, "the row"), (base_seeds, "the base"), (ft_seeds, "FT")):
+        _check_seeds(seeds, references, what)
+    rng = np.random.default_rng(seed)
+    n_seeds = len(row_seeds)
+    seed_draws = rng.integers(0, n_seeds, size=(n_samples, n_seeds))
+    weights = _weights(rng, len(references), n_samples)
     metric = BLEU()
-    stats = [_statistics(hypotheses, references)[1] for hypotheses, _ in pooled]
-    row, base, ft = (metric._compute_score_from_stats(s.sum(0)).score for s in stats)
+    means, draws = [], []
+    for systems in (row_seeds, base_seeds, ft_seeds):
+        observed, resampled = [], []
+        for hypotheses in systems:
+            stats = _statistics(hypotheses, references)[1]
+            observed.append(_score(metric, stats.sum(0)))
+            resampled.append([_score(metric, summed) for summed in weights @ stats])
+        means.append(float(np.mean(observed)))
+        draws.append(np.array(resampled)[seed_draws, np.arange(n_samples)[:, None]].mean(1))
+    row, base, ft = means
     if ft <= base:
         return None
-    indices = _indices(len(references), n_samples, seed)
-    row_r, base_r, ft_r = (_resampled(metric, s, indices) for s in stats)
-    gains = ft_r - base_r
+    gains = draws[2] - draws[1]
     if np.mean(gains <= 0) > 0.025:
         return Share(float((row - base) / (ft - base)), (None, None))
-    shares = (row_r - base_r) / np.where(gains > 0, gains, np.nan)
+    shares = (draws[0] - draws[1]) / np.where(gains > 0, gains, np.nan)
     shares = shares[~np.isnan(shares)]
     return Share(float((row - base) / (ft - base)), _interval(shares))
 

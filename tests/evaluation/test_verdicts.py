@@ -1,5 +1,5 @@
-"""The tables' stated test (ldr_opennmt/evaluation/verdicts.py): paired bootstrap over
-sentences with the seeds pooled, and the share of FT's gain with its interval."""
+"""The tables' stated test (ldr_opennmt/evaluation/verdicts.py): a two-level paired bootstrap
+over seeds and sentences, Holm's correction, and the share of FT's gain with its interval."""
 
 import random
 from unittest import TestCase
@@ -47,14 +47,14 @@ class CompareTest(TestCase):
         self.assertEqual(below.words, "is below")
         self.assertAlmostEqual(below.difference, -verdict.difference, places=6)
 
-    def test_the_difference_is_the_pooled_corpus_bleu(self):
+    def test_the_difference_is_the_mean_over_seeds_of_corpus_bleu(self):
         verdict = verdicts.compare(self.good, self.bad, self.references, n_samples=50)
         bleu = BLEU()
-        pooled = self.references * 3
-        expected = (
-            bleu.corpus_score(sum(self.good, []), [pooled]).score
-            - bleu.corpus_score(sum(self.bad, []), [pooled]).score
-        )
+        expected = sum(
+            bleu.corpus_score(good, [self.references]).score
+            - bleu.corpus_score(bad, [self.references]).score
+            for good, bad in zip(self.good, self.bad)
+        ) / len(self.good)
         self.assertAlmostEqual(verdict.difference, expected, places=4)
 
     def test_the_same_translations_are_no_difference(self):
@@ -71,6 +71,59 @@ class CompareTest(TestCase):
         verdict = verdicts.compare(row, control, references, n_samples=300)
         self.assertGreater(verdict.difference, 0)
         self.assertEqual(verdict.words, "no difference found")
+
+    def test_a_difference_one_training_reverses_is_not_called(self):
+        # Issue 73: the former test pooled the seeds and called this "beats" (p < 0.01): the
+        # row is better in two trainings and worse in the third.
+        row = [
+            _damaged(self.references, share, 10 + i) for i, share in enumerate((0.15, 0.15, 0.4))
+        ]
+        control = [_damaged(self.references, 0.25, 20 + i) for i in range(3)]
+        verdict = verdicts.compare(row, control, self.references, n_samples=400)
+        self.assertGreater(verdict.difference, 0)
+        self.assertEqual(verdict.words, "no difference found")
+        self.assertGreater(verdict.p_value, 0.07)
+        self.assertLess(verdict.interval[0], 0)
+
+    @settings(max_examples=8, deadline=None)
+    @given(
+        st.lists(st.floats(min_value=0.15, max_value=0.45), min_size=3, max_size=3),
+        st.permutations([0, 1, 2]),
+        st.integers(min_value=0, max_value=10**6),
+    )
+    def test_a_difference_inside_the_seed_spread_is_not_called(self, shares, order, seed):
+        # Two recipes with the same trainings' qualities, seeds paired at random: their
+        # difference is the seeds' spread, not a difference of recipe.
+        control = [_damaged(self.references, share, seed + i) for i, share in enumerate(shares)]
+        row = [_damaged(self.references, shares[j], seed + 10 + i) for i, j in enumerate(order)]
+        verdict = verdicts.compare(row, control, self.references, n_samples=200)
+        self.assertEqual(verdict.words, "no difference found", verdict)
+
+    @settings(max_examples=8, deadline=None)
+    @given(
+        st.lists(st.floats(min_value=0.3, max_value=0.5), min_size=3, max_size=3),
+        st.integers(min_value=0, max_value=10**6),
+    )
+    def test_a_difference_beyond_the_spread_in_every_seed_is_called(self, shares, seed):
+        control = [_damaged(self.references, share, seed + i) for i, share in enumerate(shares)]
+        row = [
+            _damaged(self.references, share - 0.2, seed + 10 + i) for i, share in enumerate(shares)
+        ]
+        self.assertEqual(
+            verdicts.compare(row, control, self.references, n_samples=200).words, "beats"
+        )
+
+    def test_over_all_domains_each_domain_weighs_the_same(self):
+        small = self.references[:20]
+        domains = {
+            "big": (self.good, self.bad, self.references),
+            "small": ([list(small)] * 3, [list(small)] * 3, small),  # No difference there.
+        }
+        per_domain, overall = verdicts.compare_domains(domains, n_samples=100)
+        self.assertEqual(per_domain["small"].difference, 0)
+        self.assertAlmostEqual(overall.difference, per_domain["big"].difference / 2, places=6)
+        one = verdicts.compare(self.good, self.bad, self.references, n_samples=100)
+        self.assertAlmostEqual(per_domain["big"].difference, one.difference, places=6)
 
     def test_bad_input_is_one_line(self):
         with self.assertRaisesRegex(UserError, "the row has 3 seeds and its control 2"):
@@ -90,6 +143,20 @@ class CompareTest(TestCase):
         self.assertAlmostEqual(forward.p_value, backward.p_value, places=6)
         mirrored = {"beats": "is below", "is below": "beats"}
         self.assertEqual(mirrored.get(forward.words, forward.words), backward.words)
+
+
+class HolmTest(TestCase):
+    def test_holm_adjusts_in_steps_and_keeps_the_order(self):
+        adjusted = verdicts.holm([0.01, 0.04, 0.03, 0.5])
+        self.assertEqual([round(p, 6) for p in adjusted], [0.04, 0.09, 0.09, 0.5])
+        self.assertEqual(verdicts.holm([]), [])
+        self.assertEqual(verdicts.holm([0.9, 0.8]), [1.0, 1.0])
+
+    def test_an_adjusted_verdict_says_what_its_p_value_says(self):
+        verdict = verdicts.Verdict(1.5, (0.2, 2.8), 0.02, "beats")
+        self.assertEqual(verdicts.adjusted(verdict, 0.06).words, "no difference found")
+        self.assertEqual(verdicts.adjusted(verdict, 0.06).p_value, 0.06)
+        self.assertEqual(verdicts.adjusted(verdict, 0.01).words, "beats")
 
 
 class GainShareTest(TestCase):
