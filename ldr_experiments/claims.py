@@ -17,6 +17,7 @@ the generic label within the same model.
 import dataclasses
 from typing import Optional, Tuple
 
+from ldr_opennmt.evaluation import verdicts
 from ldr_opennmt.reports import markdown_table
 
 from . import defects, quoted
@@ -24,6 +25,9 @@ from .table_verdicts import ALL, system_and_mode, verdict_cell
 
 #: The verdicts.
 REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "not reproduced", "not testable here"
+#: An equality the equivalence test neither shows nor refutes (issue 73: "as well as" was read
+#: from "no difference found").
+NOT_DECIDED = "not decided"
 
 #: A claim's kinds: the first row beats the second; or the two are equal.
 BEATS, EQUAL = "beats", "equal"
@@ -182,7 +186,8 @@ def judge(claim, verdict_judge, controls, tied, baseline, flagged=(), equal_cont
         return NOT_TESTABLE, None, "no %s or %s translations of a common seed" % (first, second)
     words = found[ALL].words
     if claim.kind == EQUAL:
-        verdict = REPRODUCED if words == "no difference found" else NOT_REPRODUCED
+        same = verdicts.equivalent(found[ALL])
+        verdict = {True: REPRODUCED, False: NOT_REPRODUCED, None: NOT_DECIDED}[same]
     else:
         verdict = REPRODUCED if words == "beats" else NOT_REPRODUCED
     why = "%s against %s, seeds %s: %s" % (
@@ -211,7 +216,7 @@ def judge(claim, verdict_judge, controls, tied, baseline, flagged=(), equal_cont
 def claim_lines(verdict_judge, controls, tied, baseline, flagged=(), equal_controls=None):
     """The report's section: a table of every claim, its paper's figure, ours and the verdict,
     then the count of each verdict."""
-    cells, counts = [], {REPRODUCED: 0, NOT_REPRODUCED: 0, NOT_TESTABLE: 0}
+    cells, counts = [], {REPRODUCED: 0, NOT_REPRODUCED: 0, NOT_DECIDED: 0, NOT_TESTABLE: 0}
     for claim in CLAIMS:
         verdict, ours, why = judge(
             claim, verdict_judge, controls, tied, baseline, flagged, equal_controls
@@ -234,10 +239,11 @@ def claim_lines(verdict_judge, controls, tied, baseline, flagged=(), equal_contr
         "Each comparison the papers' tables make between rows this table has: the paper's"
         " difference (quoted, average BLEU of its table), ours (BLEU over every test set;"
         " `Mixed` is the row's matched control), and whether the stated test (Verdicts, above)"
-        ' finds it here (for "about nothing" and "as well as": no difference found); a row'
-        ' that "beats Mixed" must also beat its control of the same compute, where it has one.'
-        " Not testable: a row is missing or a defect, or the two rows' output layers differ (no"
-        " matched comparison).",
+        ' finds it here; a row that "beats Mixed" must also beat its control of the same'
+        ' compute, where it has one. "About nothing" and "as well as" are decided by an'
+        " equivalence test, not by finding no difference: %s Not testable: a row is missing or"
+        " a defect, or the two rows' output layers differ (no matched comparison)."
+        % verdicts.EQUIVALENCE_STATEMENT,
         "",
         markdown_table(
             ["paper", "claim", "paper", "ours", "here", "figures"],
@@ -245,8 +251,8 @@ def claim_lines(verdict_judge, controls, tied, baseline, flagged=(), equal_contr
             "llrrll",
         ),
         "",
-        "%d reproduced, %d not reproduced, %d not testable here."
-        % (counts[REPRODUCED], counts[NOT_REPRODUCED], counts[NOT_TESTABLE]),
+        "%d reproduced, %d not reproduced, %d not decided, %d not testable here."
+        % (counts[REPRODUCED], counts[NOT_REPRODUCED], counts[NOT_DECIDED], counts[NOT_TESTABLE]),
         "",
     ]
 

@@ -60,9 +60,23 @@ TEST_STATEMENT = (
     " al. 2011)." % (SAMPLES, ALPHA)
 )
 
+#: The equivalence margin, in BLEU: "as well as" means a difference within it (:func:`equivalent`).
+EQUIVALENCE_MARGIN = 1.0
+
+#: How "as well as" is decided: quoted by every report that says it.
+EQUIVALENCE_STATEMENT = (
+    "Two rows do as well as each other when an equivalence test (two one-sided tests, TOST,"
+    " Schuirmann 1987, each at 0.05) puts their difference within +-%.1f BLEU: the resamples'"
+    " 90%% interval of the difference lies inside the margin; a difference the test finds is"
+    " not equivalence, and otherwise it is not decided." % EQUIVALENCE_MARGIN
+)
+
 #: A verdict: the observed difference of BLEU (row - control), its 95% interval, the
-#: p-value and the words (``beats``, ``is below``, ``no difference found``).
-Verdict = collections.namedtuple("Verdict", ["difference", "interval", "p_value", "words"])
+#: p-value, the words (``beats``, ``is below``, ``no difference found``) and the 90% interval
+#: (:func:`equivalent`).
+Verdict = collections.namedtuple(
+    "Verdict", ["difference", "interval", "p_value", "words", "interval90"], defaults=(None,)
+)
 
 #: A share of FT's gain and its 95% interval (``None`` bounds where FT's gain crosses 0).
 Share = collections.namedtuple("Share", ["share", "interval"])
@@ -99,8 +113,9 @@ def _weights(rng, count, n_samples):
     return weights
 
 
-def _interval(values):
-    return (float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5)))
+def _interval(values, level=95.0):
+    tail = (100.0 - level) / 2
+    return (float(np.percentile(values, tail)), float(np.percentile(values, 100.0 - tail)))
 
 
 def _verdict(difference, resampled, alpha):
@@ -113,7 +128,11 @@ def _verdict(difference, resampled, alpha):
         other_side = len(resampled)
     p_value = min(1.0, 2.0 * (other_side + 1) / (len(resampled) + 1))
     return Verdict(
-        float(difference), _interval(resampled), float(p_value), words(difference, p_value, alpha)
+        float(difference),
+        _interval(resampled),
+        float(p_value),
+        words(difference, p_value, alpha),
+        _interval(resampled, 90.0),
     )
 
 
@@ -222,6 +241,18 @@ def holm(p_values):
         running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
         adjusted[index] = running
     return adjusted
+
+
+def equivalent(verdict, margin=EQUIVALENCE_MARGIN):
+    """Whether :obj:`verdict` shows the two rows equivalent within :obj:`margin` BLEU
+    (:data:`EQUIVALENCE_STATEMENT`): ``True``, ``False`` (the test finds a difference), or
+    ``None`` (not decided)."""
+    if verdict.words != "no difference found":
+        return False
+    if verdict.interval90 is None:
+        return None
+    low, high = verdict.interval90
+    return True if -margin < low and high < margin else None
 
 
 def adjusted(verdict, p_value, alpha=ALPHA):

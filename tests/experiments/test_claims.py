@@ -62,6 +62,20 @@ class JudgeTest(tf.test.TestCase):
         self.assertEqual(self.judge("FT stays above LDR")[0], claims.REPRODUCED)
         self.assertEqual(self.judge("LDR beats DC")[0], claims.REPRODUCED)
 
+    def test_as_well_as_is_decided_by_an_equivalence_test(self):
+        # Issue 73: "as well as" was read from "no difference found".
+        what = "LDR's generic label costs about nothing against its true label"
+        for generic, expected in ((0.9, claims.REPRODUCED), (0.89, claims.NOT_DECIDED)):
+            directory = os.path.join(self.get_temp_dir(), "equal%s" % generic)
+            os.makedirs(directory, exist_ok=True)
+            verdict_judge = make_judge(directory, dict(QUALITIES, **{"LDR (generic)": generic}))
+            verdict, _, why = claims.judge(_claim(what), verdict_judge, CONTROLS, TIED, "Mixed")
+            self.assertEqual(verdict, expected, why)
+            if expected == claims.NOT_DECIDED:
+                self.assertIn("no difference found", why)
+        lines = claims.claim_lines(self.verdict_judge, CONTROLS, TIED, "Mixed")
+        self.assertIn("equivalence test", "\n".join(lines))
+
     def test_beating_mixed_also_needs_the_control_of_the_same_compute(self):
         qualities = dict(QUALITIES, **{"Mixed (equal passes)": 0.9})
         verdict_judge = make_judge(os.path.join(self.get_temp_dir(), "passes"), qualities)
