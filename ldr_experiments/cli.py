@@ -3,7 +3,7 @@
     ldr-experiments demo [--quick] [--full]          # the main job (bash run/demo.sh)
     ldr-experiments tables [--quick]                 # the papers' tables (bash run/tables.sh)
     ldr-experiments advl-grid | region-sweep | baselines | factorized | new-domain | open-domain
-    ldr-experiments bench | gpu-check | serve-bench | serve-runtimes | check-sampling
+    ldr-experiments bench | gpu-check | serve-bench | serve-runtimes | check-sampling | levers
     ldr-experiments quote docs/records/NAME.md [--row ROW] [--column COLUMN]
 
 Each sub-command's options are its module's (``ldr-experiments demo --help``). The modules
@@ -29,6 +29,7 @@ COMMANDS = {
     "serve-bench": ("serve_bench", "ldr-serve under concurrent clients"),
     "serve-runtimes": ("serve_runtimes", "ldr-serve in .venv-serve against .venv"),
     "check-sampling": ("check_sampling", "observed domain frequencies of training batches"),
+    "levers": ("levers", "training throughput at batch and vocabulary sizes (issue 73)"),
     "quote": ("records", "the links a page pastes to quote a report's figures"),
 }
 

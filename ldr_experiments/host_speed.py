@@ -46,28 +46,30 @@ WARMUP = 10
 STEPS = 40
 
 
-def _config(workdir, steps=STEPS):
+def _config(workdir, steps=STEPS, batch=BATCH, length=LENGTH, vocab=VOCAB):
     from ldr_experiments.benchmarks import measure
     from ldr_experiments.benchmarks.rows import DOMAINS
 
     os.makedirs(os.path.join(workdir, "data"))
     paths = measure.write_data(
-        os.path.join(workdir, "data"), VOCAB, 16 * BATCH, LENGTH, seed=1, block=BATCH
+        os.path.join(workdir, "data"), vocab, 16 * batch, length, seed=1, block=batch
     )
     return {
         "seed": 1,
         "paths": paths,
-        "batch": BATCH,
+        "batch": batch,
         "warmup": min(WARMUP, steps),
         "steps": steps,
         "workdir": workdir,
-        "data_sentences": 16 * BATCH,
+        "data_sentences": 16 * batch,
         "domains": DOMAINS,
     }
 
 
-def measure(core=0, steps=STEPS):
-    """Times the demo's Mixed on one core; returns its steps per second.
+def measure(core=0, steps=STEPS, batch=BATCH, length=LENGTH, vocab=VOCAB):
+    """Times the demo's Mixed on one core; returns its steps per second (on batches of
+    :obj:`batch` sentences of :obj:`length` tokens over vocabularies of :obj:`vocab` words: the
+    calibration's by default, other sizes for :mod:`ldr_experiments.levers`).
 
     Confines this process to core :obj:`core` (of those it may use) and TensorFlow to one
     thread, as a demo lane: call it in a process of its own (:func:`measure_lanes`).
@@ -90,7 +92,8 @@ def measure(core=0, steps=STEPS):
         return registry.preset("mixed_transformer", "small", "tied")()
 
     with tempfile.TemporaryDirectory(prefix="ldr-host-speed-") as workdir:
-        result = bench.measure_training(_config(workdir, steps), row, build=build)
+        config = _config(workdir, steps, batch, length, vocab)
+        result = bench.measure_training(config, row, build=build)
     return 1000.0 / result["ms_per_step"]
 
 
@@ -100,7 +103,7 @@ def lanes():
     return 2 if (cores or 1) >= 2 else 1
 
 
-def measure_lanes(count=None, steps=STEPS):
+def measure_lanes(count=None, steps=STEPS, batch=BATCH, length=LENGTH, vocab=VOCAB):
     """:func:`measure` in :obj:`count` processes at once (default :func:`lanes`), each on a
     core of its own, as the demo's lanes train side by side (both cores busy: the figure
     includes what two trainings cost each other, as the demo's logs do).
@@ -112,7 +115,8 @@ def measure_lanes(count=None, steps=STEPS):
 
     count = count or lanes()
     command = [sys.executable, "-m", "ldr_experiments.host_speed", "--json"]
-    command += ["--steps", str(steps), "--core"]
+    command += ["--steps", str(steps), "--batch", str(batch), "--length", str(length)]
+    command += ["--vocab", str(vocab), "--core"]
     processes = [
         subprocess.Popen(command + [str(core)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for core in range(count)
@@ -159,6 +163,14 @@ def main(argv=None):
     parser.add_argument(
         "--steps", type=int, default=STEPS, help="Timed steps per lane (default %(default)s)."
     )
+    for name, default, what in (
+        ("--batch", BATCH, "sentences per batch"),
+        ("--length", LENGTH, "tokens per sentence"),
+        ("--vocab", VOCAB, "words per vocabulary"),
+    ):
+        parser.add_argument(
+            name, type=int, default=default, help="%s (default %%(default)s)." % what.capitalize()
+        )
     parser.add_argument(
         "--core",
         type=int,
@@ -166,13 +178,15 @@ def main(argv=None):
         help="Measure one lane on this core, in this process (default: every lane at once).",
     )
     args = parser.parse_args(argv)
-    if args.steps < 1:
-        parser.error("--steps: at least 1, got %d" % args.steps)
+    for name in ("steps", "batch", "length", "vocab"):
+        if getattr(args, name) < 1:
+            parser.error("--%s: at least 1, got %d" % (name, getattr(args, name)))
     start = time.monotonic()
+    sizes = dict(batch=args.batch, length=args.length, vocab=args.vocab)
     if args.core is not None:
-        steps_per_s = measure(args.core, args.steps)
+        steps_per_s = measure(args.core, args.steps, **sizes)
     else:
-        steps_per_s = measure_lanes(steps=args.steps)
+        steps_per_s = measure_lanes(steps=args.steps, **sizes)
         if steps_per_s is None:
             print("host speed: the measurement failed", file=sys.stderr)
             return 1
