@@ -65,11 +65,11 @@ setup(
     ],
     entry_points={
         "console_scripts": [
-            "ldr-data=ldr_opennmt.cli:ldr_data",
-            "ldr-eval=ldr_opennmt.cli:ldr_eval",
-            "ldr-main=ldr_opennmt.cli:ldr_main",
-            "ldr-analyze=ldr_opennmt.cli:ldr_analyze",
-            "ldr-export=ldr_opennmt.cli:ldr_export",
+            "ldr-data=ldr_opennmt.cli.launch:ldr_data",
+            "ldr-eval=ldr_opennmt.cli.launch:ldr_eval",
+            "ldr-main=ldr_opennmt.cli.launch:ldr_main",
+            "ldr-analyze=ldr_opennmt.cli.launch:ldr_analyze",
+            "ldr-export=ldr_opennmt.cli.launch:ldr_export",
             "ldr-translate=ldr_opennmt.cli.translate:main",
             "ldr-serve=ldr_opennmt.cli.serve:main",
             # The experiments (demo, tables, studies, benchmarks): docs/tables.md.

@@ -60,7 +60,7 @@ def slug(weight):
 
 
 def grid_runs(weights, budget):
-    """The table's AdvL row (:func:`ldr_experiments.tables.table_runs`, its parameters set by
+    """The table's AdvL row (:func:`ldr_experiments.table_rows.table_runs`, its parameters set by
     the budget) once per weight, with ``params: gradient_reversal_scale``."""
     [advl] = [r for r in tables.table_runs([FAMILY]) if r.family == FAMILY and not r.suffix]
     advl = tables._with_budget(advl, budget)

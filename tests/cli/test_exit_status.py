@@ -21,7 +21,8 @@ from unittest import mock
 from parameterized import parameterized
 
 from ldr_experiments import cli as experiments_cli
-from ldr_opennmt import cli, errors
+from ldr_opennmt import errors
+from ldr_opennmt.cli import launch
 
 #: Arguments that each command parses before its work starts (outside run_main).
 ARGV = {
@@ -101,12 +102,14 @@ class ExitStatusTest(unittest.TestCase):
         self.addCleanup(sys.path.remove, folder)
         stderr = io.StringIO()
         with contextlib.redirect_stderr(stderr):
-            code = cli.launch("ldr-main", "slow_to_import", [])
+            code = launch.launch("ldr-main", "slow_to_import", [])
         self.assertEqual((code, stderr.getvalue()), (130, "ldr-main: interrupted\n"))
         # Every console script of the training environment starts there.
         scripts = dict(console_scripts())
         for name in ("ldr-main", "ldr-data", "ldr-eval", "ldr-analyze", "ldr-export"):
-            self.assertEqual(scripts[name].value, "ldr_opennmt.cli:" + name.replace("-", "_"))
+            self.assertEqual(
+                scripts[name].value, "ldr_opennmt.cli.launch:" + name.replace("-", "_")
+            )
         with mock.patch.object(
             importlib, "import_module", side_effect=KeyboardInterrupt
         ), contextlib.redirect_stderr(io.StringIO()) as stderr:

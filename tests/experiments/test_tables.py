@@ -8,7 +8,7 @@ from unittest import mock
 
 import tensorflow as tf
 
-from ldr_experiments import common, table_verdicts, tables
+from ldr_experiments import common, table_report, table_verdicts, tables
 from ldr_experiments.demo import plan as demo_plan
 from ldr_opennmt import config_loader, probe, registry
 from ldr_opennmt.errors import UserError
@@ -173,7 +173,7 @@ class TableRunsTest(tf.test.TestCase):
         # distilled student are, Mixed with more compute or a tied output layer is not.
         root = self.get_temp_dir()
         plan = _plan(root, tables.table_runs(seeds=2))
-        controls = tables.control_rows(plan)
+        controls = table_report.control_rows(plan)
         for name in ("Mixed", "Mixed (seed 2)", "Mixed (tied)", "Mixed (equal passes)"):
             self.assertIn(name, controls)
         for name in ("Mixed (balanced)", "Distilled student", "LDR (summed)", "DC"):
@@ -488,16 +488,16 @@ class ReportTest(tf.test.TestCase):
         def _outputs(corpus, shown):
             return table_verdicts.Outputs(shown, references, lambda line: line)
 
-        with mock.patch.object(tables, "output_layers", return_value=tied), mock.patch.object(
-            tables.evaluate, "format_tables", side_effect=_table
+        with mock.patch.object(table_report, "output_layers", return_value=tied), mock.patch.object(
+            table_report.evaluate, "format_tables", side_effect=_table
         ), mock.patch.object(
-            tables.table_verdicts, "outputs_of", side_effect=_outputs
+            table_report.table_verdicts, "outputs_of", side_effect=_outputs
         ), mock.patch.object(
-            tables.contrastive, "format_tables", return_value="(contrastive)"
+            table_report.contrastive, "format_tables", return_value="(contrastive)"
         ), mock.patch.object(
-            tables.corpus_lib, "corpus_table", return_value="(corpus)"
+            table_report.corpus_lib, "corpus_table", return_value="(corpus)"
         ):
-            text = tables.write_report(
+            text = table_report.write_report(
                 plan,
                 plan.steps,
                 {},
@@ -570,7 +570,7 @@ class ParametersTest(tf.test.TestCase):
             ("optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE", []),
         ]
         with mock.patch.object(tf.train, "list_variables", return_value=variables):
-            total, specific = tables.parameter_counts("ckpt", num_domains=3)
+            total, specific = table_report.parameter_counts("ckpt", num_domains=3)
         self.assertEqual(total, 25 + 75 + 20 + 105 + 21 + 7)
         self.assertEqual(specific, 75 + 20 + 105 + 21)
 
