@@ -34,7 +34,7 @@ import os
 import subprocess
 import sys
 
-from ldr_experiments import machine, serve_bench
+from ldr_experiments import machine, serve_bench, serve_bench_report
 from ldr_experiments.standalone import markdown_table
 
 #: Issue 44's targets with 32 clients: the share of offline throughput, and p99 latency in
@@ -140,7 +140,7 @@ def measure(environments, args, sentences, domains):
 def report(args, date, environments, sentences, load):
     """The Markdown report of one run (:obj:`load`: the load average at its start)."""
     lines = [
-        serve_bench.RUN_HEADING + machine.utc_text(date),
+        serve_bench_report.RUN_HEADING + machine.utc_text(date),
         "",
         "- machine: %s; load average at start: %s" % (machine.description(), load),
         "- command: `%s`" % (args.invoked_as or "ldr-experiments serve-runtimes"),
@@ -272,7 +272,9 @@ def main(argv=None):
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)
     if args.benchmarks:
-        serve_bench.update_benchmarks(args.benchmarks, text, section=SECTION, intro=SECTION_INTRO)
+        serve_bench_report.update_benchmarks(
+            args.benchmarks, text, section=SECTION, intro=SECTION_INTRO
+        )
         print("serve_runtimes: run added to %s" % args.benchmarks, file=sys.stderr)
     return 0
 

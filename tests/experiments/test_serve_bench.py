@@ -6,7 +6,7 @@ import os
 import unittest
 from unittest import mock
 
-from ldr_experiments import machine, serve_bench
+from ldr_experiments import machine, serve_bench, serve_bench_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATE = datetime.datetime(2026, 11, 25, 6, 0, tzinfo=datetime.timezone.utc)
@@ -20,9 +20,11 @@ def _run(date=DATE, offline=True):
     for row in rows:
         row["load"] = "1.14 1.10 1.00"
     offline = {"sentences_per_s": 721.3, "batch_ms": 51.9, "load": "1.08"} if offline else None
-    lines = serve_bench.header_lines(date, [("machine", "AMD EPYC, 2 cores"), ("none", None)])
-    load, verdicts = serve_bench.load_lines("CTranslate2 (`ct2`)", 32, offline, rows, 32)
-    startup = serve_bench.startup_lines(
+    lines = serve_bench_report.header_lines(
+        date, [("machine", "AMD EPYC, 2 cores"), ("none", None)]
+    )
+    load, verdicts = serve_bench_report.load_lines("CTranslate2 (`ct2`)", 32, offline, rows, 32)
+    startup = serve_bench_report.startup_lines(
         [("`--lazy`", 1.8, 465.0, 520.0, 520.0)], ("medical", "religious", 17.6, 10.4)
     )
     return "\n".join(lines + load + startup), verdicts
@@ -68,7 +70,7 @@ class ReportTest(unittest.TestCase):
         rows = [dict(clients=32, requests=1, errors=0, p50_ms=1, p99_ms=1, sentences_per_s=84.96)]
         rows[0]["load"] = "0"
         offline = {"sentences_per_s": 100.0, "batch_ms": 1.0, "load": "0"}
-        _, verdicts = serve_bench.load_lines("x", 32, offline, rows, 1)
+        _, verdicts = serve_bench_report.load_lines("x", 32, offline, rows, 1)
         self.assertEqual(
             verdicts[0], "MISS throughput with 32 clients: 85.0% of offline (target >= 85%)"
         )
@@ -86,7 +88,7 @@ class ReportTest(unittest.TestCase):
         for row in rows:
             row.update(requests=10, errors=0, p99_ms=2 * row["p50_ms"], load="1.0")
         offline = {"sentences_per_s": 1000.0, "batch_ms": 50.0, "sentence_ms": 1.3, "load": "1"}
-        lines, verdicts = serve_bench.load_lines("x", 32, offline, rows, 32, (512.4, 600.6))
+        lines, verdicts = serve_bench_report.load_lines("x", 32, offline, rows, 32, (512.4, 600.6))
         self.assertEqual(
             verdicts,
             [
@@ -116,7 +118,7 @@ class MachineTest(unittest.TestCase):
 
     def test_the_heading_is_in_utc(self):
         paris = datetime.timezone(datetime.timedelta(hours=1))
-        lines = serve_bench.header_lines(DATE.astimezone(paris), [])
+        lines = serve_bench_report.header_lines(DATE.astimezone(paris), [])
         self.assertEqual(lines, ["### Run of 2026-11-25 06:00 UTC", "", ""])
 
     def test_server_memory(self):
@@ -132,13 +134,15 @@ class MachineTest(unittest.TestCase):
 class BenchmarksFileTest(unittest.TestCase):
     def test_runs_newest_first_in_their_section(self):
         text = "# Benchmarks\n\nIntro.\n\n## Training\n\nFigures.\n"
-        first = serve_bench.add_run(text, _run()[0] + "\n")
-        self.assertTrue(first.startswith(text + "\n" + serve_bench.SECTION + "\n\n"))
-        self.assertIn(serve_bench.SECTION_INTRO + "\n\n### Run of 2026-11-25 06:00 UTC\n", first)
+        first = serve_bench_report.add_run(text, _run()[0] + "\n")
+        self.assertTrue(first.startswith(text + "\n" + serve_bench_report.SECTION + "\n\n"))
+        self.assertIn(
+            serve_bench_report.SECTION_INTRO + "\n\n### Run of 2026-11-25 06:00 UTC\n", first
+        )
         # The next run goes first in the section; what follows the section stays.
         later = first + "\n## Horovod\n\nMore.\n"
-        second = serve_bench.add_run(later, _run(DATE.replace(hour=7))[0])
-        self.assertEqual(second.count(serve_bench.SECTION), 1)
+        second = serve_bench_report.add_run(later, _run(DATE.replace(hour=7))[0])
+        self.assertEqual(second.count(serve_bench_report.SECTION), 1)
         self.assertLess(
             second.index("Run of 2026-11-25 07:00"), second.index("Run of 2026-11-25 06:00")
         )
@@ -146,11 +150,12 @@ class BenchmarksFileTest(unittest.TestCase):
         self.assertEqual(second.replace(_run(DATE.replace(hour=7))[0].strip() + "\n\n", ""), later)
 
     def test_a_section_without_runs(self):
-        text = "# B\n\n%s\n\nIntro.\n\n## Next\n" % serve_bench.SECTION
-        updated = serve_bench.add_run(text, "### Run of X\n\nfigures\n")
+        text = "# B\n\n%s\n\nIntro.\n\n## Next\n" % serve_bench_report.SECTION
+        updated = serve_bench_report.add_run(text, "### Run of X\n\nfigures\n")
         self.assertEqual(
             updated,
-            "# B\n\n%s\n\nIntro.\n\n### Run of X\n\nfigures\n\n## Next\n" % serve_bench.SECTION,
+            "# B\n\n%s\n\nIntro.\n\n### Run of X\n\nfigures\n\n## Next\n"
+            % serve_bench_report.SECTION,
         )
 
     def test_update_benchmarks_writes_the_file(self):
@@ -160,17 +165,19 @@ class BenchmarksFileTest(unittest.TestCase):
             path = os.path.join(directory, "BENCHMARKS.md")
             with open(path, "w", encoding="utf-8") as f:
                 f.write("# Benchmarks\n")
-            serve_bench.update_benchmarks(path, "### Run of X\n")
+            serve_bench_report.update_benchmarks(path, "### Run of X\n")
             with open(path, encoding="utf-8") as f:
-                self.assertIn(serve_bench.SECTION, f.read())
+                self.assertIn(serve_bench_report.SECTION, f.read())
             self.assertEqual(os.listdir(directory), ["BENCHMARKS.md"])
 
     def test_the_repository_has_the_section(self):
         with open(os.path.join(ROOT, "BENCHMARKS.md"), encoding="utf-8") as f:
             lines = f.read().splitlines()
-        self.assertTrue(serve_bench.SECTION in lines, "no serving section in BENCHMARKS.md")
-        start = lines.index(serve_bench.SECTION)
-        self.assertTrue(lines[start + 4].startswith(serve_bench.RUN_HEADING), lines[start + 4])
+        self.assertTrue(serve_bench_report.SECTION in lines, "no serving section in BENCHMARKS.md")
+        start = lines.index(serve_bench_report.SECTION)
+        self.assertTrue(
+            lines[start + 4].startswith(serve_bench_report.RUN_HEADING), lines[start + 4]
+        )
 
 
 class CommandLineTest(unittest.TestCase):

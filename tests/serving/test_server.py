@@ -23,7 +23,7 @@ import libretranslatepy
 import pytest
 import tensorflow as tf
 
-from ldr_experiments import serve_bench
+from ldr_experiments import serve_bench_report
 from ldr_opennmt import assets as assets_lib
 from ldr_opennmt.cli import serve as serve_cli
 from ldr_opennmt.export import ct2_export
@@ -430,7 +430,7 @@ class ServerTest(helpers.SharedDirTestCase):
             self.assertEqual(
                 f.read(),
                 "# Benchmarks\n\n%s\n\n%s\n\n%s"
-                % (serve_bench.SECTION, serve_bench.SECTION_INTRO, text),
+                % (serve_bench_report.SECTION, serve_bench_report.SECTION_INTRO, text),
             )
 
     def test_compute_type_and_device_reach_ctranslate2(self):
