@@ -80,6 +80,7 @@ def markdown(points, lanes):
             gain = "x%.2f" % (point["tokens_per_s"] / base["tokens_per_s"])
         cells.append(
             [
+                "%d tokens, %d words" % (point["batch_tokens"], point["vocab"]),
                 str(point["batch_tokens"]),
                 str(point["vocab"]),
                 "-" if point["steps_per_s"] is None else "%.2f" % point["steps_per_s"],
@@ -98,9 +99,16 @@ def markdown(points, lanes):
             " tokens, 8000 words)." % (lanes, LENGTH),
             "",
             markdown_table(
-                ["target tokens per batch", "vocabulary", "steps/s", "target tokens/s", "x"],
+                [
+                    "point",
+                    "target tokens per batch",
+                    "vocabulary",
+                    "steps/s",
+                    "target tokens/s",
+                    "x",
+                ],
                 cells,
-                "rrrrr",
+                "lrrrrr",
             ),
             "",
         ]

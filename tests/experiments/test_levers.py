@@ -37,7 +37,7 @@ class LeversTest(tf.test.TestCase):
         )
         with open(os.path.join(out, "levers.md")) as f:
             text = f.read()
-        self.assertIn("| 1032 | 8000 |", text)
+        self.assertIn("| 1032 tokens, 8000 words | 1032 | 8000 |", text)
         self.assertIn("x1.00", text)
         # A bigger batch and a smaller vocabulary each buy tokens per second here.
         self.assertGreater(points[1]["tokens_per_s"], first["tokens_per_s"])
@@ -56,7 +56,7 @@ class LeversTest(tf.test.TestCase):
             with redirect_stdout(io.StringIO()):
                 self.assertEqual(levers.main(argv), 1)
         with open(os.path.join(out, "levers.md")) as f:
-            self.assertIn("| 1032 | 8000 | - | - | - |", f.read())
+            self.assertIn("| 1032 tokens, 8000 words | 1032 | 8000 | - | - | - |", f.read())
 
     def test_bad_sizes_are_refused(self):
         for argv in (["--vocab", "0"], ["--batch-tokens", "-5"], ["--steps", "0"]):
