@@ -163,7 +163,12 @@ def findings(
                 own,
                 domain,
                 rest,
-                "forgets them" if rest < -noise else "keeps them within the spread",
+                (
+                    "forgets them"
+                    if rest < -noise
+                    else "moves them by no more than the seed spread, %.1f: not a change this run"
+                    " can show" % noise
+                ),
             )
         )
     lines.append(

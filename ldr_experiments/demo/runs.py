@@ -211,8 +211,8 @@ SYSTEMS = (
     # DC (domain control: a domain tag embedding) under --full: the default run's 30
     # minutes hold Mixed, its equal-compute control, LDR and the systems that start from Mixed.
     Run("dc_transformer", headline=True, full=True),
-    # LDR in the mode that reads its label best in the tables (summed: 0.5 L_domain + 0.5
-    # L_generic, the loss of the authors' released configuration), its output layer tied like
+    # LDR summed (0.5 L_domain + 0.5 L_generic, the loss of the authors' released
+    # configuration; the tables of 2026-11-29 found it label-blind), its output layer tied like
     # Mixed's at each scale (small: tied, paper: its own, as model_defs/mixed_transformer.py):
     # the tables found that an output layer of its own is worth +3.8 BLEU at the demo's size.
     # Judged against Mixed (the same steps) and Mixed (equal passes) (the same compute).
@@ -240,7 +240,7 @@ SYSTEMS = (
     Run("mixing_transformer", row="Mixing", full=True),
     # The Factorized design the demo trains, with the curriculum whose stage 1 (domain-
     # agnostic training on all data) is the Mixed model itself: PA keeps a plain
-    # Transformer's attention shapes, so the converged Mixed model is unfolded into PA's
+    # Transformer's attention shapes, so the trained Mixed model is unfolded into PA's
     # domain blocks and stage 2 trains them alone, the rest frozen. (SF and DF use
     # multi-query attention and need their own stage 1: a full training more.)
     Run("factorized_pa", headline=True, control="Mixed (continued)", full=True),

@@ -151,7 +151,7 @@ class FindingsTest(tf.test.TestCase):
         self.assertEqual(rows, ["Mixed", "LDR (summed) (oracle)", "DC (oracle)"])
 
     def test_ldr_is_judged_against_its_equal_compute_control(self):
-        # Issue 59 item 5: the main job trains the LDR mode that reads its label best with
+        # Issue 59 item 5: the main job trains LDR summed (the released loss) with
         # the Mixed of the same passes, and says what the compute and the label add.
         by_name = {run.name: run for run in demo.SYSTEMS if not run.full}
         self.assertEqual(
