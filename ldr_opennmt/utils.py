@@ -285,6 +285,13 @@ def check_writable(path, what, directory=True):
       UserError: ``WHAT PATH: cannot write in DIR (Permission denied): ...``, ``WHAT PATH:
         DIR is not a directory``, or for a file ``PATH: directory DIR not found``.
     """
+    if not directory:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            return  # A stream or a device (/dev/stdout): written in place.
     folder = os.path.abspath(path if directory else os.path.dirname(os.path.abspath(path)))
     if not directory and not os.path.isdir(folder):
         raise UserError("%s: directory %s not found" % (path, folder))
