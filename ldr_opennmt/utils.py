@@ -292,7 +292,8 @@ def check_writable(path, what, directory=True):
             mode = None
         if mode is not None and not stat.S_ISREG(mode):
             return  # A stream or a device (/dev/stdout): written in place.
-    folder = os.path.abspath(path if directory else os.path.dirname(os.path.abspath(path)))
+    # A file is written where a link to it leads (a file given as /dev/stdout, redirected).
+    folder = os.path.abspath(path if directory else os.path.dirname(os.path.realpath(path)))
     if not directory and not os.path.isdir(folder):
         raise UserError("%s: directory %s not found" % (path, folder))
     existing = folder

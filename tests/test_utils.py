@@ -115,7 +115,7 @@ class CheckWritableTest(tf.test.TestCase):
         with self.assertRaisesRegex(UserError, "^%s: directory .* not found$" % re.escape(missing)):
             utils.check_writable(missing, "--predictions_file", directory=False)
         # A stream is written in place: nothing is tried in its folder.
-        utils.check_writable("/dev/stdout", "--predictions_file", directory=False)
+        utils.check_writable(os.devnull, "--predictions_file", directory=False)
         # A writable one passes, and nothing is left or created.
         before = sorted(os.listdir(parent))
         utils.check_writable(os.path.join(parent, "new", "out"), "--out")
