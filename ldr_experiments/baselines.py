@@ -76,8 +76,8 @@ def adapter_dim(size):
 
 
 BUDGETS = {
-    # Small models run about 4 steps/s on the 2 CPU cores: four trainings from scratch
-    # and the adapters take about 25 minutes, the evaluations about 5.
+    # What these budgets cost on a host: the report's time table (each stage timed where it
+    # ran), beside the host's speed.
     "full": {
         "steps": 1000,
         "adapter_steps": 300,

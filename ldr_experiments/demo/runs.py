@@ -272,19 +272,8 @@ DEMO_COMMAND = ["bash", "run/demo.sh"]
 REPORT_LAYOUT = 2
 
 BUDGETS = {
-    # The recipe of the small models (measured 2026-11-23 on the README's 2-core machine,
-    # BLEU on the first 200 test sentences per domain): batches mixing domains with
-    # alpha = 0.5 (medical and software, short segments, 31% and 16% of the sentences
-    # instead of 24% and 6%), training pairs capped at 80 tokens, target embeddings tied.
-    # Batches of 1024 tokens beat 2048 at equal tokens (twice the updates): Mixed averaged
-    # 10.8 BLEU after 2250 steps of 1024 tokens against 8.4 after 1125 steps of 2048, and
-    # 14.6 after 3000 against 11.9 after 1500. Measured 2026-11-24 (one core per lane):
-    # 0.13 s per Mixed step, 0.23 s per Procedure 1 LDR step; Mixed averaged 14.0 BLEU
-    # after 2500 steps, 15.9 after 3000, 16.6 after 3500, 20.0 after 4500, and a run of
-    # 4000 steps left the two Mixed seeds 3.2 apart (17.8 and 14.6). So the default takes
-    # 4500 steps: 28 minutes at that speed (the two runs and their tables: docs/demo.md, "Two
-    # default runs, recorded by hand"); on a slower host it takes longer, and the report
-    # prints the time per step it measured and the machine it ran on.
+    # The recipe of the small models and the measurements that chose it (2026-11-23/24: the
+    # batch size, the sampling, the steps): docs/demo.md, "How the demo spends its 30 minutes".
     "default": {
         "steps": 4500,
         "warmup": 800,
