@@ -915,9 +915,14 @@ def _die_with_parent(parent):
     return _set
 
 
+#: What names a process of the experiments in its command line: Snakemake, a stage's job.
+OURS = ("snakemake", "ldr_experiments.engine")
+
+
 def still_running(out):
-    """The processes but this one whose command line names :obj:`out`'s workflow
-    (Snakemake, the stages' jobs and shells): ``["pid N: COMMAND", ...]``."""
+    """The processes but this one whose command line names :obj:`out`'s workflow and is one
+    of the experiments' (:data:`OURS`: Snakemake, the stages' jobs and their shells):
+    ``["pid N: COMMAND", ...]``."""
     import psutil
 
     workflow = os.path.join(os.path.realpath(out), WORKFLOW_DIR)
@@ -926,6 +931,8 @@ def still_running(out):
         cmdline = process.info.get("cmdline") or []
         if process.info["pid"] == os.getpid() or not any(workflow in arg for arg in cmdline):
             continue
+        if not any(mark in arg for arg in cmdline for mark in OURS):
+            continue  # A user's own (tail -f OUT/workflow/snakemake.log).
         found.append("pid %d: %s" % (process.info["pid"], " ".join(cmdline)[:120]))
     return found
 

@@ -323,14 +323,19 @@ class OrphanTest(unittest.TestCase):
         plan = os.path.join(out, "workflow", "phase-1.json")
         # A stage's job of an earlier run that has not stopped yet (its command line).
         left = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(60)", "stage", plan, "a"]
+            [sys.executable, "-c", "import time; time.sleep(60)", "ldr_experiments.engine"]
+            + ["stage", plan, "a"]
         )
+        # A user's own process that names the folder is not one of them.
+        tail = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", plan])
+        self.addCleanup(tail.wait)
+        self.addCleanup(tail.kill)
         self.addCleanup(left.wait)
         self.addCleanup(left.kill)
         with self.assertRaisesRegex(
             UserError,
-            r"^%s: 1 process\(es\) of an earlier run still run \(pid %d: .*%s a\): they stop"
-            % (re.escape(out), left.pid, re.escape(plan)),
+            r"^%s: 1 process\(es\) of an earlier run still run \(pid %d: .*ldr_experiments\.engine"
+            r" stage .*\): they stop within seconds" % (re.escape(out), left.pid),
         ):
             with redirect_stderr(io.StringIO()):
                 engine_driver.main(["--out", out])
