@@ -141,8 +141,8 @@ def _quoted_difference(claim):
 
 def judge(claim, verdict_judge, controls, tied, baseline, flagged=(), equal_controls=None):
     """``(verdict, ours, why)``: the verdict on :obj:`claim` by the stated test
-    (:class:`ldr_experiments.table_verdicts.Judge`), our figure (the difference of BLEU over
-    every test set, ``None`` when not testable) and the words that explain it.
+    (:class:`ldr_experiments.table_verdicts.Judge`), our figure (the mean over the domains of
+    the difference of BLEU, ``None`` when not testable) and the words that explain it.
 
     Args:
       claim: A :class:`Claim`.
@@ -237,7 +237,8 @@ def claim_lines(verdict_judge, controls, tied, baseline, flagged=(), equal_contr
         "## The papers' claims here",
         "",
         "Each comparison the papers' tables make between rows this table has: the paper's"
-        " difference (quoted, average BLEU of its table), ours (BLEU over every test set;"
+        " difference (quoted, average BLEU of its table), ours (the stated test's: the mean"
+        " over the domains of the difference of BLEU;"
         " `Mixed` is the row's matched control), and whether the stated test (Verdicts, above)"
         ' finds it here; a row that "beats Mixed" must also beat its control of the same'
         ' compute, where it has one. "About nothing" and "as well as" are decided by an'

@@ -237,12 +237,15 @@ def verdict_findings(judge):
 
     def words(found):
         verdict = found[ALL]
-        return "%+.1f BLEU over every test sentence (95%% interval %+.1f to %+.1f, p %.3f): %s" % (
-            verdict.difference,
-            verdict.interval[0],
-            verdict.interval[1],
-            verdict.p_value,
-            verdict.words,
+        return (
+            "%+.1f BLEU, the mean over the domains (95%% interval %+.1f to %+.1f, p %.3f): %s"
+            % (
+                verdict.difference,
+                verdict.interval[0],
+                verdict.interval[1],
+                verdict.p_value,
+                verdict.words,
+            )
         )
 
     lines = []
