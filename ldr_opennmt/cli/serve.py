@@ -18,12 +18,14 @@ def _server_module():
 
 
 def _serving_module(name):
-    """``ldr_opennmt.serving.<name>`` (``server``, ``app``), or one line saying how to
+    """``ldr_opennmt.serving.<name>`` (``server``, ``app``, ``admin``), or one line saying how to
     install what it needs."""
     # pylint: disable=import-outside-toplevel
     try:
         if name == "app":
             from ldr_opennmt.serving import app as module
+        elif name == "admin":
+            from ldr_opennmt.serving import admin as module
         else:
             from ldr_opennmt.serving import server as module
     except ImportError as e:
@@ -152,6 +154,14 @@ def parse_args(argv):
         "default / is a page to translate a text and compare its translation in every domain.",
     )
     parser.add_argument(
+        "--admin_token_file",
+        metavar="FILE",
+        help="Turns on the admin routes (add, replace or remove a domain's model while the "
+        "server runs: /admin/domains) for requests with Authorization: Bearer TOKEN, TOKEN "
+        "being this file's first line (at least 16 characters; or the environment variable "
+        "LDR_SERVE_ADMIN_TOKEN). Default: off.",
+    )
+    parser.add_argument(
         "--lazy",
         action="store_true",
         help="CTranslate2 directory: load a domain's model on its first use, not at start.",
@@ -199,7 +209,11 @@ def run(args):
         "access_log",
         "ui",
     ]
-    options = server.Options(args.model_dir, **{name: getattr(args, name) for name in names})
+    admin = _serving_module("admin")
+    token = admin.read_token(args.admin_token_file)
+    options = server.Options(
+        args.model_dir, admin_token=token, **{name: getattr(args, name) for name in names}
+    )
     # The port first: a second server on a port in use stops here, before loading anything.
     app = _serving_module("app")
     sock = app.bind(args.host, args.port)

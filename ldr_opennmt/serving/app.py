@@ -34,7 +34,7 @@ import fastapi
 from fastapi import responses
 
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import api_models, http_io, libretranslate, protocol
+from ldr_opennmt.serving import admin, api_models, http_io, libretranslate, protocol
 from ldr_opennmt.serving import server as server_lib
 from ldr_opennmt.serving import ui
 from ldr_opennmt.serving.backend_kinds import RequestError
@@ -255,6 +255,16 @@ def create_app(options, backend=None, classifier=None):
 
     if options.ui:
         ui.register(app)  # GET /: the page for a person (--no-ui: none).
+    if getattr(options, "admin_token", None):
+
+        async def _read_json(request):
+            _, text = await http_io.read_body(request, limit, read_timeout)
+            try:
+                return json.loads(text)
+            except ValueError as e:
+                raise RequestError(400, "body: not JSON (%s)" % e) from None
+
+        admin.register(app, server, options.admin_token, _read_json)
     http_io.install_docs(app, title)
     routes = [route.path for route in app.routes if hasattr(route, "methods")]
     app.state.waiting = protocol.WaitingConnections(
@@ -264,6 +274,8 @@ def create_app(options, backend=None, classifier=None):
     app.state.metrics = metrics
     for queue in server.queues():
         queue.on_batch = metrics.on_batch
+    if hasattr(server.backend, "on_batch"):
+        server.backend.on_batch = metrics.on_batch  # The queues of domains put later.
 
     def _openapi():
         if app.openapi_schema is None:

@@ -23,9 +23,11 @@ This module and what it imports need no TensorFlow: ``ldr-serve`` runs in the se
 runtime (``.venv-serve``: Python 3.12+, CTranslate2 4) on CTranslate2 exports.
 """
 
+import collections
 import functools
 import os
 import sys
+import threading
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
@@ -68,26 +70,102 @@ class CTranslate2Backend:
             manifest = export.manifest
         else:
             manifest = {"declared_domains": [d for d in models if d != domains_lib.GENERIC]}
-        self.models = models
+        #: ``{key: DomainModel}`` and ``{key: BatchQueue}``: a domain's key is its name, and
+        #: ``NAME#N`` once replaced while the server runs (:meth:`put`).
+        self.models = dict(models)
         self.declared = ct2_models.declared_domains(manifest)
         self.ignored, self.ensemble_refusal = ct2_models.label_reasons(manifest)
         self.learned_refusal = None
-        self.loaded = ct2_models.LoadedModels(models, options.max_loaded_models)
-        self.queues = {
-            name: batching.BatchQueue(
-                name,
-                functools.partial(self._run, name),
-                options.max_batch_size,
-                options.max_wait_ms,
-                threads=options.inter_threads,
-            )
-            for name in models
-        }
+        self.loaded = ct2_models.LoadedModels(self.models, options.max_loaded_models)
+        self.queues = {name: self._queue(name, name) for name in models}
+        #: ``{domain: key}``: what each domain translates with now, replaced whole on a change.
+        self._routes = collections.OrderedDict((name, name) for name in models)
+        #: ``{domain: where its model comes from}`` (the export, and its domain there).
+        self.sources = {name: "%s (%s)" % (options.model_dir, name) for name in models}
+        self._generation = 0
+        self._lock = threading.Lock()
+        #: Called with each new queue's batches (:meth:`ldr_opennmt.serving.metrics.Metrics.
+        #: on_batch`), set by the application.
+        self.on_batch = None
+
+    def _queue(self, domain, key):
+        queue = batching.BatchQueue(
+            domain,
+            functools.partial(self._run, key),
+            self.options.max_batch_size,
+            self.options.max_wait_ms,
+            threads=self.options.inter_threads,
+        )
+        if getattr(self, "on_batch", None) is not None:
+            queue.on_batch = self.on_batch
+        return queue
 
     @property
     def labels(self):
-        """The domain labels this backend translates with (``generic`` included)."""
-        return list(self.models)
+        """The domain labels this backend translates with now (``generic`` included)."""
+        return list(self._routes)
+
+    def route(self, domain):
+        """The key :obj:`domain` translates with now: a request keeps it to its end (a model
+        replaced meanwhile finishes the requests that started on it, :meth:`put`)."""
+        try:
+            return self._routes[domain]
+        except KeyError:  # Removed since the request was checked.
+            raise RequestError(
+                422, "unknown domain %s (this server has: %s)" % (domain, ", ".join(self.labels))
+            ) from None
+
+    def put(self, domain, model, source):
+        """Adds :obj:`domain`, or replaces its model, while the server runs: :obj:`model` (a
+        :class:`~ldr_opennmt.serving.ct2_models.DomainModel`, loaded here: its files checked
+        against its export's hashes) serves the requests that start from now on; the model it
+        replaces goes on with those already started, and is retired once they are done.
+
+        Returns:
+          ``"added"`` or ``"replaced"``.
+
+        Raises:
+          UserError: if the model cannot be loaded.
+        """
+        model.load()  # Checked and loaded before anything changes.
+        with self._lock:
+            self._generation += 1
+            key = "%s#%d" % (domain, self._generation)
+            self.models[key] = model
+            self.loaded.adopt(key)
+            self.queues[key] = self._queue(domain, key)
+            routes = collections.OrderedDict(self._routes)
+            old = routes.get(domain)
+            routes[domain] = key
+            self._routes = routes
+            self.sources[domain] = source
+        if old is not None:
+            self._retire(old)
+        return "replaced" if old is not None else "added"
+
+    def remove(self, domain):
+        """Stops translating :obj:`domain` (the requests already started finish first)."""
+        with self._lock:
+            routes = collections.OrderedDict(self._routes)
+            old = routes.pop(domain)
+            self._routes = routes
+            self.sources.pop(domain, None)
+        self._retire(old)
+
+    def _retire(self, key):
+        """Closes :obj:`key`'s queue and unloads its model once no request can still use it:
+        after ``--timeout_s`` (a request that started before the change has ended by then,
+        answered or timed out)."""
+
+        def retire():
+            queue = self.queues.pop(key, None)
+            if queue is not None:
+                queue.close()
+            self.loaded.forget(key)
+
+        timer = threading.Timer(self.options.timeout_s + 1.0, retire)
+        timer.daemon = True
+        timer.start()
 
     def source_limit(self, route):
         return self.models[route].maximum_source_length
@@ -154,7 +232,7 @@ class CTranslate2Backend:
         (``{domain: why}``) when a model could no longer be loaded (a model directory
         changed on disk since the export, a file missing)."""
         health = {
-            "queues": {name: queue.stats() for name, queue in self.queues.items()},
+            "queues": {name: self.queues[key].stats() for name, key in self._routes.items()},
             "models": self.loaded.stats(),
         }
         unloadable = self.loaded.unloadable()
@@ -164,7 +242,7 @@ class CTranslate2Backend:
         return health
 
     def close(self):
-        for queue in self.queues.values():
+        for queue in list(self.queues.values()):  # A retired one may leave meanwhile.
             queue.close()
 
 

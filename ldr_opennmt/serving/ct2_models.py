@@ -340,6 +340,26 @@ class LoadedModels:
             self.in_use[name] -= 1
             self.condition.notify_all()
 
+    def adopt(self, name):
+        """Counts :obj:`name`'s model, loaded by its caller, among the loaded ones (past the
+        cap, the next :meth:`acquire` unloads the least recently used)."""
+        with self.condition:
+            if self.models[name].loaded:
+                self.slots[name] = True
+                self.slots.move_to_end(name)
+
+    def forget(self, name):
+        """Unloads :obj:`name`'s model and forgets it, once no thread uses it."""
+        with self.condition:
+            while self.in_use[name]:
+                self.condition.wait()
+            self.slots.pop(name, None)
+            model = self.models.pop(name, None)
+            self.in_use.pop(name, None)
+            self.condition.notify_all()
+        if model is not None:
+            model.unload()
+
     def stats(self):
         with self.condition:
             return {

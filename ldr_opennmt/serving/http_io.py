@@ -183,14 +183,15 @@ CLOSE_AFTER = (400, 408, 413)
 RETRY_AFTER_S = 1
 
 
-def request_error(e):
-    """The answer to a :class:`RequestError` (a 503 says when to retry)."""
+def request_error(e, scrub=True):
+    """The answer to a :class:`RequestError` (a 503 says when to retry; :obj:`scrub`: see
+    :func:`error`)."""
     headers = dict(getattr(e, "headers", None) or {})
     if e.status in CLOSE_AFTER:
         headers["Connection"] = "close"
     if e.status == 503:
         headers["Retry-After"] = str(RETRY_AFTER_S)
-    return error(e.status, str(e), headers=headers or None)
+    return error(e.status, str(e), headers=headers or None, scrub=scrub)
 
 
 def install_error_handlers(app):

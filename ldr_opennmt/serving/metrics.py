@@ -99,7 +99,7 @@ class Metrics:
     def __init__(self, server, routes, waiting=None):
         self.registry = prometheus_client.CollectorRegistry(auto_describe=True)
         self.routes = set(routes)
-        self.domains = set(server.backend.labels)
+        self.backend = server.backend  # Its domains now (they may change: admin routes).
         self.requests = prometheus_client.Counter(
             "ldr_serve_requests",
             "Requests answered, per route, domain and status.",
@@ -153,7 +153,7 @@ class Metrics:
         if len(names) > 1:
             return MIXED
         name = names.pop()
-        return name if isinstance(name, str) and name in self.domains else OTHER
+        return name if isinstance(name, str) and name in self.backend.labels else OTHER
 
     def on_batch(self, queue, size, seconds):
         """Records one batch of :obj:`size` sentences of :obj:`queue`."""

@@ -70,6 +70,10 @@ class SavedModelBackend:
         declares no domains takes any label, and ignores it)."""
         return list(self.declared or []) + [domains_lib.GENERIC]
 
+    def route(self, domain):
+        """What :obj:`domain` translates with: the one model (a label per sentence)."""
+        return domain
+
     def source_limit(self, route):
         return self.maximum_source_length
 

@@ -119,6 +119,7 @@ class Options:
         target_language=None,
         access_log=True,
         ui=True,
+        admin_token=None,
     ):
         self.model_dir = model_dir
         self.classifier = classifier
@@ -150,6 +151,8 @@ class Options:
         self.access_log = access_log
         #: Whether ``GET /`` serves the page for a person (:mod:`ldr_opennmt.serving.ui`).
         self.ui = ui
+        #: The token of the admin routes (:mod:`ldr_opennmt.serving.admin`), or ``None``: off.
+        self.admin_token = admin_token
         self.check()
 
     def check(self):
@@ -325,8 +328,9 @@ class Server:
             )
         if backend.ignored is not None:
             choice = GIVEN if label == domains_lib.GENERIC else IGNORED + backend.ignored
-            return [domains_lib.GENERIC, domains_lib.GENERIC, choice]
-        return [label, label, GIVEN]
+            return [backend.route(domains_lib.GENERIC), domains_lib.GENERIC, choice]
+        # The model the domain has now: the request keeps it to its end.
+        return [backend.route(label), label, GIVEN]
 
     def _unlabelled_mode(self, mode):
         """The request's ``unlabelled`` (checked against what this server has)."""
@@ -358,7 +362,7 @@ class Server:
         """``[route, domain, choice]`` of a sentence without a label (route ``None``: the
         classifier decides)."""
         if self.backend.ignored is not None or mode == UNLABELLED_GENERIC:
-            return [domains_lib.GENERIC, domains_lib.GENERIC, NO_LABEL]
+            return [self.backend.route(domains_lib.GENERIC), domains_lib.GENERIC, NO_LABEL]
         if mode in (UNLABELLED_CLASSIFIER, ENS_SOFT):
             return [None, None, CLASSIFIER if mode == UNLABELLED_CLASSIFIER else ENSEMBLE]
         return [mode, mode, ENSEMBLE]  # ens-uniform, ens-learned.
@@ -505,7 +509,7 @@ class Server:
         ]
         beam_size, num_hypotheses = self.backend.check_decoding(beam_size, num_hypotheses)
         tokens = [
-            self._tokenize(i, sentence, route or domains_lib.GENERIC, names[i])
+            self._tokenize(i, sentence, route or self.backend.route(domains_lib.GENERIC), names[i])
             for i, (sentence, (route, _, _)) in enumerate(zip(sentences, routes))
         ]
         request = _Request(sentences, routes, tokens, unlabelled, beam_size, num_hypotheses, groups)
@@ -563,12 +567,13 @@ class Server:
                 if label is not None:
                     request.routes[i] = [label, label, ENSEMBLE]
                     continue
-                request.routes[i] = [domain, domain, CLASSIFIER]
+                route = self.backend.route(domain)
+                request.routes[i] = [route, domain, CLASSIFIER]
                 if self.backend.kind == backends.CTRANSLATE2 and domain != domains_lib.GENERIC:
                     # The tokens of the domain's own tokenizer (the same in an export of
                     # ldr-export ctranslate2, whose models share their assets).
                     request.tokens[i] = self._tokenize(
-                        i, request.sentences[i], domain, request.names[i]
+                        i, request.sentences[i], route, request.names[i]
                     )
 
     async def _translate(self, request):
