@@ -148,6 +148,14 @@ def register(app, server, token, read_json):
                 export = ct2_models.Export(body["export"], where="export")
             except UserError as e:
                 raise RequestError(422, str(e)) from None
+            for side in ("source_language", "target_language"):
+                theirs, ours = export.manifest.get(side), getattr(server, side, None)
+                if theirs and ours and theirs != ours:
+                    raise RequestError(
+                        422,
+                        "export: %s of %s is %s, this server's is %s"
+                        % (side.replace("_", " "), body["export"], theirs, ours),
+                    )
             if there not in export.paths:
                 raise RequestError(
                     422,

@@ -5,6 +5,7 @@ export, with clients translating meanwhile."""
 import http.client
 import json
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -155,6 +156,28 @@ class AdminTest(unittest.TestCase):
             self.assertEqual(list(answer[2]), ["error"])
             self.assertRegex(answer[2]["error"], regex)
         self.assertNotIn("law", _call(self.port, "GET", "/domains", token=None)[2]["domains"])
+
+    def test_an_export_of_another_language_pair_is_refused(self):
+        english_french = builds.tiny_ldr_ct2(languages=("en", "fr"))  # Shared: read only.
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        german = os.path.join(folder, "ct2")
+        shutil.copytree(english_french, german)
+        with open(os.path.join(german, "manifest.json")) as f:
+            manifest = json.load(f)
+        manifest["target_language"] = "de"
+        with open(os.path.join(german, "manifest.json"), "w") as f:
+            json.dump(manifest, f)
+        options = server_lib.Options(english_french, admin_token=TOKEN)
+        with fake_backend.LiveServer(app_lib.create_app(options)) as live:
+            status, _, answer = _call(
+                live.port, "PUT", "/admin/domains/medical", {"export": german}
+            )
+            self.assertEqual(status, 422, answer)
+            self.assertEqual(
+                answer["error"],
+                "export: target language of %s is de, this server's is fr" % german,
+            )
 
     def test_the_routes_are_off_without_a_token(self):
         options = server_lib.Options(self.export)
