@@ -633,13 +633,15 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 STOP_GRACE_S = 20.0
 
 
-def _stop_tree(pid, grace=STOP_GRACE_S):
+def _stop_tree(pid, grace=STOP_GRACE_S, root_signal=signal.SIGINT):
     """Stops Snakemake (:obj:`pid`) and every process under it: its jobs' shells, the stages'
-    processes, their ``ldr-main`` and ``ldr-eval``. Snakemake gets SIGINT (it then cancels its
-    jobs, ``scancel`` on SLURM; after SIGTERM it would wait for them to finish), the others
-    SIGTERM; those alive after :obj:`grace` seconds get SIGKILL. The processes are looked up
-    again until none is left: one started meanwhile, or whose parent ended first (it is then
-    no longer under Snakemake), is stopped too."""
+    processes, their ``ldr-main`` and ``ldr-eval``. Snakemake gets :obj:`root_signal`, SIGINT
+    (it then cancels its jobs, ``scancel`` on SLURM; after SIGTERM it would wait for them to
+    finish), the others SIGTERM; those alive after :obj:`grace` seconds get SIGKILL. The
+    processes are looked up again until none is left: one started meanwhile, or whose parent
+    ended first (it is then no longer under Snakemake), is stopped too. With
+    :obj:`root_signal` ``None``, only the processes under :obj:`pid` are stopped (a stage's
+    process stopping its own, :func:`_watch_engine`)."""
     import psutil  # A dependency of Snakemake.
 
     def alive(process):
@@ -659,7 +661,8 @@ def _stop_tree(pid, grace=STOP_GRACE_S):
     except psutil.Error:
         return
     seen, deadline = {root.pid: root}, time.monotonic() + grace
-    signal_(root, signal.SIGINT)
+    if root_signal is not None:
+        signal_(root, root_signal)
     while True:
         for process in list(seen.values()):
             try:
@@ -670,7 +673,11 @@ def _stop_tree(pid, grace=STOP_GRACE_S):
                 if child.pid not in seen:
                     seen[child.pid] = child
                     signal_(child, signal.SIGTERM)
-        left = [process for process in seen.values() if alive(process)]
+        left = [
+            process
+            for process in seen.values()
+            if alive(process) and (root_signal is not None or process is not root)
+        ]
         if not left:
             return
         if time.monotonic() > deadline:
@@ -872,28 +879,10 @@ def _watch_engine(process):
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
-        _stop_children()
+        _stop_tree(os.getpid(), root_signal=None)
         os._exit(128 + signal.SIGTERM)  # pylint: disable=protected-access
 
     threading.Thread(target=_watch, name="engine-watch", daemon=True).start()
-
-
-def _stop_children(grace=STOP_GRACE_S):
-    """Stops every process under this one: SIGTERM, then SIGKILL after :obj:`grace` s."""
-    import psutil
-
-    children = psutil.Process().children(recursive=True)
-    for child in children:
-        try:
-            child.terminate()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(children, timeout=grace)
-    for child in alive:
-        try:
-            child.kill()
-        except psutil.Error:
-            pass
 
 
 def _die_with_parent(parent):

@@ -266,15 +266,37 @@ def resolve_output_root(path, what="output directory", log=None):
     return path
 
 
+def written_in_place(path):
+    """Whether :obj:`path` is a stream or a device (``/dev/stdout``): an output written in
+    place, never through a temporary file renamed over it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode)
+
+
+def cannot_write(directory):
+    """Why a file cannot be created in :obj:`directory` (``"Permission denied"``), or ``None``.
+
+    Tried the way outputs are written (a temporary file, removed at once), not asked with
+    ``os.access()``: root passes ``os.access()`` on a read-only directory, and a read-only
+    file system or an ACL shows only when trying.
+    """
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".ldr-write-probe.", dir=directory)
+    except OSError as e:
+        return e.strerror or str(e)
+    os.close(fd)
+    os.remove(probe)
+    return None
+
+
 def check_writable(path, what, directory=True):
     """Refuses, before any work, an output that could not be written: a directory that cannot
     be written, or created where it is missing, or a file (:obj:`directory` false) whose
-    directory is missing or cannot be written.
-
-    Tried the way outputs are written (a temporary file in the directory, or in the nearest
-    folder above it that exists, where the missing ones would be created), not asked with
-    ``os.access()``: root passes ``os.access()`` on a read-only directory, and a read-only
-    file system or an ACL shows only when trying. The probe is removed at once.
+    directory is missing or cannot be written (:func:`cannot_write`: in the directory, or in
+    the nearest folder above it that exists, where the missing ones would be created).
 
     Args:
       path: The output directory, or file.
@@ -285,13 +307,8 @@ def check_writable(path, what, directory=True):
       UserError: ``WHAT PATH: cannot write in DIR (Permission denied): ...``, ``WHAT PATH:
         DIR is not a directory``, or for a file ``PATH: directory DIR not found``.
     """
-    if not directory:
-        try:
-            mode = os.stat(path).st_mode
-        except OSError:
-            mode = None
-        if mode is not None and not stat.S_ISREG(mode):
-            return  # A stream or a device (/dev/stdout): written in place.
+    if not directory and written_in_place(path):
+        return
     # A file is written where a link to it leads (a file given as /dev/stdout, redirected).
     folder = os.path.abspath(path if directory else os.path.dirname(os.path.realpath(path)))
     if not directory and not os.path.isdir(folder):
@@ -301,15 +318,12 @@ def check_writable(path, what, directory=True):
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
         raise UserError("%s %s: %s is not a directory" % (what, path, existing))
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".ldr-write-probe.", dir=existing)
-    except OSError as e:
+    reason = cannot_write(existing)
+    if reason is not None:
         raise UserError(
             "%s %s: cannot write in %s (%s): choose a folder you can write to"
-            % (what, path, existing, e.strerror or e)
-        ) from None
-    os.close(fd)
-    os.remove(probe)
+            % (what, path, existing, reason)
+        )
 
 
 @contextlib.contextmanager

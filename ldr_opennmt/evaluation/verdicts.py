@@ -136,6 +136,34 @@ def _verdict(difference, resampled, alpha):
     )
 
 
+def _seed_means(metric, systems, references, weights, seed_draws):
+    """The two levels of the stated test for :obj:`systems` (each one list of translations
+    per seed, seed k of each drawn together) on one domain.
+
+    Args:
+      metric: sacrebleu's ``BLEU``.
+      systems: The systems' translations, one list per seed each.
+      references: The references.
+      weights: How many times each sentence is drawn, per resample (:func:`_weights`).
+      seed_draws: The seeds drawn, per resample (rows of seed indices).
+
+    Returns:
+      ``(observed, resampled)``: each system's corpus BLEU averaged over its seeds, and over
+      the seeds each resample draws (an array of resamples each).
+    """
+    columns = np.arange(len(seed_draws))[:, None]
+    observed, resampled = [], []
+    for seeds in systems:
+        scores, draws = [], []
+        for hypotheses in seeds:
+            stats = _statistics(hypotheses, references)[1]
+            scores.append(_score(metric, stats.sum(0)))
+            draws.append([_score(metric, summed) for summed in weights @ stats])
+        observed.append(float(np.mean(scores)))
+        resampled.append(np.array(draws)[seed_draws, columns].mean(axis=1))
+    return observed, resampled
+
+
 def words(difference, p_value, alpha=ALPHA):
     """``beats``, ``is below`` or ``no difference found``."""
     if p_value < alpha and difference > 0:
@@ -180,24 +208,17 @@ def compare_domains(domains, n_samples=SAMPLES, seed=SEED, alpha=ALPHA):
     rng = np.random.default_rng(seed)
     n_seeds = counts.pop()
     seed_draws = rng.integers(0, n_seeds, size=(n_samples, n_seeds))
-    columns = np.arange(n_samples)[:, None]
     metric = BLEU()
     observed, resampled = {}, {}
     for domain, (row_seeds, control_seeds, references) in domains.items():
         _check_seeds(row_seeds, references, "the row")
         _check_seeds(control_seeds, references, "the control")
         weights = _weights(rng, len(references), n_samples)
-        per_seed, per_draw = [], []
-        for row, control in zip(row_seeds, control_seeds):
-            stats = [_statistics(hypotheses, references)[1] for hypotheses in (row, control)]
-            per_seed.append(_score(metric, stats[0].sum(0)) - _score(metric, stats[1].sum(0)))
-            sums = [weights @ s for s in stats]
-            per_draw.append(
-                np.array([_score(metric, a) - _score(metric, b) for a, b in zip(*sums)])
-            )
-        per_draw = np.array(per_draw)  # (seeds, resamples)
-        observed[domain] = float(np.mean(per_seed))
-        resampled[domain] = per_draw[seed_draws, columns].mean(axis=1)
+        (row, control), (row_draws, control_draws) = _seed_means(
+            metric, (row_seeds, control_seeds), references, weights, seed_draws
+        )
+        observed[domain] = row - control
+        resampled[domain] = row_draws - control_draws
     verdicts = {d: _verdict(observed[d], resampled[d], alpha) for d in domains}
     overall = _verdict(
         float(np.mean(list(observed.values()))),
@@ -294,17 +315,9 @@ def gain_share(row_seeds, base_seeds, ft_seeds, references, n_samples=SAMPLES, s
     n_seeds = len(row_seeds)
     seed_draws = rng.integers(0, n_seeds, size=(n_samples, n_seeds))
     weights = _weights(rng, len(references), n_samples)
-    metric = BLEU()
-    means, draws = [], []
-    for systems in (row_seeds, base_seeds, ft_seeds):
-        observed, resampled = [], []
-        for hypotheses in systems:
-            stats = _statistics(hypotheses, references)[1]
-            observed.append(_score(metric, stats.sum(0)))
-            resampled.append([_score(metric, summed) for summed in weights @ stats])
-        means.append(float(np.mean(observed)))
-        draws.append(np.array(resampled)[seed_draws, np.arange(n_samples)[:, None]].mean(1))
-    row, base, ft = means
+    (row, base, ft), draws = _seed_means(
+        BLEU(), (row_seeds, base_seeds, ft_seeds), references, weights, seed_draws
+    )
     if ft <= base:
         return None
     gains = draws[2] - draws[1]

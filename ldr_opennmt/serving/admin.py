@@ -23,7 +23,6 @@ import os
 import fastapi
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models, ct2_models, http_io
 from ldr_opennmt.serving.backend_kinds import CTRANSLATE2, RequestError
@@ -84,15 +83,13 @@ def _refused():
 
 
 def _checked_name(name):
-    """:obj:`name` if it can name a served domain (as a declared domain's name may)."""
-    if name.startswith(ensembles.RESERVED_PREFIX):
-        raise RequestError(
-            422,
-            "domain: %s: names starting with %s are ensemble labels"
-            % (api_models.short(name), ensembles.RESERVED_PREFIX),
-        )
-    if not name or any(c.isspace() for c in name) or "/" in name or len(name) > 64:
-        raise RequestError(422, "domain: %s is not a domain name" % api_models.short(name))
+    """:obj:`name` if it can name a served domain: a name a model may declare
+    (:func:`ldr_opennmt.domains.validate_domain_names`), or ``generic``."""
+    if name != domains_lib.GENERIC:
+        try:
+            domains_lib.validate_domain_names([name], "domain")
+        except UserError as e:
+            raise RequestError(422, str(e)) from None
     return name
 
 

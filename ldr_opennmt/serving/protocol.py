@@ -36,7 +36,8 @@ import socket
 from uvicorn.protocols.http import h11_impl
 
 from ldr_opennmt.serving import api_models, http_io
-from ldr_opennmt.serving.http_io import DRAIN_LIMIT, JSON, LOGGER, RETRY_AFTER_S
+from ldr_opennmt.serving.backend_kinds import RequestError
+from ldr_opennmt.serving.http_io import DRAIN_LIMIT, JSON, LOGGER
 
 #: uvicorn's h11, taken from uvicorn: without the serve extra, the module missing is uvicorn,
 #: which ``ldr-serve`` names.
@@ -384,9 +385,9 @@ class H11Protocol(h11_impl.H11Protocol):
             message = busy(self.max_requests)
             LOGGER.info("refused by the HTTP protocol: 503 %s", message)
             self._count(503, "busy")
-            headers = {"Retry-After": str(RETRY_AFTER_S), "Connection": "close"}
-            answer = http_io.error(503, message, headers=headers, scrub=False)
-            await answer(scope, receive, send)
+            refused = RequestError(503, message)
+            refused.headers = {"Connection": "close"}  # A 503's Retry-After: request_error's.
+            await http_io.request_error(refused, scrub=False)(scope, receive, send)
             return
         await self._application(scope, receive, send)
 

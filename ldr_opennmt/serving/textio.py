@@ -13,16 +13,16 @@
 
 import codecs
 import os
-import stat
 import sys
-import tempfile
 
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.utils import (
+    cannot_write,
     check_output_not_input,
     decode_lines,
     same_file,
     write_lines_atomic,
+    written_in_place,
 )
 
 STDIN = "<stdin>"
@@ -113,27 +113,14 @@ def check_output(path):
         return
     if os.path.isdir(path):
         raise UserError("--output: %s is a directory" % path)
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        mode = None
-    if mode is not None and not stat.S_ISREG(mode):
-        # A stream or a device (/dev/stdout): written in place, never renamed over.
+    if written_in_place(path):  # A stream or a device (/dev/stdout): never renamed over.
         return
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise UserError("--output: directory %s not found" % directory)
-    # Tried the way the output is written (a temporary file in that directory), not asked
-    # with os.access(): root passes os.access() on a read-only directory, and a read-only
-    # file system or an ACL shows only when trying.
-    try:
-        fd, probe = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    except OSError as e:
-        raise UserError(
-            "--output: cannot write to directory %s (%s)" % (directory, e.strerror or e)
-        ) from None
-    os.close(fd)
-    os.remove(probe)
+    reason = cannot_write(directory)
+    if reason is not None:
+        raise UserError("--output: cannot write to directory %s (%s)" % (directory, reason))
 
 
 def write_output(path, lines):
@@ -144,11 +131,7 @@ def write_output(path, lines):
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return
-    try:
-        regular = stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        regular = True  # Not there yet: a new file.
-    if not regular:
+    if written_in_place(path):
         with open(path, "wb") as f:
             f.write(data)
         return

@@ -244,6 +244,14 @@ def _ended(pid):
         return True
 
 
+def _assert_resumes(test, out):
+    """The same command again on :obj:`out` ends well, running again the stage a kill cut."""
+    stderr = io.StringIO()
+    with redirect_stderr(stderr):
+        test.assertEqual(engine_driver.main(["--out", out]), 0)
+    test.assertIn("make a: reruns (the run that wrote them did not finish)", stderr.getvalue())
+
+
 class KillTest(unittest.TestCase):
     """kill -9 of the whole command (engine, Snakemake, the stage's process), then the same
     command: it resumes, and a second engine on the same directory is refused meanwhile."""
@@ -275,10 +283,7 @@ class KillTest(unittest.TestCase):
             process.wait()
         # No lock of Snakemake's left to refuse the next run (it runs with --nolock).
         self.assertEqual(os.listdir(os.path.join(out, "workflow", ".snakemake", "locks")), [])
-        stderr = io.StringIO()
-        with redirect_stderr(stderr):
-            self.assertEqual(engine_driver.main(["--out", out]), 0)
-        self.assertIn("make a: reruns (the run that wrote them did not finish)", stderr.getvalue())
+        _assert_resumes(self, out)
         self.assertEqual(_lines(os.path.join(out, "b.txt")), ["A=1"])
 
 
@@ -311,10 +316,7 @@ class OrphanTest(unittest.TestCase):
             for pid in _processes_on(out):
                 pid.kill()
         self.assertEqual(engine.still_running(out), [])
-        stderr = io.StringIO()
-        with redirect_stderr(stderr):
-            self.assertEqual(engine_driver.main(["--out", out]), 0)
-        self.assertIn("make a: reruns (the run that wrote them did not finish)", stderr.getvalue())
+        _assert_resumes(self, out)
 
     def test_a_rerun_names_what_still_runs(self):
         directory = tempfile.mkdtemp()
@@ -374,10 +376,7 @@ class SigtermTest(unittest.TestCase):
         self.assertTrue(_ended(stage))
         self.assertFalse(os.path.exists(os.path.join(out, "a.txt")))
         self.assertFalse(os.path.exists(os.path.join(out, "workflow", "done", "a")))
-        stderr = io.StringIO()
-        with redirect_stderr(stderr):
-            self.assertEqual(engine_driver.main(["--out", out]), 0)
-        self.assertIn("make a: reruns (the run that wrote them did not finish)", stderr.getvalue())
+        _assert_resumes(self, out)
         self.assertEqual(_lines(os.path.join(out, "b.txt")), ["A=1"])
 
 

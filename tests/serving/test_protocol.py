@@ -3,7 +3,6 @@ uvicorn server on 127.0.0.1 and on a recording transport: refusals before the ap
 limit of requests at once, the cap of waiting connections, one write per answer."""
 
 import asyncio
-import contextlib
 import http.client
 import io
 import logging
@@ -162,13 +161,18 @@ class RefusalLogTest(unittest.TestCase):
     def test_refusals_are_written_where_uvicorn_writes_at_info(self):
         # docs/serving.md promised "refused by the HTTP protocol: ..." (INFO): the logger had
         # no handler, and the line was never written.
-        stream = io.StringIO()
-        with contextlib.redirect_stderr(stream):  # uvicorn's handler writes to sys.stderr.
-            live = LiveServer(fake_backend.app(read_timeout_s=0.3), log_level="info")
+        live = LiveServer(fake_backend.app(read_timeout_s=0.3), log_level="info")
         logger = logging.getLogger("ldr_opennmt.serving")
         self.addCleanup(logger.handlers.clear)
         self.addCleanup(logging.getLogger("uvicorn.access").handlers.clear)
         self.addCleanup(logging.getLogger("uvicorn").handlers.clear)
+        # uvicorn's handler, configured by the server (it writes to sys.stderr), read here.
+        # (Not by redirecting stderr while the server configures logging: that configuring
+        # closes every handler there is, the test runner's among them.)
+        self.assertTrue(logger.handlers, "no handler writes the serving log lines")
+        stream = io.StringIO()
+        for handler in logger.handlers:
+            self.addCleanup(handler.setStream, handler.setStream(stream))
         with live:
             answer = raw_http.read_all(_idle(live.port, b"POST /tr"))
             self.assertEqual(raw_http.status(answer), 408)
