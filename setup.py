@@ -62,6 +62,9 @@ setup(
         "tqdm==4.70.1",
         # opennmt-tf 2.32 accepts ctranslate2 3.x (folded fast inference, ldr-export).
         "ctranslate2==3.24.0",
+        # ldr-export's domain guard and calibrated confidence (ldr_opennmt/export/quality.py):
+        # fitted here, applied with numpy in the serving runtime (no scikit-learn there).
+        "scikit-learn==1.9.1",
     ],
     entry_points={
         "console_scripts": [

@@ -130,3 +130,67 @@ def tiny_ldr_ct2(languages=None):
         fixtures.ct2_directory(model, directory)
 
     return os.path.join(session_cache.directory(key, _build), "ct2")
+
+
+def write_quality_corpus(directory, train=60, dev=40, seed=0):
+    """A corpus directory as ``ldr-data`` leaves it for ``ldr-export --domain_guard
+    --confidence``: ``corpus.json`` (en to fr, :data:`tests.corpus.DOMAINS`) and
+    ``raw/{train,dev}.DOMAIN.{en,fr}``, each source sentence of :func:`tests.corpus.make_pairs`
+    with one cue word of its domain (:data:`CLASSIFIER_CUES`: what the guard can learn).
+
+    Returns:
+      ``(directory, its corpus.json as a dict)``.
+    """
+    import json  # pylint: disable=import-outside-toplevel
+
+    raw = os.path.join(directory, "raw")
+    os.makedirs(raw, exist_ok=True)
+    rng = random.Random(seed)
+    for split, count in (("train", train), ("dev", dev)):
+        for domain in corpus.DOMAINS:
+            sources, targets = [], []
+            for source, target in corpus.make_pairs(domain, count, seed + len(split)):
+                words = source.split()
+                words.insert(rng.randint(0, len(words)), rng.choice(CLASSIFIER_CUES[domain]))
+                sources.append(" ".join(words) + ".")
+                targets.append(target + ".")
+            corpus.write_lines(os.path.join(raw, "%s.%s.en" % (split, domain)), sources)
+            corpus.write_lines(os.path.join(raw, "%s.%s.fr" % (split, domain)), targets)
+    info = {"domains": list(corpus.DOMAINS), "source_lang": "en", "target_lang": "fr"}
+    with open(os.path.join(directory, "corpus.json"), "w") as f:
+        json.dump(info, f)
+    return directory, info
+
+
+def tiny_ldr_ct2_quality():
+    """:func:`tiny_ldr_ct2`'s model exported with its domain guard and calibrated confidence
+    (``ldr-export ctranslate2 --domain_guard --confidence --corpus``: the CLI's own writer) on
+    :func:`write_quality_corpus`.
+
+    Returns:
+      ``(export directory, corpus directory)``.
+    """
+    import types  # pylint: disable=import-outside-toplevel
+
+    import opennmt  # pylint: disable=import-outside-toplevel
+
+    from ldr_opennmt.cli import export as export_cli  # pylint: disable=import-outside-toplevel
+    from ldr_opennmt.export import ct2_export  # pylint: disable=import-outside-toplevel
+    from tests.serving import fixtures  # pylint: disable=import-outside-toplevel
+
+    def _build(directory):
+        model, _ = fixtures.tiny_model(directory)
+        corpus_dir, info = write_quality_corpus(os.path.join(directory, "quality-corpus"))
+        checkpoint = opennmt.utils.checkpoint.Checkpoint(
+            model, model_dir=os.path.join(directory, "model")
+        )
+        args = types.SimpleNamespace(corpus=corpus_dir, domain_guard=True, confidence=True)
+        ct2_export.export(
+            model,
+            os.path.join(directory, "ct2"),
+            checkpoint_path=checkpoint.save(step=1),
+            quality=export_cli._quality_writer(args, info, model),  # pylint: disable=W0212
+        )
+
+    directory = session_cache.directory("ct2-tiny-ldr-quality", _build)
+    return os.path.join(directory, "ct2"), os.path.join(directory, "quality-corpus")

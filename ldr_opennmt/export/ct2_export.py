@@ -315,6 +315,7 @@ def export(
     force=False,
     checkpoint=None,
     prog="ldr-export",
+    quality=None,
 ):
     """Exports one folded CTranslate2 model per domain, and a manifest.
 
@@ -330,6 +331,9 @@ def export(
       checkpoint: :func:`checkpoint_info` of :obj:`checkpoint_path` if already computed
         (before restoring it).
       prog: How the note about missing tokenizers is prefixed.
+      quality: A callable ``(directory, manifest) -> manifest entry`` that writes what the
+        export learns from its corpus into the export's directory, its models there
+        (:func:`ldr_opennmt.export.quality.write_quality`), or ``None``.
 
     Returns:
       The manifest (also written to ``output_dir/manifest.json``).
@@ -369,6 +373,8 @@ def export(
             hashes[domain] = directory_sha256(os.path.join(partial, domain))
         manifest["tokenizers"] = tokenizers
         manifest[SHA256] = hashes
+        if quality is not None:
+            manifest["quality"] = quality(partial, manifest)
         with open(os.path.join(partial, MANIFEST), "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=2)
             f.write("\n")

@@ -170,7 +170,9 @@ def register(app, server, token, read_json):
             )[there]
             source = "%s (%s)" % (body["export"], there)
             try:
-                action = await asyncio.to_thread(server.backend.put, name, model, source)
+                action = await asyncio.to_thread(
+                    server.backend.put, name, model, source, export.calibration(there)
+                )
             except UserError as e:
                 raise RequestError(422, str(e)) from None
             return {"domain": name, "action": action, "source": source}

@@ -223,11 +223,26 @@ class Translation(pydantic.BaseModel):
     )
     domain_choice: str = Field(
         ...,
-        description="'given', 'generic: no label', 'classifier', 'ensemble', or 'ignored: "
-        "WHY' (the model reads no label).",
+        description="'given', 'generic: no label', 'classifier', 'guard' (the export's "
+        "wrong-domain guard), 'guard: DOMAIN P below T, generic' (unsure: generic), 'ensemble', "
+        "or 'ignored: WHY' (the model reads no label).",
+    )
+    domain_probability: Optional[float] = Field(
+        None,
+        description="The classifier's or the guard's probability of the domain it picked "
+        "(only when one of them chose).",
     )
     hypotheses: List[str]
     scores: List[float]
+    confidence: Optional[float] = Field(
+        None,
+        description="The probability, calibrated on the domain's dev set, that this "
+        "translation is at least as good (chrF) as the dev median (only for a model exported "
+        "with --confidence).",
+    )
+    low_confidence: Optional[bool] = Field(
+        None, description="Whether the confidence is below the threshold chosen on dev."
+    )
 
 
 class TranslateResponse(pydantic.BaseModel):
@@ -251,8 +266,17 @@ class LibreTranslateResponse(pydantic.BaseModel):
     )
     domain_choice: Optional[Union[str, List[str]]] = Field(
         None,
-        description="How it was chosen: 'given', 'classifier', 'generic: no label' (no "
-        "classifier), or 'ignored: WHY' (the model reads no label).",
+        description="How it was chosen: 'given', 'classifier', 'guard', 'guard: DOMAIN P "
+        "below T, generic', 'generic: no label' (no classifier), or 'ignored: WHY' (the model "
+        "reads no label).",
+    )
+    confidence: Optional[Union[float, List[float]]] = Field(
+        None,
+        description="Each text's confidence: that of its least confident sentence (a model "
+        "exported with --confidence).",
+    )
+    low_confidence: Optional[Union[bool, List[bool]]] = Field(
+        None, description="Whether a sentence of the text is below its confidence threshold."
     )
     warnings: Optional[List[str]] = None
 

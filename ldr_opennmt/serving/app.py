@@ -393,11 +393,20 @@ def startup_lines(app, sock):
     details = [backend.kind, "loaded on first use" if options.lazy else "loaded"]
     if server.source_language and server.target_language:
         details.append("%s to %s" % (server.source_language, server.target_language))
+    calibrated = getattr(backend, "calibrations", None)
+    if calibrated:
+        details.append("calibrated confidence")
     if backend.ignored is not None:
         unlabelled = "every text is translated as generic (the model reads no domain label)"
-    elif server.default_unlabelled == server_lib.UNLABELLED_CLASSIFIER:
+    elif server.default_unlabelled == server_lib.UNLABELLED_CLASSIFIER and options.classifier:
         unlabelled = "text without a domain gets the domain the classifier picks%s" % (
-            " (--classifier %s)" % options.classifier if options.classifier else ""
+            " (--classifier %s)" % options.classifier
+        )
+    elif server.default_unlabelled == server_lib.UNLABELLED_CLASSIFIER:
+        threshold = getattr(server.classifier, "threshold", None)
+        unlabelled = "text without a domain gets the domain the %s picks%s" % (
+            "export's domain guard" if threshold is not None else "classifier",
+            "" if threshold is None else " (generic below %.2f)" % threshold,
         )
     else:
         unlabelled = "text without a domain is translated as generic (no --classifier)"

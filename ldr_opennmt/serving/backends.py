@@ -31,7 +31,9 @@ import threading
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import batching, ct2_models
+from ldr_opennmt.serving import batching
+from ldr_opennmt.serving import confidence as confidence_lib
+from ldr_opennmt.serving import ct2_models
 from ldr_opennmt.serving import manifest as manifest_lib
 from ldr_opennmt.serving.backend_kinds import CTRANSLATE2, RequestError
 
@@ -68,8 +70,16 @@ class CTranslate2Backend:
             if all(model.source_tokenizer is None for model in models.values()):
                 print(NO_TOKENIZER % options.model_dir, file=sys.stderr)
             manifest = export.manifest
+            #: The export's wrong-domain guard (``domain: auto`` without TensorFlow), or
+            #: ``None``; the dev figures its ``quality.json`` records.
+            self.guard, _, self.quality_summary = export.quality
+            calibrations = {name: export.calibration(name) for name in models}
         else:
             manifest = {"declared_domains": [d for d in models if d != domains_lib.GENERIC]}
+            self.guard, self.quality_summary, calibrations = None, {}, {}
+        #: ``{key: DomainConfidence}``: the calibrated confidence of each model that has one
+        #: (:mod:`ldr_opennmt.serving.confidence`).
+        self.calibrations = {k: v for k, v in calibrations.items() if v is not None}
         #: ``{key: DomainModel}`` and ``{key: BatchQueue}``: a domain's key is its name, and
         #: ``NAME#N`` once replaced while the server runs (:meth:`put`).
         self.models = dict(models)
@@ -115,11 +125,27 @@ class CTranslate2Backend:
                 422, "unknown domain %s (this server has: %s)" % (domain, ", ".join(self.labels))
             ) from None
 
-    def put(self, domain, model, source):
+    def confidence(self, route, source_lengths, outputs):
+        """``[(confidence, low_confidence)]`` of translations by :obj:`route`'s model, or
+        ``None`` when it has no calibration (:meth:`~ldr_opennmt.serving.confidence.
+        Confidence.score`'s arguments)."""
+        calibration = self.calibrations.get(route)
+        if calibration is None or not outputs:
+            return None
+        rows = [
+            confidence_lib.features(length, len(tokens), score)
+            for length, (tokens, score) in zip(source_lengths, outputs)
+        ]
+        return [(float(p), bool(p < calibration.threshold)) for p in calibration(rows)]
+
+    def put(self, domain, model, source, calibration=None):
         """Adds :obj:`domain`, or replaces its model, while the server runs: :obj:`model` (a
         :class:`~ldr_opennmt.serving.ct2_models.DomainModel`, loaded here: its files checked
         against its export's hashes) serves the requests that start from now on; the model it
         replaces goes on with those already started, and is retired once they are done.
+
+        Its confidence is :obj:`calibration` (its export's, or ``None``: its answers carry
+        none).
 
         Returns:
           ``"added"`` or ``"replaced"``.
@@ -132,6 +158,8 @@ class CTranslate2Backend:
             self._generation += 1
             key = "%s#%d" % (domain, self._generation)
             self.models[key] = model
+            if calibration is not None:
+                self.calibrations[key] = calibration
             self.loaded.adopt(key)
             self.queues[key] = self._queue(domain, key)
             routes = collections.OrderedDict(self._routes)
@@ -162,6 +190,7 @@ class CTranslate2Backend:
             if queue is not None:
                 queue.close()
             self.loaded.forget(key)
+            self.calibrations.pop(key, None)
 
         timer = threading.Timer(self.options.timeout_s + 1.0, retire)
         timer.daemon = True

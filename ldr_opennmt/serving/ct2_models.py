@@ -23,6 +23,7 @@ from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import labels
 from ldr_opennmt.serving import manifest as manifest_lib
+from ldr_opennmt.serving import quality as quality_lib
 from ldr_opennmt.serving import tokenization
 
 #: Why a CTranslate2 directory translates no ensemble label.
@@ -88,6 +89,15 @@ class Export:
         self.manifest, self.paths = open_export(export_dir, where=where)
         self.declared = declared_domains(self.manifest)
         self.ignored, self.ensemble_refusal = label_reasons(self.manifest)
+        #: ``(guard, confidence, summary)`` of its ``quality.json``
+        #: (:func:`ldr_opennmt.serving.quality.read_quality`), read and checked once.
+        self.quality = quality_lib.read_quality(export_dir, self.manifest)
+
+    def calibration(self, domain):
+        """The calibrated confidence of :obj:`domain`'s model
+        (:class:`~ldr_opennmt.serving.confidence.DomainConfidence`), or ``None``."""
+        confidence = self.quality[1]
+        return None if confidence is None else confidence.domains.get(domain)
 
     def models(self, domains=None, tokenized=False, tokenizer_required=True, **options):
         """``{domain: DomainModel}`` of :obj:`domains` (default: every exported one), each

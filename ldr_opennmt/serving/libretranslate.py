@@ -195,6 +195,16 @@ def prepare(server, body):
             # generic).
             answer["domain"].append(own[0]["domain"])
             answer["domain_choice"].append(own[0]["domain_choice"])
+            # A text is as sure as its least sure sentence (a model exported with
+            # --confidence: every sentence of a text has one, or none has).
+            if all("confidence" in t for t in own):
+                answer.setdefault("confidence", []).append(min(t["confidence"] for t in own))
+                answer.setdefault("low_confidence", []).append(
+                    any(t["low_confidence"] for t in own)
+                )
+        if len(answer.get("confidence", ())) != len(layouts):
+            answer.pop("confidence", None)
+            answer.pop("low_confidence", None)
         if not alternatives:
             del answer["alternatives"]
         if detected is not None:

@@ -214,6 +214,8 @@ class _Request:
         #: Per sentence, the text it belongs to (``None``: each sentence is its own): the
         #: classifier labels a text as a whole, and its sentences get that label.
         self.groups = groups
+        #: Per sentence, the classifier's (or guard's) probability of its pick, or ``None``.
+        self.probabilities = [None] * len(sentences)
 
 
 class Server:
@@ -239,6 +241,9 @@ class Server:
                     )
                 else:
                     classifier = _classifier_class()(options.classifier)
+            elif classifier is None and self.backend.ignored is None:
+                # The export's wrong-domain guard (ldr-export --domain_guard): no TensorFlow.
+                classifier = getattr(self.backend, "guard", None)
             self.classifier = classifier
             self._check_classifier()
         except BaseException:
@@ -563,12 +568,14 @@ class Server:
             label = (
                 self.classifier.soft_label(posterior) if request.unlabelled == ENS_SOFT else None
             )
+            choice = getattr(self.classifier, "choice", lambda posterior: CLASSIFIER)(posterior)
             for i in indices:
                 if label is not None:
                     request.routes[i] = [label, label, ENSEMBLE]
                     continue
                 route = self.backend.route(domain)
-                request.routes[i] = [route, domain, CLASSIFIER]
+                request.routes[i] = [route, domain, choice]
+                request.probabilities[i] = max(posterior)
                 if self.backend.kind == backends.CTRANSLATE2 and domain != domains_lib.GENERIC:
                     # The tokens of the domain's own tokenizer (the same in an export of
                     # ldr-export ctranslate2, whose models share their assets).
@@ -597,8 +604,17 @@ class Server:
             for job in jobs:
                 job.future.cancel()  # No-op once done; skips the batch otherwise.
         translations = [None] * len(request.sentences)
-        for (indices, _), job_results in zip(submitted, results):
-            for i, (hypotheses, scores) in zip(indices, job_results):
+        confidence = getattr(self.backend, "confidence", None)
+        for (indices, job), job_results in zip(submitted, results):
+            sure = None
+            if confidence is not None:
+                route = request.routes[indices[0]][0]  # A job is one route's.
+                sure = confidence(
+                    route,
+                    [len(t) for t in job.items],
+                    [(hypotheses[0], scores[0]) for hypotheses, scores in job_results],
+                )
+            for k, (i, (hypotheses, scores)) in enumerate(zip(indices, job_results)):
                 route, domain, choice = request.routes[i]
                 texts = [
                     self.backend.detokenize(route, h) for h in hypotheses[: request.num_hypotheses]
@@ -610,6 +626,11 @@ class Server:
                     "hypotheses": texts,
                     "scores": scores[: request.num_hypotheses],
                 }
+                if request.probabilities[i] is not None:
+                    translations[i]["domain_probability"] = request.probabilities[i]
+                if sure is not None:
+                    translations[i]["confidence"] = round(sure[k][0], 4)
+                    translations[i]["low_confidence"] = sure[k][1]
         return {"translations": translations}
 
     async def run(self, request):
@@ -716,6 +737,23 @@ class Server:
             "unlabelled": self.default_unlabelled,
             "unlabelled_modes": modes,
             "classifier_domains": None if self.classifier is None else self.classifier.domains,
+            # The export's guard (ldr-export --domain_guard) or the SavedModel of --classifier.
+            "classifier": (
+                None
+                if self.classifier is None
+                else (
+                    "guard"
+                    if self.classifier is getattr(self.backend, "guard", 0)
+                    else "savedmodel"
+                )
+            ),
+            "guard_threshold": getattr(self.classifier, "threshold", None),
+            # The domains whose answers carry a calibrated confidence (ldr-export --confidence).
+            "confidence_domains": [
+                label
+                for label in self.backend.labels
+                if self.backend.route(label) in getattr(self.backend, "calibrations", {})
+            ],
         }
 
     def health(self):

@@ -155,6 +155,9 @@ class SavedModelServerTest(helpers.SharedDirTestCase):
                 "unlabelled": "classifier",
                 "unlabelled_modes": ["generic", "classifier", "ens-uniform", "ens-soft"],
                 "classifier_domains": corpus.DOMAINS,
+                "classifier": "savedmodel",
+                "guard_threshold": None,
+                "confidence_domains": [],
             },
         )
         status, health = self.servers["saved_model"].get("/health")

@@ -113,8 +113,27 @@ class ServeRuntimeTest(helpers.SharedDirTestCase):
         )
 
     def test_serve_gives_the_translations_of_ctranslate2_3(self):
+        answer = self._serve(self.export, {"sentences": SENTENCES, "domains": LABELS})
+        self.assertEqual([t["text"] for t in answer["translations"]], self.expected.splitlines())
+
+    def test_serve_routes_by_the_guard_and_gives_a_confidence(self):
+        # The export's guard and confidence, applied without TensorFlow nor scikit-learn.
+        export, _ = builds.tiny_ldr_ct2_quality()
+        sentences = ["the patient is here.", "click the big file.", "the temple."]
+        answer = self._serve(export, {"sentences": sentences})
+        translations = answer["translations"]
+        self.assertEqual(
+            [(t["domain"], t["domain_choice"]) for t in translations],
+            [("medical", "guard"), ("software", "guard"), ("religious", "guard")],
+        )
+        for translation in translations:
+            self.assertTrue(0 <= translation["confidence"] <= 1, translation)
+            self.assertIsInstance(translation["low_confidence"], bool)
+
+    def _serve(self, export, body):
+        """``ldr-serve`` of .venv-serve on :obj:`export`: its answer to :obj:`body`."""
         port = fixtures.free_port()
-        command = [os.path.join(self.bin, "ldr-serve"), "--model_dir", self.export]
+        command = [os.path.join(self.bin, "ldr-serve"), "--model_dir", export]
         command += ["--port", str(port), "--log_level", "warning", "--intra_threads", "1"]
         command += ["--max_decoding_length", str(fixtures.MAX_LENGTH)]
         process = subprocess.Popen(
@@ -135,13 +154,13 @@ class ServeRuntimeTest(helpers.SharedDirTestCase):
                 self.assertLess(time.monotonic(), deadline, "ldr-serve did not start")
                 time.sleep(0.3)
         self.assertEqual(health["status"], "ok")
-        body = json.dumps({"sentences": SENTENCES, "domains": LABELS}).encode("utf-8")
         request = urllib.request.Request(
-            url + "/translate", data=body, headers={"Content-Type": "application/json"}
+            url + "/translate",
+            data=json.dumps(body).encode("utf-8"),
+            headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=60) as response:
-            answer = json.loads(response.read())
-        self.assertEqual([t["text"] for t in answer["translations"]], self.expected.splitlines())
+            return json.loads(response.read())
 
 
 if __name__ == "__main__":

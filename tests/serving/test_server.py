@@ -457,6 +457,9 @@ class ServerTest(helpers.SharedDirTestCase):
                     "unlabelled": "generic",
                     "unlabelled_modes": ["generic"],
                     "classifier_domains": None,
+                    "classifier": None,
+                    "guard_threshold": None,
+                    "confidence_domains": [],
                 },
             ),
         )

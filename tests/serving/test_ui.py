@@ -95,6 +95,28 @@ def lexicon_app(classifier=CodeClassifier(), **kwargs):
     )
 
 
+def guard_app():
+    """:func:`lexicon_app` as an export with a domain guard (" pat" says medical, "file"
+    software, sure from 0.9) and calibrated confidence (software 27%, below its 50%
+    threshold; generic 88%)."""
+    from ldr_opennmt.serving import backends  # pylint: disable=import-outside-toplevel
+    from ldr_opennmt.serving import confidence, domain_guard  # pylint: disable=C0415
+    from tests.serving import test_domain_guard  # pylint: disable=import-outside-toplevel
+
+    options = fake_backend.options(
+        source_language="en", target_language="fr", max_sentence_tokens=12
+    )
+    models = {name: LexiconModel(name) for name in fake_backend.DOMAINS}
+    backend = backends.CTranslate2Backend(options, models=models)
+    backend.guard = domain_guard.DomainGuard(test_domain_guard.GUARD)
+    calibration = test_domain_guard.CALIBRATION
+    backend.calibrations = {
+        "software": confidence.DomainConfidence(dict(calibration, intercept=-1.0), "software"),
+        "generic": confidence.DomainConfidence(dict(calibration, intercept=2.0), "generic"),
+    }
+    return fake_backend.app_lib.create_app(options, backend=backend)
+
+
 class PageTest(unittest.TestCase):
     """The page's routes in process."""
 
@@ -206,6 +228,7 @@ class BrowserTest(unittest.TestCase):
         with contextlib.ExitStack() as stack:
             server = stack.enter_context(fake_backend.LiveServer(lexicon_app()))
             plain = stack.enter_context(fake_backend.LiveServer(lexicon_app(classifier=None)))
+            guarded = stack.enter_context(fake_backend.LiveServer(guard_app()))
             playwright = stack.enter_context(sync_playwright())
             context = playwright.chromium.launch_persistent_context(
                 stack.enter_context(tempfile.TemporaryDirectory()),  # A fresh profile.
@@ -218,7 +241,7 @@ class BrowserTest(unittest.TestCase):
             stack.callback(context.close)
             context.set_default_timeout(10000)
             # Every request the pages make, to these servers only (any other is refused).
-            ours, elsewhere = (server.url + "/", plain.url + "/"), []
+            ours, elsewhere = (server.url + "/", plain.url + "/", guarded.url + "/"), []
 
             def _route(route):
                 if route.request.url.startswith(ours):
@@ -230,7 +253,41 @@ class BrowserTest(unittest.TestCase):
             context.route("**/*", _route)
             self._check_page(context, server.url)
             self._check_without_classifier(context, plain.url)
+            self._check_guard_and_confidence(context, guarded.url)
             self.assertEqual(elsewhere, [])
+
+    def _check_guard_and_confidence(self, context, url):
+        """An export with a domain guard and calibrated confidence: auto is the guard's pick
+        (generic when unsure, said why), and each translation shows its confidence."""
+        page = context.new_page()
+        page.goto(url + "/")
+        page.wait_for_selector("#domain:enabled")
+        self.assertEqual(
+            page.inner_text("#domain option[value=auto]"),
+            "auto: the guard's pick (generic when unsure)",
+        )
+        model = page.inner_text("#model")
+        self.assertIn("with the export's domain guard (generic below 90%)", model)
+        self.assertIn("calibrated confidence", model)
+        page.fill("#text", "open the file\n" + SENTENCES[1])
+        page.click("#translate")
+        cells = self._cells(page, "Translation")
+        self.assertEqual([c["domain"] for c in cells], ["software", "generic"])
+        self.assertIn("guard's pick", cells[0]["title"])
+        self.assertIn("domain chosen: guard", cells[0]["title"])
+        self.assertIn("low confidence 27%", cells[0]["title"])
+        self.assertIn("domain chosen: guard: medical 0.50 below 0.90, generic", cells[1]["title"])
+        self.assertIn("confidence 88%", cells[1]["title"])
+        self.assertNotIn("low confidence", cells[1]["title"])
+        low = page.eval_on_selector_all(".confidence.low", "nodes => nodes.length")
+        self.assertEqual(low, 1)
+        # A domain without a calibration shows none.
+        page.select_option("#domain", "medical")
+        page.click("#translate")
+        cells = self._cells(page, "Translation", "domain chosen: given")
+        self.assertEqual(cells[0]["domain"], "medical")
+        self.assertNotIn("confidence", cells[0]["title"])
+        page.close()
 
     def _check_without_classifier(self, context, url):
         """A server without a classifier: no auto, generic by default, no pick."""

@@ -10,6 +10,7 @@
   const state = {
     domains: [], // The labels of GET /domains, generic included (last).
     classifier: false, // Whether "auto" (the classifier's pick) is offered.
+    picker: "classifier", // Who picks in "auto": "classifier", or "guard" (the export's guard).
     ensembles: [], // Ensemble modes of unlabelled_modes (ens-uniform, ...).
     ignored: null, // Why the model reads no domain label, or null.
     target: null, // The target language code, if known (lang of the translations).
@@ -93,6 +94,7 @@
     state.domains = info.domains || [];
     state.ignored = info.labels_ignored;
     state.classifier = modes.includes("classifier");
+    state.picker = info.classifier === "guard" ? "guard" : "classifier";
     state.ensembles = modes.filter((mode) => mode.startsWith("ens-"));
     const source = languages.find((language) => (language.targets || []).length);
     state.target = source ? source.targets[0] : null;
@@ -100,7 +102,15 @@
     const select = $("domain");
     select.replaceChildren();
     if (state.classifier) {
-      select.append(element("option", { value: AUTO }, "auto: the classifier's pick"));
+      select.append(
+        element(
+          "option",
+          { value: AUTO },
+          state.picker === "guard"
+            ? "auto: the guard's pick (generic when unsure)"
+            : "auto: the classifier's pick"
+        )
+      );
     }
     for (const domain of state.domains) {
       select.append(element("option", { value: domain }, domain));
@@ -115,7 +125,14 @@
     const parts = [info.model + " model"];
     if (source) parts.push(source.code + " to " + state.target);
     parts.push("domains: " + state.domains.join(", "));
-    parts.push(state.classifier ? "with a domain classifier" : "no domain classifier");
+    parts.push(
+      !state.classifier
+        ? "no domain classifier"
+        : state.picker === "guard"
+          ? "with the export's domain guard (generic below " + percent(info.guard_threshold) + ")"
+          : "with a domain classifier"
+    );
+    if ((info.confidence_domains || []).length) parts.push("calibrated confidence");
     let text = parts.join("; ") + ".";
     if (state.ignored) {
       text += " This model reads no domain label: every domain is translated as generic (" +
@@ -164,14 +181,36 @@
     return node;
   }
 
+  // The translation's calibrated confidence (a model exported with --confidence), or null.
+  function confidenceBadge(translation) {
+    if (typeof translation.confidence !== "number") return null;
+    const low = translation.low_confidence === true;
+    return element(
+      "span",
+      {
+        class: "confidence" + (low ? " low" : ""),
+        title:
+          "The chance, calibrated on this domain's dev set, that this translation is at least" +
+          " as good as the domain's median one" + (low ? ": below the threshold chosen on dev" : ""),
+      },
+      (low ? "low confidence " : "confidence ") + percent(translation.confidence)
+    );
+  }
+
   function cell(label, translation, detection, marked) {
     const picked = detection && detection.domain === label;
     const title = element("dt", {}, label);
     if (picked) {
       title.append(
-        element("span", { class: "badge" }, "classifier's pick, " + percent(detection.probability))
+        element(
+          "span",
+          { class: "badge" },
+          state.picker + "'s pick, " + percent(detection.probability)
+        )
       );
     }
+    const badge = confidenceBadge(translation);
+    if (badge) title.append(badge);
     const body = marked
       ? translationNode(marked)
       : element("dd", { class: "translation", dir: "auto", lang: state.target }, translation.text);
@@ -241,8 +280,8 @@
           element(
             "p",
             { class: "choice classifier" },
-            "The classifier picks " + detection.domain + " (" + percent(detection.probability) +
-              ")."
+            "The " + state.picker + " picks " + detection.domain + " (" +
+              percent(detection.probability) + ")."
           )
         );
       }
