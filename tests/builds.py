@@ -132,10 +132,10 @@ def tiny_ldr_ct2(languages=None):
     return os.path.join(session_cache.directory(key, _build), "ct2")
 
 
-def write_quality_corpus(directory, train=60, dev=40, seed=0):
+def write_quality_corpus(directory, train=60, dev=40, test=20, seed=0):
     """A corpus directory as ``ldr-data`` leaves it for ``ldr-export --domain_guard
     --confidence``: ``corpus.json`` (en to fr, :data:`tests.corpus.DOMAINS`) and
-    ``raw/{train,dev}.DOMAIN.{en,fr}``, each source sentence of :func:`tests.corpus.make_pairs`
+    ``raw/{train,dev,test}.DOMAIN.{en,fr}``, each source sentence of :func:`tests.corpus.make_pairs`
     with one cue word of its domain (:data:`CLASSIFIER_CUES`: what the guard can learn).
 
     Returns:
@@ -146,7 +146,7 @@ def write_quality_corpus(directory, train=60, dev=40, seed=0):
     raw = os.path.join(directory, "raw")
     os.makedirs(raw, exist_ok=True)
     rng = random.Random(seed)
-    for split, count in (("train", train), ("dev", dev)):
+    for split, count in (("train", train), ("dev", dev), ("test", test)):
         for domain in corpus.DOMAINS:
             sources, targets = [], []
             for source, target in corpus.make_pairs(domain, count, seed + len(split)):

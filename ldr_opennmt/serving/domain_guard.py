@@ -27,6 +27,9 @@ import numpy as np
 
 from ldr_opennmt.errors import UserError
 
+#: The ``domain_choice`` of a sentence the guard routed (``guard: ...`` when it fell back).
+GUARD = "guard"
+
 
 def char_ngrams(text, ngram_range):
     """The character n-grams of each word of :obj:`text`, lowercased, the word padded with a
@@ -141,7 +144,7 @@ class DomainGuard:
         (``guard: medical 0.62 below 0.96, generic``)."""
         best = int(np.argmax(posterior))
         if posterior[best] >= self.threshold:
-            return "guard"
+            return GUARD
         return "guard: %s %.2f below %.2f, %s" % (
             self.domains[best],
             posterior[best],

@@ -18,7 +18,11 @@ do not share counters):
 * Read at each scrape from the server's state: ``ldr_serve_queued_sentences``,
   ``ldr_serve_queued_jobs{queue}``, ``ldr_serve_refused_overload_total``,
   ``ldr_serve_waiting_connections`` (connections waiting for a request) and
-  ``ldr_serve_model_loads_total`` / ``ldr_serve_model_unloads_total`` (CTranslate2).
+  ``ldr_serve_model_loads_total`` / ``ldr_serve_model_unloads_total`` (CTranslate2),
+  ``ldr_serve_guard_choices_total{domain, fallback}`` (sentences the export's domain guard
+  routed; ``fallback="true"``: to ``generic`` for want of confidence) and
+  ``ldr_serve_confidence_sentences_total{domain, low_confidence}`` (answers with a calibrated
+  confidence, and how many were flagged).
 """
 
 import time
@@ -70,6 +74,25 @@ class _StateCollector:
         for name, stats in queues.items():
             jobs.add_metric([name], stats.get("queued_jobs", 0))
         yield jobs
+        guard = core.CounterMetricFamily(
+            "ldr_serve_guard_choices",
+            "Sentences without a domain routed by the export's domain guard, per domain answered"
+            " (fallback: sent to generic for want of confidence).",
+            labels=["domain", "fallback"],
+        )
+        for (domain, fallback), count in sorted(
+            getattr(self.server, "guard_choices", {}).copy().items()
+        ):
+            guard.add_metric([domain, str(fallback).lower()], count)
+        yield guard
+        confident = core.CounterMetricFamily(
+            "ldr_serve_confidence_sentences",
+            "Sentences answered with a calibrated confidence, per domain and low_confidence.",
+            labels=["domain", "low_confidence"],
+        )
+        for (domain, low), count in sorted(getattr(self.server, "confidences", {}).copy().items()):
+            confident.add_metric([domain, str(low).lower()], count)
+        yield confident
         models = health.get("models")
         if models:
             yield core.CounterMetricFamily(

@@ -49,6 +49,7 @@ at the start of a sentence is removed, with a note in the answer's ``warnings``.
 """
 
 import asyncio
+import collections
 import json
 import sys
 import threading
@@ -66,6 +67,7 @@ PROG = "ldr-serve"
 GIVEN = "given"
 NO_LABEL = "generic: no label"
 CLASSIFIER = "classifier"
+GUARD = "guard"
 ENSEMBLE = "ensemble"
 IGNORED = "ignored: "
 
@@ -261,6 +263,10 @@ class Server:
         )
         self.queued = 0
         self.queued_lock = threading.Lock()
+        #: Sentences answered by the guard, ``{(domain, fell back): count}``, and with a
+        #: confidence, ``{(domain, low_confidence): count}`` (read by ``GET /metrics``).
+        self.guard_choices = collections.Counter()
+        self.confidences = collections.Counter()
         self.refused_overload = 0
         self.models = api_models.request_models(options.max_sentences, options.max_beam_size)
         self.source_language, self.target_language = _languages(options)
@@ -631,6 +637,9 @@ class Server:
                 if sure is not None:
                     translations[i]["confidence"] = round(sure[k][0], 4)
                     translations[i]["low_confidence"] = sure[k][1]
+                    self.confidences[domain, sure[k][1]] += 1
+                if choice.startswith(GUARD):
+                    self.guard_choices[domain, choice != GUARD] += 1
         return {"translations": translations}
 
     async def run(self, request):

@@ -5,6 +5,7 @@ of the native and LibreTranslate routes (``domain_choice``, ``domain_probability
 
 import json
 import math
+import re
 import unittest
 
 import numpy as np
@@ -204,6 +205,32 @@ class ServedTest(fake_backend.AppTestCase):
         self.assertEqual(answer["confidence"][0], min(t["confidence"] for t in scores))
         self.assertEqual(answer["low_confidence"][0], any(t["low_confidence"] for t in scores))
         self.assertEqual(len(answer["confidence"]), 2)
+
+    def test_metrics_count_the_guards_choices_and_the_confidences(self):
+        self.post({"sentences": ["the patient is here", "hm", "hm"]})
+        self.post({"sentences": ["open the file"], "domain": "medical"})
+        text = self.client.get("/metrics").text
+
+        def value(name, **labels):
+            found = re.search(
+                r"^%s\{%s\} ([0-9.]+)$"
+                % (name, ",".join('%s="%s"' % item for item in sorted(labels.items()))),
+                text,
+                re.MULTILINE,
+            )
+            return float(found.group(1)) if found else 0.0
+
+        # Counters of the whole class's requests: at least this test's.
+        guard = "ldr_serve_guard_choices_total"
+        self.assertGreaterEqual(value(guard, domain="medical", fallback="false"), 1)
+        self.assertGreaterEqual(value(guard, domain="generic", fallback="true"), 2)
+        self.assertEqual(value(guard, domain="software", fallback="true"), 0)
+        sure = "ldr_serve_confidence_sentences_total"
+        medical = value(sure, domain="medical", low_confidence="false") + value(
+            sure, domain="medical", low_confidence="true"
+        )
+        self.assertGreaterEqual(medical, 2)
+        self.assertEqual(value(sure, domain="generic", low_confidence="false"), 0)
 
     def test_detect_domain_uses_the_guard(self):
         response = self.client.post(
