@@ -4,7 +4,7 @@
     ldr-experiments tables [--quick]                 # the papers' tables (bash run/tables.sh)
     ldr-experiments advl-grid | region-sweep | baselines | factorized | new-domain | open-domain
     ldr-experiments bench | gpu-check | serve-bench | serve-runtimes | serve-quality | levers
-    ldr-experiments check-sampling
+    ldr-experiments check-sampling | terminology
     ldr-experiments quote docs/records/NAME.md [--row ROW] [--column COLUMN]
 
 Each sub-command's options are its module's (``ldr-experiments demo --help``). The modules
@@ -32,6 +32,7 @@ COMMANDS = {
     "check-sampling": ("check_sampling", "observed domain frequencies of training batches"),
     "levers": ("levers", "training throughput at batch and vocabulary sizes (issue 73)"),
     "serve-quality": ("serve_quality", "ldr-serve's domain guard and confidence, measured"),
+    "terminology": ("terminology", "glossaries applied at translation time, measured"),
     "quote": ("records", "the links a page pastes to quote a report's figures"),
 }
 

@@ -18,6 +18,7 @@ is written outside ``--out`` nor through a symbolic link (see
 """
 
 import collections
+import os
 import sys
 
 from ldr_opennmt import errors, upstream
@@ -113,7 +114,25 @@ def _main(argv):
         help="target language: (opus) the suffix of the zip members, default fr; (files)"
         " default: the extension of the target files",
     )
+    terms = sub.add_parser(
+        "terms",
+        help="a copy of a corpus with terms annotated in its training sources (glossaries)",
+        description="Copy a corpus built by ldr-data, with the dominant translation of each"
+        " domain's terms annotated inline in a share of its training sources (Dinu et al."
+        " 2019): a model trained on it applies the glossaries given at translation time.",
+    )
+    terms.add_argument("--corpus", required=True, help="a corpus built by ldr-data build")
+    terms.add_argument("--out", required=True, help="the new corpus directory (must not exist)")
+    terms.add_argument(
+        "--rate", type=float, default=0.1, help="share of training pairs annotated (0.1)"
+    )
+    terms.add_argument(
+        "--heldout", type=float, default=0.2, help="share of terms never annotated (0.2)"
+    )
+    terms.add_argument("--seed", type=int, default=1234)
     args = parser.parse_args(argv)
+    if args.command == "terms":
+        return _terms(args)
     for option in ("--source-lang", "--target-lang"):
         value = getattr(args, option[2:].replace("-", "_"))
         if value is not None:
@@ -187,6 +206,55 @@ def _main(argv):
             **bounds,
         )
     print(corpus.corpus_table(info))
+    return 0
+
+
+def _terms(args):
+    """``ldr-data terms``: each domain's terms (the contrastive lexicon's dominant translations,
+    :func:`ldr_opennmt.evaluation.contrastive.lexicon.dominant_translations`), annotated in a
+    copy of the corpus (:func:`ldr_opennmt.data.terms.build_terms_corpus`)."""
+    from ldr_opennmt.data import terms as terms_lib  # pylint: disable=import-outside-toplevel
+    from ldr_opennmt.evaluation.contrastive import lexicon  # pylint: disable=C0415
+
+    for name in ("rate", "heldout"):
+        value = getattr(args, name)
+        if not 0 <= value <= 1:
+            raise UserError("--%s: a share between 0 and 1, got %s" % (name, value))
+    info = corpus.load_info(args.corpus)
+    if "terminology" in info:
+        raise UserError(
+            "%s: already a corpus of ldr-data terms: give the corpus it came from" % args.corpus
+        )
+    found = collections.OrderedDict()
+    for domain in info["domains"]:
+        pairs = list(
+            zip(
+                *(
+                    terms_lib.read_lines(
+                        os.path.join(args.corpus, "raw", "train.%s.%s" % (domain, lang))
+                    )
+                    for lang in (info["source_lang"], info["target_lang"])
+                )
+            )
+        )
+        senses = lexicon.dominant_translations(pairs)
+        found[domain] = collections.OrderedDict(
+            (word, (sense.singular, sense.plural)) for word, sense in senses.items()
+        )
+    terms_lib.build_terms_corpus(
+        args.corpus,
+        args.out,
+        found,
+        lexicon.english_key,
+        rate=args.rate,
+        heldout=args.heldout,
+        seed=args.seed,
+        log=_log,
+    )
+    _log(
+        "[terms] %s: written (train on it like on %s; glossaries at translation time)"
+        % (args.out, args.corpus)
+    )
     return 0
 
 

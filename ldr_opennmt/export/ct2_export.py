@@ -45,6 +45,7 @@ import ctranslate2
 from ctranslate2.specs.model_spec import ACCEPTED_MODEL_TYPES
 
 from ldr_opennmt import assets as assets_lib
+from ldr_opennmt.data import terms
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.export import folding
 from ldr_opennmt.serving.manifest import (  # noqa: F401 (this module's names, kept)
@@ -216,7 +217,21 @@ def make_manifest(model, domains, quantization, checkpoint=None):
         "target_language": target_language,
         "quantization": quantization,
         "ctranslate2_version": ctranslate2.__version__,
+        # Trained on a corpus of ldr-data terms: its source vocabulary has the markers, and
+        # ldr-serve applies the glossaries of requests (ldr_opennmt.data.terms).
+        "terminology": _has_markers(source.vocabulary_file),
     }
+
+
+def _has_markers(vocabulary_file):
+    """Whether a vocabulary has every terminology marker (:data:`~ldr_opennmt.data.terms.
+    MARKERS`)."""
+    try:
+        with open(vocabulary_file, encoding="utf-8") as f:
+            tokens = {line.rstrip("\n").split("\t")[0] for line in f}
+    except (OSError, UnicodeDecodeError, TypeError):
+        return False
+    return all(marker in tokens for marker in terms.MARKERS)
 
 
 def check_replaceable(output_dir, force):

@@ -138,6 +138,13 @@ def _conlist(max_items):
     return pydantic.conlist(StrictStr, min_length=1, max_length=max_items)
 
 
+#: The ``glossary`` field of the translation requests.
+GLOSSARY_HELP = (
+    "Terms to apply: {source term: target term} (at most 1000; whole words, any case). For a"
+    " model trained on a corpus of ldr-data terms; refused otherwise."
+)
+
+
 def request_models(max_sentences, max_beam_size):
     """The request models of a server with these limits.
 
@@ -175,6 +182,7 @@ def request_models(max_sentences, max_beam_size):
         num_hypotheses: Optional[pydantic.conint(strict=True, ge=1, le=max_beam_size)] = Field(
             None, description="Translations per sentence (default 1)."
         )
+        glossary: Optional[Dict[StrictStr, StrictStr]] = Field(None, description=GLOSSARY_HELP)
 
     class LibreTranslateRequest(_Strict):
         """LibreTranslate's body of ``POST /translate`` (JSON or a form)."""
@@ -193,6 +201,9 @@ def request_models(max_sentences, max_beam_size):
             None,
             description="ldr-serve's extension: the domain of every text; absent, null or "
             "auto: the domain the classifier picks for each text (--classifier), else generic.",
+        )
+        glossary: Optional[Dict[StrictStr, StrictStr]] = Field(
+            None, description="ldr-serve's extension: " + GLOSSARY_HELP
         )
 
     class DetectRequest(_Strict):
@@ -234,6 +245,11 @@ class Translation(pydantic.BaseModel):
     )
     hypotheses: List[str]
     scores: List[float]
+    terms: Optional[List[List[str]]] = Field(
+        None,
+        description="The glossary's terms found in the sentence and annotated: [source as "
+        "found, target] (a request with a glossary).",
+    )
     confidence: Optional[float] = Field(
         None,
         description="The probability, calibrated on the domain's dev set, that this "

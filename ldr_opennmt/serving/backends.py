@@ -31,10 +31,12 @@ import threading
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt.errors import UserError
+from ldr_opennmt.data import terms
 from ldr_opennmt.serving import batching
 from ldr_opennmt.serving import confidence as confidence_lib
 from ldr_opennmt.serving import ct2_models
 from ldr_opennmt.serving import manifest as manifest_lib
+from ldr_opennmt.serving import tokenization
 from ldr_opennmt.serving.backend_kinds import CTRANSLATE2, RequestError
 
 #: The line ``ldr-serve`` prints at start for an export without tokenizers.
@@ -73,10 +75,18 @@ class CTranslate2Backend:
             #: The export's wrong-domain guard (``domain: auto`` without TensorFlow), or
             #: ``None``; the dev figures its ``quality.json`` records.
             self.guard, _, self.quality_summary = export.quality
+            #: Why it applies no glossary (``None``: trained with terminology annotation).
+            self.terminology_refusal = (
+                None
+                if manifest.get("terminology")
+                else "this model was not trained to apply terminology (train it on a corpus of"
+                " ldr-data terms, then export it again)"
+            )
             calibrations = {name: export.calibration(name) for name in models}
         else:
             manifest = {"declared_domains": [d for d in models if d != domains_lib.GENERIC]}
             self.guard, self.quality_summary, calibrations = None, {}, {}
+            self.terminology_refusal = "this model was not trained to apply terminology"
         #: ``{key: DomainConfidence}``: the calibrated confidence of each model that has one
         #: (:mod:`ldr_opennmt.serving.confidence`).
         self.calibrations = {k: v for k, v in calibrations.items() if v is not None}
@@ -124,6 +134,17 @@ class CTranslate2Backend:
             raise RequestError(
                 422, "unknown domain %s (this server has: %s)" % (domain, ", ".join(self.labels))
             ) from None
+
+    def annotate(self, route, text, glossary):
+        """``(tokens, applied terms)`` of :obj:`text` with the glossary's terms annotated by
+        :obj:`route`'s tokenizers (:func:`ldr_opennmt.data.terms.annotate`)."""
+        model = self.models[route]
+        return terms.annotate(
+            text,
+            glossary,
+            model.tokenize,
+            lambda target: tokenization.tokenize(model.target_tokenizer, target),
+        )
 
     def confidence(self, route, source_lengths, outputs):
         """``[(confidence, low_confidence)]`` of translations by :obj:`route`'s model, or

@@ -168,6 +168,7 @@ def prepare(server, body):
         num_hypotheses=num_hypotheses if alternatives else None,
         names=part_names,
         groups=groups,
+        glossary=request.glossary,
     )
     detected = None
     if request.source == AUTO:

@@ -244,6 +244,7 @@ def _check_other_keys(where, manifest):
         )
     for key, kinds, what in (
         ("domain_specific", (bool,), "a boolean"),
+        ("terminology", (bool,), "a boolean"),
         ("model", (str,), "a string"),
         ("source_language", (str, type(None)), "a string (or null)"),
         ("target_language", (str, type(None)), "a string (or null)"),

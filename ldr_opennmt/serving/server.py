@@ -58,6 +58,7 @@ from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models, backends, batching, http_io
+from ldr_opennmt.data import terms
 from ldr_opennmt.serving import manifest as manifest_lib
 from ldr_opennmt.serving.backend_kinds import RequestError
 
@@ -68,6 +69,11 @@ GIVEN = "given"
 NO_LABEL = "generic: no label"
 CLASSIFIER = "classifier"
 GUARD = "guard"
+#: Why a backend applies no glossary (one that does says ``terminology_refusal = None``).
+GLOSSARY_REFUSAL = (
+    "glossaries are applied by the CTranslate2 export (ldr-export ctranslate2) of a model trained"
+    " on a corpus of ldr-data terms"
+)
 ENSEMBLE = "ensemble"
 IGNORED = "ignored: "
 
@@ -378,9 +384,26 @@ class Server:
             return [None, None, CLASSIFIER if mode == UNLABELLED_CLASSIFIER else ENSEMBLE]
         return [mode, mode, ENSEMBLE]  # ens-uniform, ens-learned.
 
-    def _tokenize(self, i, sentence, route, name=None):
+    def _glossary(self, glossary):
+        """The request's ``glossary``, checked (``None``: none given)."""
+        if glossary is None:
+            return None
+        refusal = getattr(self.backend, "terminology_refusal", GLOSSARY_REFUSAL)
+        if refusal:
+            raise RequestError(422, "glossary: %s" % refusal)
+        try:
+            return terms.check_glossary(glossary, "glossary")
+        except UserError as e:
+            raise RequestError(422, _one_line(e)) from None
+
+    def _tokenize(self, i, sentence, route, name=None, glossary=None, applied=None):
         backend = self.backend
-        tokens = backend.tokenize(route, sentence)
+        if glossary:
+            tokens, found = backend.annotate(route, sentence, glossary)
+            if applied is not None:
+                applied[i] = found
+        else:
+            tokens = backend.tokenize(route, sentence)
         limit = self.options.max_sentence_tokens
         if backend.source_limit(route) is not None:
             limit = min(limit, backend.source_limit(route))
@@ -477,6 +500,7 @@ class Server:
             request.beam_size,
             request.num_hypotheses,
             warnings=warnings,
+            glossary=request.glossary,
         )
 
     def prepare(
@@ -490,6 +514,7 @@ class Server:
         warnings=(),
         names=None,
         groups=None,
+        glossary=None,
     ):
         """Checks and routes sentences (valid Unicode) with their labels.
 
@@ -504,6 +529,8 @@ class Server:
           groups: The text each sentence belongs to (e.g. its index in LibreTranslate's
             ``q``): the classifier labels each text as a whole. ``None``: each sentence
             alone.
+          glossary: The request's ``{source term: target term}`` (``None``: none), annotated
+            in the sentences (:func:`ldr_opennmt.data.terms.annotate`).
 
         Returns:
           A :class:`_Request`.
@@ -514,16 +541,26 @@ class Server:
             if not sentence.strip():
                 raise RequestError(422, "%s: empty sentence" % name)
         unlabelled = self._unlabelled_mode(unlabelled)
+        glossary = self._glossary(glossary)
         routes = [
             self._unlabelled(unlabelled) if label is None else self._given(label, field)
             for label, field in zip(labels, fields)
         ]
         beam_size, num_hypotheses = self.backend.check_decoding(beam_size, num_hypotheses)
+        applied = [[] for _ in sentences]
         tokens = [
-            self._tokenize(i, sentence, route or self.backend.route(domains_lib.GENERIC), names[i])
+            self._tokenize(
+                i,
+                sentence,
+                route or self.backend.route(domains_lib.GENERIC),
+                names[i],
+                glossary,
+                applied,
+            )
             for i, (sentence, (route, _, _)) in enumerate(zip(sentences, routes))
         ]
         request = _Request(sentences, routes, tokens, unlabelled, beam_size, num_hypotheses, groups)
+        request.glossary, request.terms = glossary, applied
         request.warnings = list(warnings) + notes
         request.names = names
         return request
@@ -586,7 +623,12 @@ class Server:
                     # The tokens of the domain's own tokenizer (the same in an export of
                     # ldr-export ctranslate2, whose models share their assets).
                     request.tokens[i] = self._tokenize(
-                        i, request.sentences[i], route, request.names[i]
+                        i,
+                        request.sentences[i],
+                        route,
+                        request.names[i],
+                        request.glossary,
+                        request.terms,
                     )
 
     async def _translate(self, request):
@@ -632,6 +674,8 @@ class Server:
                     "hypotheses": texts,
                     "scores": scores[: request.num_hypotheses],
                 }
+                if request.glossary is not None:
+                    translations[i]["terms"] = [list(term) for term in request.terms[i]]
                 if request.probabilities[i] is not None:
                     translations[i]["domain_probability"] = request.probabilities[i]
                 if sure is not None:
@@ -757,6 +801,8 @@ class Server:
                 )
             ),
             "guard_threshold": getattr(self.classifier, "threshold", None),
+            # Whether requests may give a glossary (a model trained with terminology).
+            "glossary": getattr(self.backend, "terminology_refusal", GLOSSARY_REFUSAL) is None,
             # The domains whose answers carry a calibrated confidence (ldr-export --confidence).
             "confidence_domains": [
                 label

@@ -26,6 +26,7 @@ class FakeModel:
     """A DomainModel stand-in (see the module docstring)."""
 
     maximum_source_length = None
+    target_tokenizer = None  # Target text split on spaces (a glossary's target terms).
 
     def __init__(self, name, delay_s=0.0, load_error=None):
         self.name = name

@@ -158,6 +158,7 @@ class SavedModelServerTest(helpers.SharedDirTestCase):
                 "classifier": "savedmodel",
                 "guard_threshold": None,
                 "confidence_domains": [],
+                "glossary": False,
             },
         )
         status, health = self.servers["saved_model"].get("/health")

@@ -460,6 +460,7 @@ class ServerTest(helpers.SharedDirTestCase):
                     "classifier": None,
                     "guard_threshold": None,
                     "confidence_domains": [],
+                    "glossary": False,
                 },
             ),
         )

@@ -20,6 +20,7 @@ import unittest
 from starlette.testclient import TestClient
 
 from ldr_opennmt.cli import serve as serve_cli
+from ldr_opennmt.data import terms
 from ldr_opennmt.serving import ui
 from tests.serving import fake_backend
 
@@ -65,7 +66,20 @@ class LexiconModel(fake_backend.FakeModel):
         words = dict(LEXICON["generic"], **LEXICON.get(self.name, {}))
         results = []
         for sentence in tokens:
-            translation = [words.get(token.lower(), token) for token in sentence]
+            # A glossary's annotation (｟term｠ SOURCE ｟trans｠ TARGET ｟/term｠): TARGET, as a
+            # model trained with terminology writes it.
+            translation, skipping, copying = [], False, False
+            for token in sentence:
+                if token == terms.START:
+                    skipping = True
+                elif token == terms.TRANSLATION:
+                    skipping, copying = False, True
+                elif token == terms.END:
+                    copying = False
+                elif copying:
+                    translation.append(token)
+                elif not skipping:
+                    translation.append(words.get(token.lower(), token))
             results.append(([translation] * num_hypotheses, [-1.0] * num_hypotheses))
         return results
 
@@ -109,6 +123,7 @@ def guard_app():
     models = {name: LexiconModel(name) for name in fake_backend.DOMAINS}
     backend = backends.CTranslate2Backend(options, models=models)
     backend.guard = domain_guard.DomainGuard(test_domain_guard.GUARD)
+    backend.terminology_refusal = None  # Trained with terminology: glossaries applied.
     calibration = test_domain_guard.CALIBRATION
     backend.calibrations = {
         "software": confidence.DomainConfidence(dict(calibration, intercept=-1.0), "software"),
@@ -281,6 +296,22 @@ class BrowserTest(unittest.TestCase):
         self.assertNotIn("low confidence", cells[1]["title"])
         low = page.eval_on_selector_all(".confidence.low", "nodes => nodes.length")
         self.assertEqual(low, 1)
+        # The glossary: its field is shown, its terms applied and marked in the translation.
+        self.assertTrue(page.is_visible("#glossary"))
+        page.fill("#glossary", "bug = bogue\nnot a line")
+        page.click("#translate")
+        page.wait_for_selector("#error:not([hidden])")
+        self.assertEqual(page.inner_text("#error"), "Glossary, line 2: expected source = target")
+        page.fill("#glossary", "bug = bogue")
+        page.fill("#text", SENTENCES[0])
+        page.select_option("#domain", "medical")
+        page.click("#translate")
+        cells = self._cells(page, "Translation", "un bogue")
+        self.assertEqual(cells[0]["text"], "un bogue est dans le code")
+        self.assertEqual(
+            page.eval_on_selector_all("mark.term", "n => n.map(m => m.textContent)"), ["bogue"]
+        )
+        page.fill("#glossary", "")
         # A domain without a calibration shows none.
         page.select_option("#domain", "medical")
         page.click("#translate")

@@ -308,6 +308,28 @@ def find_translations(
     return lexicon
 
 
+def dominant_translations(pairs, min_count=4, min_dice=0.3, min_share=0.5, min_shared=3):
+    """Every English content word of one domain's raw training pairs that has a dominant
+    French translation there (the same criteria as :func:`find_translations`, without the
+    contrast between domains): the terms of ``ldr-data terms``.
+
+    Args:
+      pairs: ``[(english, french), ...]`` of raw text.
+      min_count: Pairs the word needs.
+      min_dice, min_share, min_shared: As :func:`find_translations`.
+
+    Returns:
+      ``{english key: Sense}``, sorted by word.
+    """
+    counts = _DomainCounts(pairs)
+    found = collections.OrderedDict()
+    for word in sorted(w for w, n in counts.en.items() if n >= min_count):
+        sense = _dominant(counts, word, min_dice, min_share, min_shared)
+        if sense is not None:
+            found[word] = sense
+    return found
+
+
 def _dominant(counts, word, min_dice, min_share, min_shared):
     shared = counts.cooccurrences(word)
     ranked = sorted(

@@ -11,6 +11,7 @@
     domains: [], // The labels of GET /domains, generic included (last).
     classifier: false, // Whether "auto" (the classifier's pick) is offered.
     picker: "classifier", // Who picks in "auto": "classifier", or "guard" (the export's guard).
+    glossary: false, // Whether the model applies a glossary (trained with terminology).
     ensembles: [], // Ensemble modes of unlabelled_modes (ens-uniform, ...).
     ignored: null, // Why the model reads no domain label, or null.
     target: null, // The target language code, if known (lang of the translations).
@@ -95,6 +96,8 @@
     state.ignored = info.labels_ignored;
     state.classifier = modes.includes("classifier");
     state.picker = info.classifier === "guard" ? "guard" : "classifier";
+    state.glossary = info.glossary === true;
+    $("glossary-field").hidden = !state.glossary;
     state.ensembles = modes.filter((mode) => mode.startsWith("ens-"));
     const source = languages.find((language) => (language.targets || []).length);
     state.target = source ? source.targets[0] : null;
@@ -140,6 +143,42 @@
     }
     $("model").textContent = text;
     for (const id of ["domain", "translate", "compare"]) $(id).disabled = false;
+  }
+
+  // The glossary typed on the page: {source: target}, or null when empty.
+  function glossaryEntries() {
+    if (!state.glossary) return null;
+    const entries = {};
+    const lines = $("glossary").value.split(/\r?\n/);
+    lines.forEach((line, i) => {
+      if (!line.trim()) return;
+      const match = line.match(/^([^=\t]+)[=\t](.+)$/);
+      if (!match || !match[1].trim() || !match[2].trim()) {
+        throw new Error("Glossary, line " + (i + 1) + ": expected source = target");
+      }
+      entries[match[1].trim()] = match[2].trim();
+    });
+    return Object.keys(entries).length ? entries : null;
+  }
+
+  // The translation with the glossary's target terms marked.
+  function termsNode(translation) {
+    const node = element("dd", { class: "translation", dir: "auto", lang: state.target });
+    const targets = (translation.terms || []).map((term) => term[1]).filter((t) => t);
+    if (!targets.length) {
+      node.textContent = translation.text;
+      return node;
+    }
+    const escaped = targets.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    const pattern = new RegExp("(" + escaped.join("|") + ")", "gi");
+    let last = 0;
+    for (const match of translation.text.matchAll(pattern)) {
+      node.append(translation.text.slice(last, match.index));
+      node.append(element("mark", { class: "term", title: "glossary term" }, match[0]));
+      last = match.index + match[0].length;
+    }
+    node.append(translation.text.slice(last));
+    return node;
   }
 
   function sentences() {
@@ -211,9 +250,7 @@
     }
     const badge = confidenceBadge(translation);
     if (badge) title.append(badge);
-    const body = marked
-      ? translationNode(marked)
-      : element("dd", { class: "translation", dir: "auto", lang: state.target }, translation.text);
+    const body = marked ? translationNode(marked) : termsNode(translation);
     const node = element("dl", { class: "cell" + (picked ? " picked" : ""), "data-domain": label });
     node.append(title, body);
     return node;
@@ -235,6 +272,8 @@
   async function translate(lines) {
     const choice = $("domain").value;
     const body = { sentences: lines };
+    const glossary = glossaryEntries();
+    if (glossary) body.glossary = glossary;
     if (choice === AUTO) body.unlabelled = "classifier";
     else if (state.ensembles.includes(choice)) body.unlabelled = choice;
     else body.domain = choice;
@@ -262,8 +301,13 @@
   // Every domain for every sentence, side by side, with the words that differ marked.
   async function compare(lines) {
     const labels = state.domains;
+    const glossary = glossaryEntries();
     const [answers, detections] = await Promise.all([
-      Promise.all(labels.map((domain) => call("translate", { sentences: lines, domain }))),
+      Promise.all(
+        labels.map((domain) =>
+          call("translate", Object.assign({ sentences: lines, domain }, glossary ? { glossary } : {}))
+        )
+      ),
       state.classifier ? call("detect_domain", { q: lines }) : null,
     ]);
     let differing = 0;
