@@ -66,6 +66,11 @@ def parse_args(argv):
         "no tokenizer asset is used.",
     )
     parser.add_argument(
+        "--glossary",
+        help="A glossary file (SOURCE<tab>TARGET lines) applied to every line: an ldr-export"
+        " ctranslate2 directory of a model trained on a corpus of ldr-data terms.",
+    )
+    parser.add_argument(
         "--keep_empty",
         action="store_true",
         help="Write an empty line for an empty input line instead of failing.",
@@ -91,6 +96,11 @@ def run(args):
         installed.
     """
     textio.check_paths(args)
+    if getattr(args, "glossary", None) and not manifest.is_export(args.export):
+        raise UserError(
+            "--glossary: applied by an ldr-export ctranslate2 directory; %s is not one"
+            % args.export
+        )
     if manifest.is_export(args.export):
         from ldr_opennmt.serving import ct2_client  # pylint: disable=import-outside-toplevel
 

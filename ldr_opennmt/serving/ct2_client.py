@@ -29,8 +29,9 @@ import sys
 from tqdm import tqdm
 
 from ldr_opennmt import domains as domains_lib
+from ldr_opennmt.data import terms
 from ldr_opennmt.errors import UserError
-from ldr_opennmt.serving import ct2_models, labels, textio
+from ldr_opennmt.serving import ct2_models, labels, textio, tokenization
 
 
 def stopped_warning(stopped, translated, limit):
@@ -59,6 +60,25 @@ def _routes(args, line_labels, label_source, paths, ignored):
     return list(line_labels)
 
 
+def _glossary(args, export):
+    """The entries of ``--glossary`` (``None`` without one).
+
+    Raises:
+      UserError: for a model not trained with terminology, tokenized input, or a bad file.
+    """
+    path = getattr(args, "glossary", None)
+    if not path:
+        return None
+    if not export.manifest.get("terminology"):
+        raise UserError(
+            "--glossary: %s: this model was not trained to apply terminology (train it on a"
+            " corpus of ldr-data terms, then export it again)" % args.export
+        )
+    if args.tokenized:
+        raise UserError("--glossary: a glossary annotates raw text, not --tokenized input")
+    return terms.read_glossary(path)
+
+
 def run(args):
     """Translates as :obj:`args` says, with the CTranslate2 models of ``args.export``.
 
@@ -81,9 +101,20 @@ def run(args):
     textio.check_empty_lines(lines, input_name, args.keep_empty)
     used = list(dict.fromkeys(r for r, line in zip(routes, lines) if line.strip()))
     models = export.models(used, tokenized=args.tokenized, intra_threads=0, load=False)
-    sentences = [
-        models[route].tokenize(line) if line.strip() else [] for route, line in zip(routes, lines)
-    ]
+    glossary = _glossary(args, export)
+
+    def tokens(route, line):
+        if not glossary:
+            return models[route].tokenize(line)
+        model = models[route]
+        return terms.annotate(
+            line,
+            glossary,
+            model.tokenize,
+            lambda target: tokenization.tokenize(model.target_tokenizer, target),
+        )[0]
+
+    sentences = [tokens(route, line) if line.strip() else [] for route, line in zip(routes, lines)]
     labels.warn_ignored_labels(ignored, line_labels, label_source)
     source_tokens, long = textio.truncate_sentences(sentences, args.max_source_length)
     if long:

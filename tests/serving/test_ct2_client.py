@@ -38,6 +38,41 @@ class CTranslate2ClientTest(helpers.SharedDirTestCase):
         os.makedirs(path)
         return path
 
+    def test_a_glossary_needs_a_model_trained_with_terminology(self):
+        glossary = os.path.join(self.dir, "glossary.tsv")
+        with open(glossary, "w") as f:
+            f.write("cell\tcellule\n")
+        args = ["--domain_file", self.labels, "--input", self.input, "--glossary", glossary]
+        status, _, stderr = run_client("--export", self.export, *args)
+        self.assertEqual(status, 2)
+        self.assertEqual(
+            stderr.strip().splitlines()[-1],
+            "ldr-translate: error: --glossary: %s: this model was not trained to apply "
+            "terminology (train it on a corpus of ldr-data terms, then export it again)"
+            % self.export,
+        )
+        # An export that says it was: the lines with a term are annotated, the others not.
+        export = os.path.join(self._work_dir("terminology"), "ct2")
+        shutil.copytree(self.export, export)
+        path = os.path.join(export, "manifest.json")
+        with open(path) as f:
+            manifest = json.load(f)
+        with open(path, "w") as f:
+            json.dump(dict(manifest, terminology=True), f)
+        status, stdout, stderr = run_client("--export", export, *args)
+        self.assertEqual(status, 0, stderr)
+        lines, expected = stdout.splitlines(), self.expected.splitlines()
+        self.assertEqual(len(lines), len(SENTENCES))
+        self.assertEqual(
+            [line for line, sentence in zip(lines, SENTENCES) if "cell" not in sentence],
+            [line for line, sentence in zip(expected, SENTENCES) if "cell" not in sentence],
+        )
+        with open(glossary, "w") as f:
+            f.write("cell cellule\n")
+        status, _, stderr = run_client("--export", export, *args)
+        self.assertEqual(status, 2)
+        self.assertIn("%s:1: expected SOURCE<tab>TARGET" % glossary, stderr)
+
     def test_domain_file_from_standard_input(self):
         status, stdout, stderr = run_client(
             "--export", self.export, "--domain_file", "-", "--input", self.input,
