@@ -30,8 +30,8 @@ import sys
 import threading
 
 from ldr_opennmt import domains as domains_lib
-from ldr_opennmt.errors import UserError
 from ldr_opennmt.data import terms
+from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import batching
 from ldr_opennmt.serving import confidence as confidence_lib
 from ldr_opennmt.serving import ct2_models

@@ -21,10 +21,17 @@ that reads no label (domain mixing, ML, AdvL, Mixed:
 ``generic`` and says so (``"domain_choice": "ignored: ..."``), as ``ldr-translate`` warns. A
 sentence without a domain goes to the domain classifier when the server has one
 (``--classifier``, the project's classifier exported as a SavedModel:
-:mod:`ldr_opennmt.serving.domain_classifier`), else to ``generic``; a request may ask for
-another way (``"unlabelled"``: ``generic``, ``classifier``, or an ensemble of domain views,
-``ens-uniform``, ``ens-learned``, ``ens-soft``, on a SavedModel whose family has them). A
-SavedModel also takes ensemble labels as domains.
+:mod:`ldr_opennmt.serving.domain_classifier`), or else to the export's wrong-domain guard
+(:mod:`ldr_opennmt.serving.domain_guard`: ``generic`` when it is unsure, and the answer says
+why), else to ``generic``; a request may ask for another way (``"unlabelled"``: ``generic``,
+``classifier``, or an ensemble of domain views, ``ens-uniform``, ``ens-learned``,
+``ens-soft``, on a SavedModel whose family has them). A SavedModel also takes ensemble labels
+as domains.
+
+**What a translator can trust.** A calibrated domain (``ldr-export --confidence``) answers each
+sentence with its ``confidence`` and ``low_confidence`` (:mod:`ldr_opennmt.serving.confidence`);
+a request's ``glossary`` is annotated into its sentences for a model trained with terminology
+(:mod:`ldr_opennmt.data.terms`), and the answer lists the ``terms`` applied.
 
 **Batching.** Concurrent requests are grouped into batches per queue (a CTranslate2
 domain, the SavedModel, the classifier): a worker takes the oldest job, then waits up to
@@ -56,9 +63,9 @@ import threading
 
 from ldr_opennmt import domains as domains_lib
 from ldr_opennmt import ensembles
+from ldr_opennmt.data import terms
 from ldr_opennmt.errors import UserError
 from ldr_opennmt.serving import api_models, backends, batching, http_io
-from ldr_opennmt.data import terms
 from ldr_opennmt.serving import manifest as manifest_lib
 from ldr_opennmt.serving.backend_kinds import RequestError
 
