@@ -50,7 +50,7 @@ class CTranslate2Backend:
     """The CTranslate2 models of an ``ldr-export ctranslate2`` directory.
 
     Args:
-      options: The server's :class:`~ldr_opennmt.serving.server.Options`.
+      options: The server's :class:`~ldr_opennmt.serving.options.Options`.
       models: ``{domain: model}`` to serve instead of the directory's (tests).
     """
 
