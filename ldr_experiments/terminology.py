@@ -209,10 +209,11 @@ def _cut(text, limit=160):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def export_stage(steps, key, title, config_paths, model_dir, export_dir, after, progress):
-    """The stage that exports a trained model for CTranslate2."""
+def export_stage(steps, key, title, config_paths, model_dir, export_dir, after, progress, corpus):
+    """The stage that exports a trained model for CTranslate2, with its domain guard and its
+    calibrated confidence fitted on :obj:`corpus` (what a user serves)."""
     command = ["ldr-export", "ctranslate2", "--config", *config_paths, "--auto_config"]
-    command += ["--output_dir", export_dir]
+    command += ["--output_dir", export_dir, "--corpus", corpus, "--domain_guard", "--confidence"]
     steps.commands.append(("Export %s" % title, command))
 
     def stamp():
@@ -300,6 +301,7 @@ def main(argv=None):
                 exports[key],
                 [key],
                 "export (%d/2)" % number,
+                corpus_dir,
             )
         )
     steps.run_stages(stages, lanes=2)

@@ -8,6 +8,7 @@ with the translations of CTranslate2 3.24.
 
 import json
 import os
+import shutil
 import subprocess
 import time
 import urllib.request
@@ -102,9 +103,14 @@ class ServeRuntimeTest(helpers.SharedDirTestCase):
         )
         # So does the domain classifier (was: a ModuleNotFoundError traceback).
         result = self._run(
-            "ldr-serve", "--model_dir", self.export, "--classifier", saved,
-            "--port", str(fixtures.free_port()),
-        )  # fmt: skip
+            "ldr-serve",
+            "--model_dir",
+            self.export,
+            "--classifier",
+            saved,
+            "--port",
+            str(fixtures.free_port()),
+        )
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertRegex(
             result.stderr,
@@ -129,6 +135,25 @@ class ServeRuntimeTest(helpers.SharedDirTestCase):
         for translation in translations:
             self.assertTrue(0 <= translation["confidence"] <= 1, translation)
             self.assertIsInstance(translation["low_confidence"], bool)
+
+    def test_serve_applies_a_glossary(self):
+        # A copy of the export that says its model was trained with terminology.
+        export = os.path.join(self.dir, "terminology")
+        shutil.copytree(builds.tiny_ldr_ct2_quality()[0], export)
+        path = os.path.join(export, "manifest.json")
+        with open(path) as f:
+            manifest = json.load(f)
+        with open(path, "w") as f:
+            json.dump(dict(manifest, terminology=True), f)
+        answer = self._serve(
+            export,
+            {
+                "sentences": ["the cell is here.", "no term."],
+                "domain": "medical",
+                "glossary": {"cell": "cellule"},
+            },
+        )
+        self.assertEqual([t["terms"] for t in answer["translations"]], [[["cell", "cellule"]], []])
 
     def _serve(self, export, body):
         """``ldr-serve`` of .venv-serve on :obj:`export`: its answer to :obj:`body`."""
