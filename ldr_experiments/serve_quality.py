@@ -295,8 +295,7 @@ def report(results, known, unseen, mode, budget):
         for domain, costs in result["labels"].items():
             cells.append(
                 [
-                    family,
-                    domain,
+                    "%s, %s" % (family, domain),
                     _f(costs["true"]),
                     _f(costs["generic"]),
                     _f(costs["wrong"]),
@@ -305,9 +304,9 @@ def report(results, known, unseen, mode, budget):
             )
     lines += [
         markdown_table(
-            ["family", "domain", "true label", "generic", "wrong label", "true - wrong"],
+            ["family, domain", "true label", "generic", "wrong label", "true - wrong"],
             cells,
-            "llrrrr",
+            "lrrrr",
         ),
         "",
         "## The confidence",
@@ -322,8 +321,7 @@ def report(results, known, unseen, mode, budget):
         for domain, figures in result["confidence"].items():
             cells.append(
                 [
-                    family,
-                    domain,
+                    "%s, %s" % (family, domain),
                     str(figures["sentences"]),
                     _f(figures["auroc"], "%.2f"),
                     _f(figures["dev_auroc"], "%.2f"),
@@ -335,8 +333,7 @@ def report(results, known, unseen, mode, budget):
     lines += [
         markdown_table(
             [
-                "family",
-                "domain",
+                "family, domain",
                 "sentences",
                 "test AUROC",
                 "dev AUROC",
@@ -345,7 +342,7 @@ def report(results, known, unseen, mode, budget):
                 "chrF kept",
             ],
             cells,
-            "llrrrrrr",
+            "lrrrrrr",
         ),
         "",
         "![Reliability diagrams](reliability.png)",
@@ -359,14 +356,13 @@ def report(results, known, unseen, mode, budget):
         for domain, figures in guard["per_domain"].items():
             cells.append(
                 [
-                    family,
-                    domain + (" (unseen)" if domain == unseen else ""),
+                    "%s, %s%s" % (family, domain, " (unseen)" if domain == unseen else ""),
                     _f(figures["accuracy"] and 100 * figures["accuracy"], "%.1f%%"),
                     "%.1f%%" % (100 * figures["generic"]),
                 ]
             )
     lines += [
-        markdown_table(["family", "test set", "guard accuracy", "sent to generic"], cells, "llrr"),
+        markdown_table(["family, test set", "guard accuracy", "sent to generic"], cells, "lrr"),
         "",
         "The mixed test set: every known domain's test sentences and %d%% unseen-domain lines."
         " %s" % (100 * UNSEEN_SHARE, verdicts.TEST_STATEMENT),

@@ -105,8 +105,8 @@ class ServeQualityTest(tf.test.TestCase):
         text = "\n".join(serve_quality.report(results, KNOWN, UNSEEN, "quick", budget))
         for heading in ("## The cost of a wrong label", "## The confidence", "## The guard"):
             self.assertIn(heading, text)
-        self.assertIn("| LDR | medical |", text)
-        self.assertIn("| LDR | software (unseen) |", text)
+        self.assertIn("| LDR, medical |", text)
+        self.assertIn("| LDR, software (unseen) |", text)
         path = os.path.join(self.get_temp_dir(), "reliability.png")
         serve_quality.plot_reliability(results, path)
         with open(path, "rb") as f:
