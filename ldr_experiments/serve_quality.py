@@ -52,6 +52,8 @@ FAMILIES = {
 }
 #: The data configuration the families train with (the demo's), on the known domains.
 DATA_CONFIG = "data_configs/default_corpora.yml"
+#: The fewest sentences a bin of the reliability diagram shows.
+MIN_BIN = 5
 #: The share of unseen-domain lines in the mixed test set.
 UNSEEN_SHARE = 0.10
 BUDGETS = {
@@ -252,7 +254,8 @@ def plot_reliability(results, path):
     for axis, family in zip(axes[0], families):
         axis.plot([0, 1], [0, 1], color="grey", linestyle=":", label="calibrated")
         for domain, figures in results[family]["confidence"].items():
-            points = figures["reliability"]
+            # Bins of fewer than MIN_BIN sentences say nothing: left out.
+            points = [p for p in figures["reliability"] if p[2] >= MIN_BIN]
             axis.plot(
                 [p[0] for p in points],
                 [p[1] for p in points],
@@ -260,7 +263,7 @@ def plot_reliability(results, path):
                 label="%s (AUROC %s)"
                 % (domain, "n/a" if figures["auroc"] is None else "%.2f" % figures["auroc"]),
             )
-        axis.set_xlabel("confidence (test sentences, ten bins)")
+        axis.set_xlabel("confidence (test sentences, ten bins of %d or more)" % MIN_BIN)
         axis.set_ylabel("share at least the dev median chrF")
         axis.set_title(family)
         axis.set_xlim(0, 1)
