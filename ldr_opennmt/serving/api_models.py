@@ -294,6 +294,11 @@ class LibreTranslateResponse(pydantic.BaseModel):
     low_confidence: Optional[Union[bool, List[bool]]] = Field(
         None, description="Whether a sentence of the text is below its confidence threshold."
     )
+    terms: Optional[Union[List[List[str]], List[List[List[str]]]]] = Field(
+        None,
+        description="Each text's glossary terms found and annotated: [source as found, target]"
+        " (a request with a glossary).",
+    )
     warnings: Optional[List[str]] = None
 
 

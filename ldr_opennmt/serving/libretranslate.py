@@ -198,11 +198,15 @@ def prepare(server, body):
             answer["domain_choice"].append(own[0]["domain_choice"])
             # A text is as sure as its least sure sentence (a model exported with
             # --confidence: every sentence of a text has one, or none has).
+            if all("terms" in t for t in own):  # A request with a glossary.
+                answer.setdefault("terms", []).append([term for t in own for term in t["terms"]])
             if all("confidence" in t for t in own):
                 answer.setdefault("confidence", []).append(min(t["confidence"] for t in own))
                 answer.setdefault("low_confidence", []).append(
                     any(t["low_confidence"] for t in own)
                 )
+        if len(answer.get("terms", ())) != len(layouts):
+            answer.pop("terms", None)
         if len(answer.get("confidence", ())) != len(layouts):
             answer.pop("confidence", None)
             answer.pop("low_confidence", None)

@@ -76,6 +76,7 @@ class GlossaryTest(fake_backend.AppTestCase):
         self.assertEqual(status, 200, answer)
         self.assertIn(terms.START, answer["translatedText"])
         self.assertIn("case", answer["translatedText"])
+        self.assertEqual(answer["terms"], [["cell", "case"]])
 
     def test_a_bad_glossary_is_refused_naming_the_entry(self):
         for glossary, regex in (
