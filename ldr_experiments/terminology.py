@@ -227,6 +227,9 @@ def export_stage(steps, key, title, config_paths, model_dir, export_dir, after, 
         [os.path.join(export_dir, "manifest.json")],
         lambda cores: steps.run_command("export_%s" % key, command, cores),
         after=after,
+        # The whole export: one made from other inputs is removed before the export runs
+        # again (ldr-export refuses an existing directory).
+        owns=[export_dir],
         kind=engine.EVALUATE,
     )
 
