@@ -243,6 +243,16 @@ def guard_figures(measured, known, unseen):
     }
 
 
+def adjust_verdicts(results):
+    """Holm's correction over the families' routed-vs-generic verdicts (one table: the stated
+    test's family), in place."""
+    guards = [result["guard"] for result in results.values()]
+    p_values = verdicts.holm([g["routed_vs_generic"]["p_value"] for g in guards])
+    for guard, p_value in zip(guards, p_values):
+        verdict = verdicts.Verdict(**guard["routed_vs_generic"])
+        guard["routed_vs_generic"] = verdicts.adjusted(verdict, p_value)._asdict()
+
+
 def plot_reliability(results, path):
     """One reliability diagram per family, a line per known domain (matplotlib)."""
     import matplotlib  # pylint: disable=import-outside-toplevel
@@ -478,6 +488,7 @@ def main(argv=None):
             "guard": guard_figures(measured, known, unseen),
             "export_summary": measured.summary,
         }
+    adjust_verdicts(results)
     write_text_atomic(
         os.path.join(out, "results.json"),
         json.dumps(

@@ -93,6 +93,28 @@ class ServeQualityTest(tf.test.TestCase):
             places=6,
         )
 
+    def test_holm_over_the_families(self):
+        verdict = {"difference": 1.0, "interval": [0.5, 1.5], "words": "beats", "interval90": None}
+        results = {
+            "A": {"guard": {"routed_vs_generic": dict(verdict, p_value=0.03)}},
+            "B": {"guard": {"routed_vs_generic": dict(verdict, p_value=0.01)}},
+        }
+        serve_quality.adjust_verdicts(results)
+        self.assertEqual(
+            [
+                (
+                    r["guard"]["routed_vs_generic"]["p_value"],
+                    r["guard"]["routed_vs_generic"]["words"],
+                )
+                for r in results.values()
+            ],
+            [(0.03, "beats"), (0.02, "beats")],
+        )
+        results["A"]["guard"]["routed_vs_generic"]["p_value"] = 0.04
+        results["B"]["guard"]["routed_vs_generic"]["p_value"] = 0.04
+        serve_quality.adjust_verdicts(results)
+        self.assertEqual(results["A"]["guard"]["routed_vs_generic"]["words"], "no difference found")
+
     def test_the_report_and_the_plot(self):
         results = {
             "LDR": {
