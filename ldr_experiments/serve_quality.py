@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from ldr_experiments import common, engine
+from ldr_experiments.demo.runs import BUDGETS as DEMO_BUDGETS
 from ldr_opennmt import errors, stamps
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.evaluation import scoring, verdicts
@@ -56,29 +57,18 @@ DATA_CONFIG = "data_configs/default_corpora.yml"
 MIN_BIN = 5
 #: The share of unseen-domain lines in the mixed test set.
 UNSEEN_SHARE = 0.10
+#: The demo's recipe keys the studies take (``ldr_experiments.demo.runs.BUDGETS``).
+_RECIPE = ("warmup", "batch_size", "alpha", "max_length", "log_steps", "max_decoding_length")
 BUDGETS = {
     # The demo's recipe (batches of 1024 tokens, alpha 0.5, 64 units) at 3000 steps: about
     # 12 minutes a family on a 2-core host at 4 steps/s (2026-12-07).
-    "full": {
-        "steps": 3000,
-        "warmup": 800,
-        "batch_size": 1024,
-        "alpha": 0.5,
-        "max_length": 80,
-        "log_steps": 100,
-        "max_decoding_length": 100,
-        "sentences": 500,
-    },
-    "quick": {
-        "steps": 60,
-        "warmup": 30,
-        "batch_size": 1024,
-        "alpha": 0.5,
-        "max_length": 80,
-        "log_steps": 20,
-        "max_decoding_length": 20,
-        "sentences": 20,
-    },
+    "full": dict({k: DEMO_BUDGETS["default"][k] for k in _RECIPE}, steps=3000, sentences=500),
+    "quick": dict(
+        {k: DEMO_BUDGETS["quick"][k] for k in _RECIPE},
+        steps=DEMO_BUDGETS["quick"]["steps"],
+        max_decoding_length=20,
+        sentences=20,
+    ),
 }
 
 

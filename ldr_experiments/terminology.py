@@ -26,7 +26,7 @@ import sys
 import time
 
 from ldr_experiments import common, engine, serve_quality
-from ldr_opennmt import errors, stamps
+from ldr_opennmt import errors
 from ldr_opennmt.data import corpus as corpus_lib
 from ldr_opennmt.data import terms as terms_lib
 from ldr_opennmt.evaluation import scoring
@@ -209,31 +209,6 @@ def _cut(text, limit=160):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def export_stage(steps, key, title, config_paths, model_dir, export_dir, after, progress, corpus):
-    """The stage that exports a trained model for CTranslate2, with its domain guard and its
-    calibrated confidence fitted on :obj:`corpus` (what a user serves)."""
-    command = ["ldr-export", "ctranslate2", "--config", *config_paths, "--auto_config"]
-    command += ["--output_dir", export_dir, "--corpus", corpus, "--domain_guard", "--confidence"]
-    steps.commands.append(("Export %s" % title, command))
-
-    def stamp():
-        return stamps.make_stamp(checkpoint=common.checkpoint_digest(model_dir), command=command)
-
-    return common.Stage(
-        "export_%s" % key,
-        "export %s" % title,
-        progress,
-        stamp,
-        [os.path.join(export_dir, "manifest.json")],
-        lambda cores: steps.run_command("export_%s" % key, command, cores),
-        after=after,
-        # The whole export: one made from other inputs is removed before the export runs
-        # again (ldr-export refuses an existing directory).
-        owns=[export_dir],
-        kind=engine.EVALUATE,
-    )
-
-
 @engine.driver("terminology")
 def main(argv=None):
     parser = argparse.ArgumentParser(
@@ -295,16 +270,16 @@ def main(argv=None):
         )
         exports[key] = os.path.join(out, "export", key)
         stages.append(
-            export_stage(
+            serve_quality.export_stage(
                 steps,
                 key,
                 name,
                 [data_path, path],
                 config["model_dir"],
                 exports[key],
-                [key],
-                "export (%d/2)" % number,
                 corpus_dir,
+                "export (%d/2)" % number,
+                after=[key],
             )
         )
     steps.run_stages(stages, lanes=2)
