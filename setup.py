@@ -45,15 +45,31 @@ setup(
         # The page of ldr-serve (GET /, ldr_opennmt/serving/ui.py): served from the package.
         "ldr_opennmt.serving": ["ui_assets/*"],
     },
-    python_requires=">=3.11,<3.12",
-    # Pinned: opennmt-tf 2.32 is validated against TensorFlow 2.13; the
-    # opennmt-tf[tensorflow] extra is avoided on purpose (it pulls tensorflow-text,
-    # which has no 2.13 wheel for Python 3.11, and pip silently falls back to TF 2.12).
+    # Two training stacks (docs/installation.md): Python 3.11 with TensorFlow 2.13.1 and
+    # TensorFlow Addons 0.21, and Python 3.12 with TensorFlow 2.21 and tf-keras (Keras 2), where
+    # TensorFlow Addons has no wheel and the package's replacement stands in for it
+    # (ldr_opennmt/upstream/addons). Python 3.13: pyonmttok has no wheel or source there.
+    python_requires=">=3.11,<3.13",
     install_requires=[
-        "opennmt-tf==2.32.0",
-        "tensorflow==2.13.1",
-        "tensorflow-addons==0.21.0",
-        "numpy==1.24.3",
+        # Pinned: opennmt-tf 2.32 is validated against TensorFlow 2.13; the
+        # opennmt-tf[tensorflow] extra is avoided on purpose (it pulls tensorflow-text,
+        # which has no 2.13 wheel for Python 3.11, and pip silently falls back to TF 2.12).
+        # On Python 3.12 opennmt-tf is installed without its dependencies (run/setup_env.sh,
+        # requirements-py312-nodeps.lock): its metadata asks for tensorflow-addons, which has
+        # no wheel there; the rest of what it asks for is listed below.
+        'opennmt-tf==2.32.0; python_version < "3.12"',
+        'tensorflow==2.13.1; python_version < "3.12"',
+        'tensorflow-addons==0.21.0; python_version < "3.12"',
+        'numpy==1.24.3; python_version < "3.12"',
+        'tensorflow==2.21.0; python_version >= "3.12"',
+        # Keras 2 (tf.keras with TF_USE_LEGACY_KERAS=1, which the package's start-up hook
+        # sets): OpenNMT-tf uses tf.keras.optimizers.legacy, which Keras 3 does not have.
+        'tf-keras==2.21.0; python_version >= "3.12"',
+        # TensorFlow 2.21 no longer pulls TensorBoard; OpenNMT-tf imports it.
+        'tensorboard==2.21.0; python_version >= "3.12"',
+        'numpy==2.5.5; python_version >= "3.12"',
+        'rouge==1.0.1; python_version >= "3.12"',
+        'packaging==26.4; python_version >= "3.12"',
         "sacrebleu==2.6.0",
         "pyonmttok==1.38.1",
         "pyyaml==6.0.3",

@@ -4,7 +4,7 @@
     ldr-experiments tables [--quick]                 # the papers' tables (bash run/tables.sh)
     ldr-experiments advl-grid | region-sweep | baselines | factorized | new-domain | open-domain
     ldr-experiments bench | gpu-check | serve-bench | serve-runtimes | serve-quality | levers
-    ldr-experiments check-sampling | terminology
+    ldr-experiments check-sampling | terminology | stack-parity
     ldr-experiments quote docs/records/NAME.md [--row ROW] [--column COLUMN]
 
 Each sub-command's options are its module's (``ldr-experiments demo --help``). The modules
@@ -33,6 +33,7 @@ COMMANDS = {
     "levers": ("levers", "training throughput at batch and vocabulary sizes (issue 73)"),
     "serve-quality": ("serve_quality", "ldr-serve's domain guard and confidence, measured"),
     "terminology": ("terminology", "glossaries applied at translation time, measured"),
+    "stack-parity": ("stack_parity", "the Python 3.11 and 3.12 training stacks compared"),
     "quote": ("records", "the links a page pastes to quote a report's figures"),
 }
 

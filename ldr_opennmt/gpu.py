@@ -1,44 +1,94 @@
-"""GPUs: what TensorFlow 2.13.1 needs to use one, and the refusal of a silent CPU fallback.
+"""GPUs: what the training stack's TensorFlow needs to use one, and the refusal of a silent
+CPU fallback.
 
-TensorFlow 2.13.1 (``tf.sysconfig.get_build_info()``: CUDA 11.8, cuDNN 8) dlopens
-:data:`CUDA_LIBRARIES` by name when it starts; if one of them fails to load it registers
-no GPU and runs everything on the CPU, with one log line that ``TF_CPP_MIN_LOG_LEVEL=2``
-hides. A training asked to run on GPUs then runs, hundreds of times slower, on the CPU.
-:func:`check_command_line` turns that into a one-line error naming the libraries that
-fail to load and the fix (``source run/setup_env.sh --gpu``, docs/gpu.md).
+TensorFlow (``tf.sysconfig.get_build_info()``: CUDA 11.8 and cuDNN 8 for 2.13.1 on Python 3.11,
+CUDA 12.5 and cuDNN 9 for 2.21 on Python 3.12; :data:`STACK`) dlopens :data:`CUDA_LIBRARIES`
+by name when it starts; if one of them fails to load it registers no GPU and runs everything
+on the CPU, with one log line that ``TF_CPP_MIN_LOG_LEVEL=2`` hides. A training asked to run
+on GPUs then runs, hundreds of times slower, on the CPU. :func:`check_command_line` turns that
+into a one-line error naming the libraries that fail to load and the fix
+(``source run/setup_env.sh --gpu``, docs/gpu.md).
 
 Nothing here imports TensorFlow at module level (only :func:`check_gpus_available` does,
 to list the GPUs), so the helpers run in an environment without it.
 """
 
+import collections
 import ctypes
 import os
 import re
 import shutil
 import subprocess
+import sys
 
-#: The libraries TensorFlow 2.13.1 loads at start; any one missing means no GPU
-#: (libcudart's soname is 11.0 for every CUDA 11 minor version).
-CUDA_LIBRARIES = (
-    "libcudart.so.11.0",
-    "libcublas.so.11",
-    "libcublasLt.so.11",
-    "libcufft.so.10",
-    "libcusolver.so.11",
-    "libcusparse.so.11",
-    "libcudnn.so.8",
+#: What a training stack's TensorFlow needs of CUDA: its version, the libraries it loads at
+#: start (any one missing means no GPU), the lowest Linux driver CUDA runs on (minor-version
+#: compatibility), and the lowest driver that compiles its PTX (the CUDA version's own),
+#: needed on GPUs of compute capability >= ``ptx_only_capability``, for which TensorFlow ships
+#: PTX and no native code.
+CudaStack = collections.namedtuple(
+    "CudaStack",
+    "tensorflow cuda libraries minimum_driver ptx_jit_driver ptx_only_capability",
 )
+
+#: The stacks (docs/installation.md), by Python version.
+STACKS = {
+    # TensorFlow 2.13.1's native code stops at sm_75 (PTX compute_80 above); libcudart's
+    # soname is 11.0 for every CUDA 11 minor version.
+    (3, 11): CudaStack(
+        "2.13.1",
+        "11.8",
+        (
+            "libcudart.so.11.0",
+            "libcublas.so.11",
+            "libcublasLt.so.11",
+            "libcufft.so.10",
+            "libcusolver.so.11",
+            "libcusparse.so.11",
+            "libcudnn.so.8",
+        ),
+        "450.80.02",
+        "520.61.05",
+        (8, 0),
+    ),
+    # TensorFlow 2.21.0: native code sm_60 to sm_89, PTX compute_90 above; CUDA 12.5's own
+    # driver is 555.42.02.
+    (3, 12): CudaStack(
+        "2.21.0",
+        "12.5",
+        (
+            "libcudart.so.12",
+            "libcublas.so.12",
+            "libcublasLt.so.12",
+            "libcufft.so.11",
+            "libcusolver.so.11",
+            "libcusparse.so.12",
+            "libcudnn.so.9",
+        ),
+        "525.60.13",
+        "555.42.02",
+        (9, 0),
+    ),
+}
+#: This Python's stack.
+STACK = STACKS[(3, 12) if sys.version_info[:2] >= (3, 12) else (3, 11)]
+
+#: The libraries TensorFlow loads at start.
+CUDA_LIBRARIES = STACK.libraries
 
 #: The command that installs and exposes them.
 FIX = "source run/setup_env.sh --gpu"
 
-#: The lowest Linux driver CUDA 11.8 runs on (CUDA 11 minor-version compatibility).
-MINIMUM_DRIVER = "450.80.02"
-#: The lowest driver that can compile CUDA 11.8's PTX (CUDA 11.8's own driver): needed on
-#: GPUs of compute capability >= :data:`PTX_ONLY_CAPABILITY`, for which TensorFlow 2.13.1
-#: ships PTX (``compute_80``) and no native code (its native code stops at ``sm_75``).
-PTX_JIT_DRIVER = "520.61.05"
-PTX_ONLY_CAPABILITY = (8, 0)
+MINIMUM_DRIVER = STACK.minimum_driver
+PTX_JIT_DRIVER = STACK.ptx_jit_driver
+PTX_ONLY_CAPABILITY = STACK.ptx_only_capability
+_PTX_CAPABILITY = "%d.%d" % PTX_ONLY_CAPABILITY
+
+
+def library(prefix):
+    """The name of :data:`CUDA_LIBRARIES`' library :obj:`prefix` (``"libcudnn"``)."""
+    return next(name for name in CUDA_LIBRARIES if name.startswith(prefix + ".so."))
+
 
 #: Setting this environment variable to 1 lets a run asked to use GPUs go on without any.
 ALLOW_CPU_ENV = "LDR_ALLOW_CPU"
@@ -59,7 +109,7 @@ def parse_version(text):
 
 
 def required_driver(compute_capability=None):
-    """The lowest NVIDIA driver TensorFlow 2.13.1 (CUDA 11.8) needs on Linux.
+    """The lowest NVIDIA driver the stack's TensorFlow (its CUDA) needs on Linux.
 
     Args:
       compute_capability: The GPU's ``(major, minor)`` or ``"8.0"``, or ``None`` if
@@ -85,16 +135,16 @@ def driver_problem(driver_version, compute_capability=None):
         return None
     if needed == MINIMUM_DRIVER:
         return (
-            "NVIDIA driver %s found; CUDA 11.8 needs >= %s (>= %s on GPUs of compute "
-            "capability 8.0 and newer): update the driver"
-            % (driver_version, MINIMUM_DRIVER, PTX_JIT_DRIVER)
+            "NVIDIA driver %s found; CUDA %s needs >= %s (>= %s on GPUs of compute "
+            "capability %s and newer): update the driver"
+            % (driver_version, STACK.cuda, MINIMUM_DRIVER, PTX_JIT_DRIVER, _PTX_CAPABILITY)
         )
     if not isinstance(compute_capability, str):
         compute_capability = ".".join(str(n) for n in compute_capability)
     return (
-        "NVIDIA driver %s found; CUDA 11.8 needs >= %s on this GPU (compute capability %s,"
-        " whose TensorFlow 2.13.1 kernels are compiled from PTX): update the driver"
-        % (driver_version, PTX_JIT_DRIVER, compute_capability)
+        "NVIDIA driver %s found; CUDA %s needs >= %s on this GPU (compute capability %s,"
+        " whose TensorFlow %s kernels are compiled from PTX): update the driver"
+        % (driver_version, STACK.cuda, PTX_JIT_DRIVER, compute_capability, STACK.tensorflow)
     )
 
 
@@ -247,9 +297,9 @@ def library_versions():
     failed = {name for name, _ in failing_libraries()}
     readers = {
         # cudaRuntimeGetVersion(int*): 1000 * major + 10 * minor.
-        "cudart": lambda: _call_int("libcudart.so.11.0", "cudaRuntimeGetVersion"),
+        "cudart": lambda: _call_int(library("libcudart"), "cudaRuntimeGetVersion"),
         # cufftGetVersion(int*): e.g. 10900.
-        "cufft": lambda: _call_int("libcufft.so.10", "cufftGetVersion"),
+        "cufft": lambda: _call_int(library("libcufft"), "cufftGetVersion"),
     }
     for name, read in readers.items():
         try:
@@ -259,7 +309,7 @@ def library_versions():
         if value is None and name == "cudart":
             # Without a driver cudaRuntimeGetVersion fails (cudaErrorInsufficientDriver):
             # the version is then read from where the library came from.
-            version = _cudart_version_from_path(loaded_path("libcudart.so.11.0"))
+            version = _cudart_version_from_path(loaded_path(library("libcudart")))
             if version:
                 versions[name] = version
             continue
@@ -270,24 +320,26 @@ def library_versions():
         else:
             versions[name] = "%d.%d.%d" % (value // 1000, value % 1000 // 100, value % 100)
     try:
-        if failed & {"libcudnn.so.8", "libcublas.so.11", "libcublasLt.so.11"}:
+        if failed & {library("libcudnn"), library("libcublas"), library("libcublasLt")}:
             raise OSError("not loaded")
-        # size_t cudnnGetVersion(void): 1000 * major + 100 * minor + patch (cuDNN 8).
-        cudnn = ctypes.CDLL("libcudnn.so.8")
+        # size_t cudnnGetVersion(void): 1000 * major + 100 * minor + patch (cuDNN 8),
+        # 10000 * major + 100 * minor + patch (cuDNN 9).
+        cudnn = ctypes.CDLL(library("libcudnn"))
         cudnn.cudnnGetVersion.restype = ctypes.c_size_t
         value = cudnn.cudnnGetVersion()
-        versions["cudnn"] = "%d.%d.%d" % (value // 1000, value % 1000 // 100, value % 100)
+        major = 1000 if value < 90000 else 10000
+        versions["cudnn"] = "%d.%d.%d" % (value // major, value % major // 100, value % 100)
     except (OSError, AttributeError):
         pass
     # cublasGetProperty / cusolverGetProperty / cusparseGetProperty(type, int*):
     # type 0, 1, 2 = major, minor, patch (libraryPropertyType).
-    for name, library, function in (
-        ("cublas", "libcublas.so.11", "cublasGetProperty"),
-        ("cusolver", "libcusolver.so.11", "cusolverGetProperty"),
-        ("cusparse", "libcusparse.so.11", "cusparseGetProperty"),
+    for name, shared_object, function in (
+        ("cublas", library("libcublas"), "cublasGetProperty"),
+        ("cusolver", library("libcusolver"), "cusolverGetProperty"),
+        ("cusparse", library("libcusparse"), "cusparseGetProperty"),
     ):
         try:
-            parts = [_call_int(library, function, ctypes.c_int(kind)) for kind in (0, 1, 2)]
+            parts = [_call_int(shared_object, function, ctypes.c_int(kind)) for kind in (0, 1, 2)]
         except (OSError, AttributeError):
             continue
         if None not in parts:
@@ -450,8 +502,8 @@ def fallback_message(requested_reason, failures, library_dirs=None):
     else:
         cause = (
             "every CUDA library loads, so the driver is missing or refused "
-            "(run nvidia-smi; CUDA 11.8 needs a driver >= %s, >= %s for compute capability "
-            "8.0 and newer)" % (MINIMUM_DRIVER, PTX_JIT_DRIVER)
+            "(run nvidia-smi; CUDA %s needs a driver >= %s, >= %s for compute capability "
+            "%s and newer)" % (STACK.cuda, MINIMUM_DRIVER, PTX_JIT_DRIVER, _PTX_CAPABILITY)
         )
     return (
         "GPUs asked for (%s) but TensorFlow found none and would run on the CPU: %s; fix: "

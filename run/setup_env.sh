@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs the package with its locked dependencies
-# (requirements.lock: every transitive dependency, with hashes; see run/lock.sh).
+# (requirements.lock on Python 3.11, requirements-py312.lock on Python 3.12: every transitive
+# dependency, with hashes; see run/lock.sh).
 # Sourced by run/test.sh and run/demo.sh, or by hand (`source run/setup_env.sh`): it sets
 # no shell options, so sourcing it leaves an interactive shell as it was.
 #
@@ -15,54 +16,77 @@
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 _ldr_venv="${LDR_VENV:-$ROOT/.venv}"
 if [ ! -x "$_ldr_venv/bin/python" ]; then
-  # Training needs Python 3.11 (TensorFlow 2.13.1 has wheels for 3.8 to 3.11; on 3.12 pip
-  # ends in a "No module named 'distutils'" traceback). The first 3.11 found: $PYTHON (as
-  # given: another version is refused), python3.11 on PATH, uv's, pyenv's, then python3.
-  _ldr_py311() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' >/dev/null 2>&1; }
+  # Two training stacks (docs/installation.md): Python 3.12 with TensorFlow 2.21 (preferred:
+  # current and supported longer) and Python 3.11 with TensorFlow 2.13.1. The Python used:
+  # $PYTHON (as given: another version is refused), else the first 3.12 found (python3.12 on
+  # PATH, uv's, pyenv's, python3), else the first 3.11 found the same way.
+  _ldr_pyok() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12)))' >/dev/null 2>&1; }
+  _ldr_pyis() { "$1" -c "import sys; sys.exit(sys.version_info[:2] != (3, $2))" >/dev/null 2>&1; }
   _ldr_python=""
   if [ -n "${PYTHON:-}" ]; then
-    if _ldr_py311 "$PYTHON"; then _ldr_python="$PYTHON"; else
-      echo "[setup] PYTHON=$PYTHON is not Python 3.11 ($("$PYTHON" --version 2>&1 || echo 'not found')): training needs Python 3.11 (TensorFlow 2.13); give PYTHON=/path/to/python3.11" >&2
-      unset -f _ldr_py311; unset _ldr_python _ldr_venv
+    if _ldr_pyok "$PYTHON"; then _ldr_python="$PYTHON"; else
+      echo "[setup] PYTHON=$PYTHON is not Python 3.11 or 3.12 ($("$PYTHON" --version 2>&1 || echo 'not found')): training needs one of them (TensorFlow 2.21 or 2.13); give PYTHON=/path/to/python3.12" >&2
+      unset -f _ldr_pyok _ldr_pyis; unset _ldr_python _ldr_venv
       return 1 2>/dev/null || exit 1
     fi
   else
-    for _ldr_candidate in python3.11 \
-      "$( (uv python find 3.11) 2>/dev/null || true)" \
-      "$( (pyenv root) 2>/dev/null || echo /nonexistent)"/versions/3.11*/bin/python3.11 \
-      python3; do
-      if [ -n "$_ldr_candidate" ] && command -v "$_ldr_candidate" >/dev/null 2>&1 &&
-        _ldr_py311 "$_ldr_candidate"; then
-        _ldr_python="$_ldr_candidate"
-        break
-      fi
+    for _ldr_minor in 12 11; do
+      for _ldr_candidate in "python3.$_ldr_minor" \
+        "$( (uv python find "3.$_ldr_minor") 2>/dev/null || true)" \
+        "$( (pyenv root) 2>/dev/null || echo /nonexistent)"/versions/3."$_ldr_minor"*/bin/python3."$_ldr_minor" \
+        python3; do
+        if [ -n "$_ldr_candidate" ] && command -v "$_ldr_candidate" >/dev/null 2>&1 &&
+          _ldr_pyis "$_ldr_candidate" "$_ldr_minor"; then
+          _ldr_python="$_ldr_candidate"
+          break 2
+        fi
+      done
     done
   fi
   if [ -z "$_ldr_python" ]; then
-    echo "[setup] training needs Python 3.11 (TensorFlow 2.13 has no wheel for $( (python3 --version) 2>&1 || echo 'the Python here')): install it (uv python install 3.11; pyenv install 3.11; or python3.11 from the deadsnakes PPA on Ubuntu) and run again, or give PYTHON=/path/to/python3.11" >&2
-    unset -f _ldr_py311; unset _ldr_python _ldr_candidate _ldr_venv
+    echo "[setup] training needs Python 3.12 or 3.11 (TensorFlow has no wheel of the versions used here for $( (python3 --version) 2>&1 || echo 'the Python here')): install one (uv python install 3.12; pyenv install 3.12; or python3.12 from your distribution) and run again, or give PYTHON=/path/to/python3.12" >&2
+    unset -f _ldr_pyok _ldr_pyis; unset _ldr_python _ldr_candidate _ldr_minor _ldr_venv
     return 1 2>/dev/null || exit 1
   fi
-  echo "[setup] creating $_ldr_venv with $_ldr_python ($("$_ldr_python" --version 2>&1))"
+  if _ldr_pyis "$_ldr_python" 12; then
+    _ldr_stack="TensorFlow 2.21 with tf-keras; TensorFlow Addons replaced by the package's own"
+  else
+    _ldr_stack="TensorFlow 2.13.1 with TensorFlow Addons 0.21"
+  fi
+  echo "[setup] creating $_ldr_venv with $_ldr_python ($("$_ldr_python" --version 2>&1)): $_ldr_stack"
   "$_ldr_python" -m venv "$_ldr_venv"
-  unset -f _ldr_py311; unset _ldr_python _ldr_candidate
+  unset -f _ldr_pyok _ldr_pyis; unset _ldr_python _ldr_candidate _ldr_minor _ldr_stack
 fi
 STAMP="$_ldr_venv/.ldr-installed"
+# The lock of the venv's stack: requirements.lock (3.11), requirements-py312.lock (3.12).
+_ldr_lock=requirements.lock
+if "$_ldr_venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))' >/dev/null 2>&1; then
+  _ldr_lock=requirements-py312.lock
+fi
 # Reinstalls when setup.py or the lock file changed since the last installation.
 if [ ! -f "$STAMP" ] || [ "$ROOT/setup.py" -nt "$STAMP" ] ||
-  [ "$ROOT/requirements.lock" -nt "$STAMP" ]; then
-  echo "[setup] installing ldr-opennmt and its locked dependencies (first run takes a few minutes)"
-  # Every dependency, pip included, comes from requirements.lock (exact versions and sha256
-  # hashes; refreshed by `bash run/lock.sh`), then the package itself without dependencies.
+  [ "$ROOT/$_ldr_lock" -nt "$STAMP" ]; then
+  echo "[setup] installing ldr-opennmt and its locked dependencies ($_ldr_lock; first run takes a few minutes)"
+  # Every dependency, pip included, comes from the lock (exact versions and sha256 hashes;
+  # refreshed by `bash run/lock.sh`), then the package itself without dependencies.
   # --no-build-isolation: the editable build uses the locked setuptools and wheel rather than
   # fetching the latest setuptools into an isolated build environment (PYTHONWARNINGS: the
   # locked setuptools warns that a folder named like the package is in the project's root).
+  # Python 3.12: opennmt-tf without its dependencies (requirements-py312-nodeps.lock: its
+  # metadata asks for tensorflow-addons, which has no wheel there), and the .pth file whose
+  # start-up hook answers `import tensorflow_addons` with the package's replacement and sets
+  # TF_USE_LEGACY_KERAS=1 (ldr_opennmt/upstream/addons_hook.py).
   "$_ldr_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    --require-hashes -r "$ROOT/requirements.lock" &&
+    --require-hashes -r "$ROOT/$_ldr_lock" &&
+    { [ "$_ldr_lock" = requirements.lock ] ||
+      { "$_ldr_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --require-hashes --no-deps -r "$ROOT/requirements-py312-nodeps.lock" &&
+        "$_ldr_venv/bin/python" "$ROOT/ldr_opennmt/upstream/addons_hook.py" --write-pth >/dev/null; }; } &&
     PYTHONWARNINGS=ignore "$_ldr_venv/bin/python" -m pip install --quiet \
       --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT" &&
-    touch "$STAMP" || { echo "[setup] installation failed" >&2; return 1 2>/dev/null || exit 1; }
+    touch "$STAMP" || { echo "[setup] installation failed" >&2; unset _ldr_lock; return 1 2>/dev/null || exit 1; }
 fi
+unset _ldr_lock
 export PATH="$_ldr_venv/bin:$PATH"
 export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}"
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
@@ -75,7 +99,59 @@ _ldr_gpu=""
 for _ldr_arg in "$@"; do
   if [ "$_ldr_arg" = "--gpu" ]; then _ldr_gpu=1; fi
 done
-if [ -n "$_ldr_gpu" ]; then
+_ldr_py312=""
+if "$_ldr_venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))' >/dev/null 2>&1; then
+  _ldr_py312=1
+fi
+if [ -n "$_ldr_gpu" ] && [ -n "$_ldr_py312" ]; then
+  # The Python 3.12 stack: TensorFlow 2.21's CUDA 12 / cuDNN 9 wheels (its and-cuda extra),
+  # locked in requirements-gpu-py312.lock.
+  _ldr_fail=""
+  if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
+    echo "[setup] --gpu: NVIDIA's CUDA wheels of requirements-gpu-py312.lock are for Linux x86_64, not $(uname -s) $(uname -m)" >&2
+    _ldr_fail=1
+  elif command -v nvidia-smi >/dev/null 2>&1; then
+    # As ldr_opennmt/gpu.py says it: CUDA 12.5 runs on drivers >= 525.60.13; TensorFlow
+    # 2.21's kernels for compute capability 9.0 and newer are compiled from CUDA 12.5 PTX,
+    # which needs CUDA 12.5's own driver (555.42.02).
+    _ldr_driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)" || _ldr_driver=""
+    _ldr_cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)" || _ldr_cc=""
+    _ldr_driver="$(printf '%s' "$_ldr_driver" | tr -d '[:space:]')"
+    _ldr_cc="$(printf '%s' "$_ldr_cc" | tr -d '[:space:]')"
+    _ldr_need=525.60.13
+    case "$_ldr_cc" in
+      [0-8].*) ;;
+      [0-9]*.*) _ldr_need=555.42.02 ;;
+    esac
+    if [ -z "$_ldr_driver" ]; then
+      echo "[setup] --gpu: nvidia-smi gave no driver version: installing anyway; CUDA 12.5 needs an NVIDIA driver >= $_ldr_need" >&2
+    elif [ "$(printf '%s\n%s\n' "$_ldr_need" "$_ldr_driver" | sort -V | head -n 1)" != "$_ldr_need" ]; then
+      if [ "$_ldr_need" = 525.60.13 ]; then
+        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA 12.5 needs >= 525.60.13 (>= 555.42.02 on GPUs of compute capability 9.0 and newer): update the driver" >&2
+      else
+        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA 12.5 needs >= 555.42.02 on this GPU (compute capability $_ldr_cc, whose TensorFlow 2.21.0 kernels are compiled from PTX): update the driver" >&2
+      fi
+      _ldr_fail=1
+    fi
+  else
+    echo "[setup] --gpu: no NVIDIA driver found (nvidia-smi): installing the CUDA libraries anyway; they need a driver >= 525.60.13 (>= 555.42.02 for compute capability 9.0 and newer)" >&2
+  fi
+  if [ -z "$_ldr_fail" ] && { [ ! -f "$_ldr_gpu_stamp" ] ||
+    [ "$ROOT/requirements-gpu-py312.lock" -nt "$_ldr_gpu_stamp" ]; }; then
+    echo "[setup] installing the CUDA 12 / cuDNN 9 libraries of requirements-gpu-py312.lock (several GB)"
+    "$_ldr_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+      --require-hashes --no-deps -r "$ROOT/requirements-gpu-py312.lock" &&
+      touch "$_ldr_gpu_stamp" || {
+      echo "[setup] installation of the GPU libraries failed" >&2
+      _ldr_fail=1
+    }
+  fi
+  if [ -n "$_ldr_fail" ]; then
+    unset _ldr_venv _ldr_gpu_stamp _ldr_gpu _ldr_arg _ldr_fail _ldr_driver _ldr_cc _ldr_need \
+      _ldr_py312
+    return 1 2>/dev/null || exit 1
+  fi
+elif [ -n "$_ldr_gpu" ]; then
   _ldr_fail=""
   if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
     echo "[setup] --gpu: NVIDIA's CUDA wheels of requirements-gpu.lock are for Linux x86_64, not $(uname -s) $(uname -m)" >&2
@@ -154,4 +230,5 @@ if [ -f "$_ldr_gpu_stamp" ]; then
     echo "[setup] GPU libraries installed; \`source run/setup_env.sh\` puts them in a shell's environment"
   fi
 fi
-unset _ldr_venv _ldr_gpu_stamp _ldr_gpu _ldr_arg _ldr_fail _ldr_driver _ldr_cc _ldr_need _ldr_lib
+unset _ldr_venv _ldr_gpu_stamp _ldr_gpu _ldr_arg _ldr_fail _ldr_driver _ldr_cc _ldr_need _ldr_lib \
+  _ldr_py312

@@ -35,15 +35,20 @@ from ldr_opennmt import gpu, probe, registry
 from ldr_opennmt.cli import main as ldr_main
 from ldr_opennmt.errors import UserError
 from tests import helpers
+from tests.test_lock import LOCK as CPU_STACK_LOCK
 from tests.test_lock import normalize, parse_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GPU_LOCK = os.path.join(ROOT, "requirements-gpu.lock")
-CPU_LOCK = os.path.join(ROOT, "requirements.lock")
+#: The training stack of this Python (docs/installation.md): each has its GPU lock.
+PY312 = sys.version_info[:2] >= (3, 12)
+GPU_LOCK = os.path.join(ROOT, "requirements-gpu-py312.lock" if PY312 else "requirements-gpu.lock")
+CPU_LOCK = CPU_STACK_LOCK
 SETUP = os.path.join(ROOT, "run", "setup_env.sh")
+#: The venv's site-packages folder name.
+PYTHON_DIR = "python%d.%d" % sys.version_info[:2]
 
 #: The wheels of issue 37, with the versions TensorFlow 2.13.1 was built against.
-GPU_WHEELS = {
+GPU_WHEELS_311 = {
     "nvidia-cuda-runtime-cu11": "11.8.89",
     "nvidia-cublas-cu11": "11.11.3.6",
     "nvidia-cudnn-cu11": "8.6.0.163",
@@ -53,6 +58,23 @@ GPU_WHEELS = {
     "nvidia-cusparse-cu11": "11.7.5.86",
     "nvidia-cuda-nvcc-cu11": "11.8.89",
 }
+#: TensorFlow 2.21's and-cuda extra at its lowest versions (those it was built with).
+GPU_WHEELS_312 = {
+    "nvidia-cublas-cu12": "12.5.3.2",
+    "nvidia-cuda-cupti-cu12": "12.5.82",
+    "nvidia-cuda-nvcc-cu12": "12.5.82",
+    "nvidia-cuda-nvrtc-cu12": "12.5.82",
+    "nvidia-cuda-runtime-cu12": "12.5.82",
+    "nvidia-cudnn-cu12": "9.3.0.75",
+    "nvidia-cufft-cu12": "11.2.3.61",
+    "nvidia-curand-cu12": "10.3.6.82",
+    "nvidia-cusolver-cu12": "11.6.3.83",
+    "nvidia-cusparse-cu12": "12.5.1.3",
+    "nvidia-nccl-cu12": "2.27.7",
+    "nvidia-nvjitlink-cu12": "12.5.82",
+}
+GPU_WHEELS = GPU_WHEELS_312 if PY312 else GPU_WHEELS_311
+CU = "cu12" if PY312 else "cu11"
 #: The wheels' lib folders (site-packages/nvidia/NAME/lib).
 WHEEL_DIRS = ("cublas", "cuda_nvcc", "cuda_runtime", "cudnn", "cufft", "curand", "cusolver")
 WHEEL_DIRS += ("cusparse",)
@@ -82,7 +104,7 @@ def fake_venv(directory, gpu_installed=False):
     os.chmod(python, 0o755)
     _touch_future(os.path.join(venv, ".ldr-installed"))
     if gpu_installed:
-        nvidia = os.path.join(venv, "lib", "python3.11", "site-packages", "nvidia")
+        nvidia = os.path.join(venv, "lib", PYTHON_DIR, "site-packages", "nvidia")
         for name in WHEEL_DIRS:
             os.makedirs(os.path.join(nvidia, name, "lib"))
         nvcc = os.path.join(nvidia, "cuda_nvcc")
@@ -96,7 +118,7 @@ def fake_venv(directory, gpu_installed=False):
     return venv
 
 
-def fake_nvidia_smi(directory, driver="535.104.05", compute_cap="9.0", gpus=(H100,)):
+def fake_nvidia_smi(directory, driver="560.35.03", compute_cap="9.0", gpus=(H100,)):
     """A folder with an ``nvidia-smi`` that answers ``-L`` and ``--query-gpu`` (without
     ``compute_cap`` when :obj:`compute_cap` is ``None``, as drivers older than 510)."""
     folder = os.path.join(directory, "smi")
@@ -145,6 +167,17 @@ def _bash(script, env, timeout=300):
     )
 
 
+#: The stack's first compute capability without native kernels ("8.0" or "9.0").
+PTX_CAPABILITY = "%d.%d" % gpu.PTX_ONLY_CAPABILITY
+
+
+def _between(low, high):
+    """A driver version above :obj:`low` and below :obj:`high` (same major as :obj:`low`,
+    one minor up)."""
+    major, minor = low.split(".")[:2]
+    return "%s.%d.01" % (major, int(minor) + 1)
+
+
 def _skip_on_gpu(test):
     if shutil.which("nvidia-smi"):
         test.skipTest("this machine has nvidia-smi: the no-GPU simulations need a machine without")
@@ -176,8 +209,9 @@ class GpuLockTest(unittest.TestCase):
             self.assertIn("%s==%s" % (name, version), script)
         with open(SETUP, encoding="utf-8") as f:
             setup = f.read()
-        self.assertIn('--require-hashes --no-deps -r "$ROOT/requirements-gpu.lock"', setup)
-        self.assertIn('"$ROOT/requirements-gpu.lock" -nt "$_ldr_gpu_stamp"', setup)
+        lock = os.path.basename(GPU_LOCK)
+        self.assertIn('--require-hashes --no-deps -r "$ROOT/%s"' % lock, setup)
+        self.assertIn('"$ROOT/%s" -nt "$_ldr_gpu_stamp"' % lock, setup)
         # Sourced by hand and by run/test.sh: it sets no shell option.
         self.assertIsNone(re.search(r"^\s*(set|shopt)\s", setup, re.MULTILINE))
 
@@ -223,7 +257,7 @@ class SetupEnvTest(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout.split(), ["OPTIONS-UNCHANGED", "0"])
         entries = environment["LD_LIBRARY_PATH"].split(":")
-        site = os.path.join(venv, "lib", "python3.11", "site-packages", "nvidia")
+        site = os.path.join(venv, "lib", PYTHON_DIR, "site-packages", "nvidia")
         expected = sorted(os.path.join(site, name, "lib") for name in WHEEL_DIRS)
         self.assertEqual(sorted(entries[:-1]), expected)
         self.assertEqual(entries[-1], "/opt/mine")
@@ -252,25 +286,31 @@ class SetupEnvTest(unittest.TestCase):
     def test_old_driver(self):
         message = self._install_refused(driver="440.33.01", compute_cap="7.0")
         self.assertIn("NVIDIA driver 440.33.01 found", message)
-        self.assertIn("needs >= 450.80.02", message)
+        self.assertIn("needs >= %s" % gpu.MINIMUM_DRIVER, message)
 
     def test_old_driver_for_ptx(self):
-        # Compute capability 8.0+: TensorFlow 2.13.1's kernels come from CUDA 11.8 PTX.
-        message = self._install_refused(driver="470.57.02", compute_cap="8.0")
-        self.assertIn("NVIDIA driver 470.57.02 found", message)
-        self.assertIn("needs >= 520.61.05", message)
+        # From the stack's PTX-only compute capability (8.0 for TensorFlow 2.13.1, 9.0 for
+        # 2.21), the kernels are compiled from PTX: the CUDA version's own driver is needed.
+        driver = _between(gpu.MINIMUM_DRIVER, gpu.PTX_JIT_DRIVER)
+        message = self._install_refused(driver=driver, compute_cap=PTX_CAPABILITY)
+        self.assertIn("NVIDIA driver %s found" % driver, message)
+        self.assertIn("needs >= %s" % gpu.PTX_JIT_DRIVER, message)
 
     def test_old_nvidia_smi_without_compute_cap(self):
         message = self._install_refused(driver="418.67", compute_cap=None)
         self.assertIn("418.67", message)
-        self.assertIn(">= 450.80.02", message)
+        self.assertIn(">= %s" % gpu.MINIMUM_DRIVER, message)
 
     def test_bash_and_python_agree_on_drivers(self):
-        for driver, cap in (("440.33.01", "7.5"), ("470.57.02", "8.6"), ("450.80.01", "6.1")):
+        between = _between(gpu.MINIMUM_DRIVER, gpu.PTX_JIT_DRIVER)
+        for driver, cap in (("440.33.01", "7.5"), (between, PTX_CAPABILITY), ("418.67", "6.1")):
             self.assertIn("driver %s found" % driver, gpu.driver_problem(driver, cap))
-        self.assertIsNone(gpu.driver_problem("450.80.02", "7.0"))
-        self.assertIsNone(gpu.driver_problem("520.61.05", "9.0"))
-        self.assertIn("520.61.05", gpu.driver_problem("515.65.01", (9, 0)))
+            self.directory = tempfile.mkdtemp(dir=self.directory)  # A venv of its own.
+            message = self._install_refused(driver=driver, compute_cap=cap)
+            self.assertEqual(message.strip(), "[setup] --gpu: " + gpu.driver_problem(driver, cap))
+        self.assertIsNone(gpu.driver_problem(gpu.MINIMUM_DRIVER, "7.0"))
+        self.assertIsNone(gpu.driver_problem(gpu.PTX_JIT_DRIVER, "9.0"))
+        self.assertIn(gpu.PTX_JIT_DRIVER, gpu.driver_problem(between, (9, 0)))
 
 
 class GpusRequestedTest(unittest.TestCase):
@@ -323,7 +363,7 @@ class FallbackRefusalTest(unittest.TestCase):
             self.assertIn("the CUDA libraries %s fail to load" % ", ".join(failing), message)
 
     def test_simulated_loader(self):
-        missing = {"libcudnn.so.8", "libcufft.so.10"}
+        missing = {gpu.library("libcudnn"), gpu.library("libcufft")}
 
         def loader(name):
             if name in missing:
@@ -335,7 +375,11 @@ class FallbackRefusalTest(unittest.TestCase):
             )
         message = str(caught.exception)
         self.assertIn("(--mixed_precision)", message)
-        self.assertIn("the CUDA libraries libcufft.so.10, libcudnn.so.8 fail to load", message)
+        self.assertIn(
+            "the CUDA libraries %s, %s fail to load"
+            % (gpu.library("libcufft"), gpu.library("libcudnn")),
+            message,
+        )
         self.assertNotIn("libcudart", message)
 
     def test_nothing_asked_or_allowed_or_present(self):
@@ -372,7 +416,7 @@ class FallbackRefusalTest(unittest.TestCase):
                 ldr_main.main,
                 ["--config", "missing.yml", "train", "--num_gpus", "2"],
                 r"^GPUs asked for \(.*\) but TensorFlow found none and would run on the CPU: "
-                r"the CUDA libraries .*libcudart\.so\.11\.0.* fail to load",
+                r"the CUDA libraries .*%s.* fail to load" % re.escape(gpu.library("libcudart")),
             )
         self.assertNotIn("no such configuration file", message)
 
@@ -401,8 +445,9 @@ class LibraryHelpersTest(unittest.TestCase):
         import tensorflow as tf
 
         build = tf.sysconfig.get_build_info()
-        self.assertEqual(build["cuda_version"], GPU_WHEELS["nvidia-cuda-runtime-cu11"][:4])
-        self.assertEqual(build["cudnn_version"], GPU_WHEELS["nvidia-cudnn-cu11"][0])
+        runtime = GPU_WHEELS["nvidia-cuda-runtime-%s" % CU]
+        self.assertEqual(build["cuda_version"].split(".")[:2], runtime.split(".")[:2])
+        self.assertEqual(build["cudnn_version"], GPU_WHEELS["nvidia-cudnn-%s" % CU].split(".")[0])
         self.assertEqual(gpu.CUDA_LIBRARIES[-1], "libcudnn.so.%s" % build["cudnn_version"])
 
     def test_loaded_path(self):
@@ -431,7 +476,13 @@ class GpuCheckTest(unittest.TestCase):
         self.assertEqual(len(lines), 1, result.stdout)
         self.assertTrue(lines[0].startswith("gpu_check: no GPU on this machine"), lines[0])
         self.assertIn("CUDA libraries", lines[0])
-        self.assertIn("built with CUDA 11.8, cuDNN 8", result.stderr)
+        import tensorflow as tf
+
+        build = tf.sysconfig.get_build_info()
+        self.assertIn(
+            "built with CUDA %s, cuDNN %s" % (build["cuda_version"], build["cudnn_version"]),
+            result.stderr,
+        )
 
     def test_gpu_listed_but_not_used(self):
         # nvidia-smi lists a GPU, TensorFlow has none: the silent fallback, refused.
@@ -442,7 +493,7 @@ class GpuCheckTest(unittest.TestCase):
         lines = result.stdout.splitlines()
         self.assertEqual(len(lines), 1, result.stdout)
         self.assertIn("TensorFlow found none", lines[0])
-        self.assertIn("libcudart.so.11.0", lines[0])
+        self.assertIn(gpu.library("libcudart"), lines[0])
         self.assertIn("run/setup_env.sh --gpu", lines[0])
 
     def test_plan(self):
@@ -721,7 +772,7 @@ class GpuInstallTest(unittest.TestCase):
         directory = tempfile.mkdtemp(prefix="ldr-gpu-install-")
         self.addCleanup(shutil.rmtree, directory, ignore_errors=True)
         venv = os.path.join(directory, "venv")
-        subprocess.run(["python3.11", "-m", "venv", venv], check=True)
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
         _touch_future(os.path.join(venv, ".ldr-installed"))
         env = _base_env(venv)
         probe = (
@@ -764,7 +815,6 @@ class GpuInstallTest(unittest.TestCase):
         self.assertIn(os.path.join(venv, "lib"), again.stdout)
         self.assertNotIn("installing", again.stdout)
         names = {
-            normalize(n)
-            for n in os.listdir(os.path.join(venv, "lib", "python3.11", "site-packages"))
+            normalize(n) for n in os.listdir(os.path.join(venv, "lib", PYTHON_DIR, "site-packages"))
         }
-        self.assertTrue(any(n.startswith("nvidia-cudnn-cu11") for n in names), names)
+        self.assertTrue(any(n.startswith("nvidia-cudnn-" + CU) for n in names), names)

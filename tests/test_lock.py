@@ -1,15 +1,23 @@
-"""requirements.lock: the exact, hash-pinned set of distributions run/setup_env.sh installs."""
+"""requirements.lock (Python 3.11) and requirements-py312.lock (Python 3.12, with opennmt-tf in
+requirements-py312-nodeps.lock): the exact, hash-pinned sets of distributions run/setup_env.sh
+installs, checked for the stack this Python runs."""
 
 import ast
 import importlib.metadata
 import os
 import re
+import sys
 import sysconfig
 
 import tensorflow as tf
+from packaging.markers import Marker
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LOCK = os.path.join(ROOT, "requirements.lock")
+PY312 = sys.version_info[:2] >= (3, 12)
+LOCK = os.path.join(ROOT, "requirements-py312.lock" if PY312 else "requirements.lock")
+#: What Python 3.12 installs without dependencies (opennmt-tf: its metadata asks for
+#: tensorflow-addons, which has no wheel there).
+NODEPS_LOCK = os.path.join(ROOT, "requirements-py312-nodeps.lock")
 
 
 def normalize(name):
@@ -50,7 +58,8 @@ def installed_distributions():
 
 
 def setup_pins():
-    """``{name: version}`` of setup.py's install_requires and extras (all pinned)."""
+    """``{name: version}`` of setup.py's install_requires and extras (all pinned) that apply to
+    this Python (their environment markers)."""
     with open(os.path.join(ROOT, "setup.py"), encoding="utf-8") as f:
         tree = ast.parse(f.read())
     call = next(
@@ -72,10 +81,21 @@ def setup_pins():
         requirements += extra
     pins = {}
     for requirement in requirements:
-        name, sep, version = requirement.partition("==")
+        requirement, _, marker = requirement.partition(";")
+        if marker and not Marker(marker).evaluate():
+            continue
+        name, sep, version = requirement.strip().partition("==")
         assert sep, "setup.py: %s is not pinned with ==" % requirement
         pins[normalize(name)] = version
     return pins
+
+
+def locked():
+    """Everything run/setup_env.sh installs on this stack: ``{name: (version, hashes)}``."""
+    entries = parse_lock(LOCK)
+    if PY312:
+        entries.update(parse_lock(NODEPS_LOCK))
+    return entries
 
 
 class LockTest(tf.test.TestCase):
@@ -98,7 +118,7 @@ class LockTest(tf.test.TestCase):
         installed = installed_distributions()
         wrong = {
             name: (version, installed.get(name, "not installed"))
-            for name, (version, _) in parse_lock(LOCK).items()
+            for name, (version, _) in locked().items()
             if installed.get(name) != version
         }
         self.assertEqual(
@@ -119,11 +139,15 @@ class LockTest(tf.test.TestCase):
     def test_setup_env_installs_from_the_lock(self):
         with open(os.path.join(ROOT, "run", "setup_env.sh"), encoding="utf-8") as f:
             script = f.read()
-        self.assertIn('--require-hashes -r "$ROOT/requirements.lock"', script)
+        self.assertIn('--require-hashes -r "$ROOT/$_ldr_lock"', script)
+        self.assertIn("_ldr_lock=requirements-py312.lock", script)
+        self.assertIn(
+            '--require-hashes --no-deps -r "$ROOT/requirements-py312-nodeps.lock"', script
+        )
         self.assertRegex(script, r"--no-deps --no-build-isolation -e \"\$ROOT\"")
         self.assertNotIn("--upgrade", script)
         # Reinstalls when the lock changes, not only setup.py.
-        self.assertIn('"$ROOT/requirements.lock" -nt "$STAMP"', script)
+        self.assertIn('"$ROOT/$_ldr_lock" -nt "$STAMP"', script)
 
 
 if __name__ == "__main__":

@@ -402,17 +402,9 @@ def validation_message(errors, body=None, model=None):
     if len(same_field) > 1 and telling:
         error, errors = telling[0], [telling[0]]
     loc = tuple(p for p in error.get("loc", ()) if p != "body")
-    if (
-        len(loc) > 1
-        and isinstance(loc[-1], str)
-        and not PYDANTIC_V1
-        and loc[-1]
-        in (
-            "str",
-            "list[str]",
-        )
-    ):
-        loc = loc[:-1]
+    if not PYDANTIC_V1:
+        # Pydantic 2 names the member of a union it tried (q -> "list[str]" -> 1): not a field.
+        loc = loc[:1] + tuple(p for p in loc[1:] if p not in ("str", "list[str]"))
     name = field_name(loc)
     kind = error.get("type", "")
     got = short(_value_at(body, loc)) if body is not None else None

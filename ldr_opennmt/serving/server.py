@@ -341,6 +341,8 @@ class Server:
             api_models.check_text(body)
         except ValueError as e:
             raise RequestError(422, str(e)) from None
+        except RecursionError:  # Python 3.12's parser accepts deeper nesting than 3.11's.
+            raise RequestError(400, "body: not valid JSON (nested too deeply)") from None
         return body, warnings
 
     def validate(self, model, body):

