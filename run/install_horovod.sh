@@ -14,6 +14,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/run/setup_env.sh"
 HOROVOD_VERSION=0.28.1
+# Measured on 2026-12-07 (docs/installation.md): Horovod 0.28.1, its last release, does not
+# build against TensorFlow 2.21 (the Python 3.12 stack), with or without HOROVOD_ENABLE_XLA_OPS=0:
+# its xla_mpi_ops.cc includes TensorFlow's xla/printer.h, which needs highwayhash headers that
+# the TensorFlow wheel does not ship.
+if python -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))'; then
+  echo "[horovod] Horovod $HOROVOD_VERSION does not build against TensorFlow 2.21 (the Python 3.12 stack: TensorFlow's xla/printer.h needs highwayhash headers its wheel lacks); use the Python 3.11 stack: PYTHON=python3.11 LDR_VENV=.venv-py311 bash run/install_horovod.sh" >&2
+  exit 1
+fi
 
 GPU=0
 [ "${1:-}" = "--gpu" ] && GPU=1

@@ -6,7 +6,8 @@
 #   bash run/stack_parity.sh [OUT]     # default results/stack_parity; the report in OUT/report.md
 # Each stack has its own venv: .venv-py311 and .venv-py312 (created by run/setup_env.sh on
 # first use, with PYTHON=python3.11 / python3.12 when found; say where they are with
-# PYTHON311=... PYTHON312=...). About 15 minutes on 2 cores after the installs.
+# PYTHON311=... PYTHON312=...; VENV311=DIR VENV312=DIR use existing ones, e.g. VENV311=.venv).
+# About 15 minutes on 2 cores after the installs.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/results/stack_parity}"
@@ -30,11 +31,13 @@ for minor in 11 12; do
     echo "[stack-parity] no Python 3.$minor found: give PYTHON3$minor=/path/to/python3.$minor" >&2
     exit 1
   fi
-  echo "[stack-parity] Python 3.$minor stack ($python): .venv-py3$minor"
+  venv_var="VENV3$minor"
+  venv="${!venv_var:-$ROOT/.venv-py3$minor}"
+  echo "[stack-parity] Python 3.$minor stack ($python): $venv"
   # Each stack in its own shell: setup_env.sh puts its venv first on PATH.
-  PYTHON="$python" LDR_VENV="$ROOT/.venv-py3$minor" bash -c \
+  PYTHON="$python" LDR_VENV="$venv" bash -c \
     "source '$ROOT/run/setup_env.sh' && cd '$ROOT' && python -m ldr_experiments.cli stack-parity measure --out '$OUT/py3$minor'"
 done
-PYTHON="${PYTHON311:-}" LDR_VENV="$ROOT/.venv-py311" bash -c \
+LDR_VENV="${VENV311:-$ROOT/.venv-py311}" bash -c \
   "source '$ROOT/run/setup_env.sh' && cd '$ROOT' && python -m ldr_experiments.cli stack-parity compare '$OUT/py311' '$OUT/py312' --out '$OUT'"
 echo "[stack-parity] report: $OUT/report.md"

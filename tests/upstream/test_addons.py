@@ -112,6 +112,45 @@ class AttentionTest(unittest.TestCase):
                     state.cell_state[0], expected_state.cell_state[0], atol=1e-6
                 )
 
+    @unittest.skipUnless(TFA, "TensorFlow Addons is not installed (the Python 3.12 stack)")
+    def test_trains_bit_for_bit_as_tensorflow_addons(self):
+        # A compiled training step of the wrapper from the same weights: the same updates to
+        # the last bit. (Whole models are compared by ldr-experiments stack-parity.)
+        memory, lengths = _memory()
+        trained = []
+        for module, mechanism_class in (
+            (tfa.seq2seq, tfa.seq2seq.BahdanauAttention),
+            (seq2seq, seq2seq.BahdanauAttention),
+        ):
+            holder = _wrapper(module, mechanism_class)
+            _run(holder, memory, lengths, steps=1)
+            found = holder.cell.trainable_variables + holder.attention_mechanism.variables
+            variables = sorted({v.ref(): v for v in found}.values(), key=lambda v: v.name)
+            rng = np.random.default_rng(3)
+            for variable in variables:
+                variable.assign(rng.normal(scale=0.3, size=variable.shape).astype(np.float32))
+            optimizer = tf.keras.optimizers.legacy.Adam(0.01)
+            inputs = tf.constant(rng.normal(size=(4, 3, 4)), tf.float32)
+
+            @tf.function
+            def step():
+                with tf.GradientTape() as tape:
+                    holder.attention_mechanism.setup_memory(memory, lengths)
+                    state = holder.cell.get_initial_state(batch_size=3, dtype=tf.float32)
+                    loss = 0.0
+                    for t in range(4):
+                        output, state = holder.cell(inputs[t], state)
+                        loss += tf.reduce_sum(tf.square(output - 0.5))
+                gradients = tape.gradient(loss, variables)
+                optimizer.apply_gradients(zip(gradients, variables))
+                return loss
+
+            for _ in range(5):
+                step()
+            trained.append([v.numpy() for v in variables])
+        for theirs, ours in zip(*trained):
+            np.testing.assert_array_equal(ours, theirs)
+
 
 class _tmp:
     def __enter__(self):

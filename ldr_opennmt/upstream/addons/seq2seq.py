@@ -11,9 +11,12 @@ The computations, the state's fields and the attributes that name the variables
 (``memory_layer``, ``query_layer``, ``attention_v``, ``_cell``, ``_attention_layers``,
 ``_attention_mechanisms``) are those of TensorFlow Addons 0.21, so that a checkpoint written on
 one stack restores on the other and the outputs agree (tests/upstream/test_addons.py compares
-them with TensorFlow Addons where it is installed). Left out, since nothing here uses them:
-monotonic attention, normalized Bahdanau and scaled Luong energies, several attention
-mechanisms in one wrapper, alignment history.
+them with TensorFlow Addons where it is installed); so are the assertions and identities of its
+graph, since TensorFlow's graph optimizer fuses operations by the graph's shape, which changes
+the rounding of the gradients (without them a training drifted by 1e-6 within 30 steps;
+docs/installation.md). Left out, since nothing here uses them: monotonic attention, normalized
+Bahdanau and scaled Luong energies, several attention mechanisms in one wrapper, alignment
+history.
 """
 
 import collections
@@ -115,7 +118,11 @@ class AttentionMechanism(tf.keras.layers.Layer):
         query = inputs[0]  # inputs[1], the previous alignments: unused by these energies.
         score = self._score(query)
         if self._memory_sequence_length is not None:
-            mask = tf.sequence_mask(self._memory_sequence_length, maxlen=tf.shape(score)[1])
+            positive = tf.debugging.assert_positive(
+                self._memory_sequence_length, message="every memory length must be > 0"
+            )
+            with tf.control_dependencies([positive]):
+                mask = tf.sequence_mask(self._memory_sequence_length, maxlen=tf.shape(score)[1])
             score = tf.where(mask, score, score.dtype.min * tf.ones_like(score))
         alignments = tf.nn.softmax(score)
         return alignments, alignments
@@ -357,6 +364,14 @@ class AttentionWrapper(tf.keras.layers.AbstractRNNCell):
             self._cell_input_fn(inputs, state.attention), cell_state, **kwargs
         )
         next_cell_state = tf.nest.pack_sequence_as(cell_state, tf.nest.flatten(next_cell_state))
+        check = tf.debugging.assert_equal(
+            cell_output.shape[0] or tf.shape(cell_output)[0],
+            self._mechanism.batch_size,
+            message="AttentionWrapper: the memory's batch size differs from the query's"
+            " (beam search: tile the memory with tile_batch)",
+        )
+        with tf.control_dependencies([check]):
+            cell_output = tf.identity(cell_output, name="checked_cell_output")
         alignments, next_attention_state = self._mechanism([cell_output, state.attention_state])
         context = tf.squeeze(tf.matmul(tf.expand_dims(alignments, 1), self._mechanism.values), [1])
         if self._attention_layers is not None:
