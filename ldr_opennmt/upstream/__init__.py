@@ -6,6 +6,9 @@
 * :mod:`~ldr_opennmt.upstream.patches`: every change made to OpenNMT-tf and to the process
   (the error hook, the guard of ``Runner.train``, the checkpoint check), installed by
   :func:`install` only;
+* :mod:`~ldr_opennmt.upstream.addons` and :mod:`~ldr_opennmt.upstream.addons_hook`: on the
+  Python 3.12 stack, the replacement for what OpenNMT-tf takes from TensorFlow Addons (which
+  has no wheel there) and the start-up hook that puts it in place (docs/installation.md);
 * :mod:`~ldr_opennmt.upstream.onmt_main`: ``ldr-main``'s run of ``onmt-main``'s ``main()``
   with the package's Runner, and :mod:`~ldr_opennmt.upstream.command_line`, an ``onmt-main``
   command line read as ``onmt-main`` reads it.
