@@ -290,6 +290,31 @@ class HookTest(unittest.TestCase):
             # Nothing added, nothing said (on the 3.12 stack, the venv's own .pth installed it).
             self.assertEqual((result.stdout.split()[0], result.stderr), (STARTUP_HOOKS, ""))
 
+    def test_start_up_lines_follow_the_log_level(self):
+        # What TensorFlow 2.21 writes to the process's standard error while it imports: the
+        # lines the level hides go, the others are written back in order.
+        script = textwrap.dedent("""
+            import os, sys
+            from ldr_opennmt.upstream import addons_hook
+            with addons_hook._start_up_lines_filtered():
+                os.write(2, b"WARNING: All log messages before absl::InitializeLog() is called\\n")
+                os.write(2, b"I0000 00:00:1.1 8 port.cc:153] oneDNN custom operations are on\\n")
+                os.write(2, b"E0000 00:00:1.2 8 cuda_platform.cc:52] failed call to cuInit\\n")
+                os.write(2, b"W0000 00:00:1.3 8 x.cc:1] a warning\\n")
+                os.write(2, b"E0000 00:00:1.4 8 x.cc:2] an error\\n")
+                sys.stderr.write("a Python warning\\n")
+            """)
+        seen = {}
+        for level in ("0", "1", "2"):
+            env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=level)
+            result = subprocess.run(
+                [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+            )
+            seen[level] = [line.split("] ")[-1] for line in result.stderr.splitlines()]
+        self.assertEqual(len(seen["0"]), 6)
+        self.assertEqual(seen["1"], ["a warning", "an error", "a Python warning"])
+        self.assertEqual(seen["2"], ["an error", "a Python warning"])
+
     @unittest.skipUnless(TFA, "TensorFlow Addons is not installed (the Python 3.12 stack)")
     def test_never_shadows_an_installed_tensorflow_addons(self):
         script = (
