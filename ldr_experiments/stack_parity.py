@@ -75,8 +75,8 @@ def _measure_family(family, work_dir, steps):
     list(checker._build())  # The check's corpus, model and seeded weights.
     model = checker.model
     paths = checker.paths
-    # The training dataset's first batch: drawn by tf.data's random sampling of the domains,
-    # whose draws differ between TensorFlow versions for the same seed (said in the report).
+    # The training dataset's first batch, drawn by tf.data's random sampling of the domains:
+    # compared, to say whether TensorFlow's versions draw alike from the same seed.
     first_batch = checker.features["ids"].numpy().tolist()
     # Trained on the corpus's first six sentences in order, the same on both stacks.
     features, labels = next(
