@@ -58,9 +58,12 @@ if [ ! -x "$_ldr_venv/bin/python" ]; then
   unset -f _ldr_pyok _ldr_pyis; unset _ldr_python _ldr_candidate _ldr_minor _ldr_stack
 fi
 STAMP="$_ldr_venv/.ldr-installed"
-# The lock of the venv's stack: requirements.lock (3.11), requirements-py312.lock (3.12).
+# The venv's stack (its Python) decides its locks: requirements.lock (3.11),
+# requirements-py312.lock (3.12); and below, its GPU libraries.
+_ldr_py312=""
 _ldr_lock=requirements.lock
 if "$_ldr_venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))' >/dev/null 2>&1; then
+  _ldr_py312=1
   _ldr_lock=requirements-py312.lock
 fi
 # Reinstalls when setup.py or the lock file changed since the last installation.
@@ -84,7 +87,7 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/setup.py" -nt "$STAMP" ] ||
         "$_ldr_venv/bin/python" "$ROOT/ldr_opennmt/upstream/addons_hook.py" --write-pth >/dev/null; }; } &&
     PYTHONWARNINGS=ignore "$_ldr_venv/bin/python" -m pip install --quiet \
       --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT" &&
-    touch "$STAMP" || { echo "[setup] installation failed" >&2; unset _ldr_lock; return 1 2>/dev/null || exit 1; }
+    touch "$STAMP" || { echo "[setup] installation failed" >&2; unset _ldr_lock _ldr_py312; return 1 2>/dev/null || exit 1; }
 fi
 unset _ldr_lock
 export PATH="$_ldr_venv/bin:$PATH"
@@ -99,48 +102,57 @@ _ldr_gpu=""
 for _ldr_arg in "$@"; do
   if [ "$_ldr_arg" = "--gpu" ]; then _ldr_gpu=1; fi
 done
-_ldr_py312=""
-if "$_ldr_venv/bin/python" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))' >/dev/null 2>&1; then
-  _ldr_py312=1
-fi
-if [ -n "$_ldr_gpu" ] && [ -n "$_ldr_py312" ]; then
-  # The Python 3.12 stack: TensorFlow 2.21's CUDA 12 / cuDNN 9 wheels (its and-cuda extra),
-  # locked in requirements-gpu-py312.lock.
+if [ -n "$_ldr_gpu" ]; then
+  # Each stack's CUDA (as ldr_opennmt/gpu.py's STACKS says it): the lowest driver its CUDA
+  # runs on (minor-version compatibility), and the CUDA version's own driver, which compiles
+  # its PTX: needed from the compute capability where TensorFlow ships PTX and no native code.
+  if [ -n "$_ldr_py312" ]; then
+    # TensorFlow 2.21: its and-cuda extra's CUDA 12.5 / cuDNN 9 wheels; native code sm_60 to
+    # sm_89, PTX from compute capability 9.0.
+    _ldr_gpu_lock=requirements-gpu-py312.lock _ldr_cuda=12.5 _ldr_tf=2.21.0
+    _ldr_min=525.60.13 _ldr_ptx=555.42.02 _ldr_ptx_major=9
+    _ldr_what="CUDA 12 / cuDNN 9 libraries of requirements-gpu-py312.lock (several GB)"
+  else
+    # TensorFlow 2.13.1: native code up to sm_75 only, PTX from compute capability 8.0.
+    _ldr_gpu_lock=requirements-gpu.lock _ldr_cuda=11.8 _ldr_tf=2.13.1
+    _ldr_min=450.80.02 _ldr_ptx=520.61.05 _ldr_ptx_major=8
+    _ldr_what="CUDA 11.8 / cuDNN 8.6 libraries of requirements-gpu.lock (about 1.7 GB to download, 2.9 GB installed)"
+  fi
   _ldr_fail=""
   if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
-    echo "[setup] --gpu: NVIDIA's CUDA wheels of requirements-gpu-py312.lock are for Linux x86_64, not $(uname -s) $(uname -m)" >&2
+    echo "[setup] --gpu: NVIDIA's CUDA wheels of $_ldr_gpu_lock are for Linux x86_64, not $(uname -s) $(uname -m)" >&2
     _ldr_fail=1
   elif command -v nvidia-smi >/dev/null 2>&1; then
-    # As ldr_opennmt/gpu.py says it: CUDA 12.5 runs on drivers >= 525.60.13; TensorFlow
-    # 2.21's kernels for compute capability 9.0 and newer are compiled from CUDA 12.5 PTX,
-    # which needs CUDA 12.5's own driver (555.42.02).
+    # nvidia-smi < 510 has no compute_cap field.
     _ldr_driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)" || _ldr_driver=""
     _ldr_cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)" || _ldr_cc=""
     _ldr_driver="$(printf '%s' "$_ldr_driver" | tr -d '[:space:]')"
     _ldr_cc="$(printf '%s' "$_ldr_cc" | tr -d '[:space:]')"
-    _ldr_need=525.60.13
+    _ldr_need=$_ldr_min
     case "$_ldr_cc" in
-      [0-8].*) ;;
-      [0-9]*.*) _ldr_need=555.42.02 ;;
+      [0-9]*.*)
+        if [ "${_ldr_cc%%.*}" -ge "$_ldr_ptx_major" ] 2>/dev/null; then _ldr_need=$_ldr_ptx; fi
+        ;;
     esac
     if [ -z "$_ldr_driver" ]; then
-      echo "[setup] --gpu: nvidia-smi gave no driver version: installing anyway; CUDA 12.5 needs an NVIDIA driver >= $_ldr_need" >&2
+      echo "[setup] --gpu: nvidia-smi gave no driver version: installing anyway; CUDA $_ldr_cuda needs an NVIDIA driver >= $_ldr_need" >&2
     elif [ "$(printf '%s\n%s\n' "$_ldr_need" "$_ldr_driver" | sort -V | head -n 1)" != "$_ldr_need" ]; then
-      if [ "$_ldr_need" = 525.60.13 ]; then
-        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA 12.5 needs >= 525.60.13 (>= 555.42.02 on GPUs of compute capability 9.0 and newer): update the driver" >&2
+      if [ "$_ldr_need" = "$_ldr_min" ]; then
+        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA $_ldr_cuda needs >= $_ldr_min (>= $_ldr_ptx on GPUs of compute capability $_ldr_ptx_major.0 and newer): update the driver" >&2
       else
-        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA 12.5 needs >= 555.42.02 on this GPU (compute capability $_ldr_cc, whose TensorFlow 2.21.0 kernels are compiled from PTX): update the driver" >&2
+        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA $_ldr_cuda needs >= $_ldr_ptx on this GPU (compute capability $_ldr_cc, whose TensorFlow $_ldr_tf kernels are compiled from PTX): update the driver" >&2
       fi
       _ldr_fail=1
     fi
   else
-    echo "[setup] --gpu: no NVIDIA driver found (nvidia-smi): installing the CUDA libraries anyway; they need a driver >= 525.60.13 (>= 555.42.02 for compute capability 9.0 and newer)" >&2
+    echo "[setup] --gpu: no NVIDIA driver found (nvidia-smi): installing the CUDA libraries anyway; they need a driver >= $_ldr_min (>= $_ldr_ptx for compute capability $_ldr_ptx_major.0 and newer)" >&2
   fi
   if [ -z "$_ldr_fail" ] && { [ ! -f "$_ldr_gpu_stamp" ] ||
-    [ "$ROOT/requirements-gpu-py312.lock" -nt "$_ldr_gpu_stamp" ]; }; then
-    echo "[setup] installing the CUDA 12 / cuDNN 9 libraries of requirements-gpu-py312.lock (several GB)"
+    [ "$ROOT/$_ldr_gpu_lock" -nt "$_ldr_gpu_stamp" ]; }; then
+    echo "[setup] installing the $_ldr_what"
+    # --no-deps: the lock holds the wheels and every dependency they have, with hashes.
     "$_ldr_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-      --require-hashes --no-deps -r "$ROOT/requirements-gpu-py312.lock" &&
+      --require-hashes --no-deps -r "$ROOT/$_ldr_gpu_lock" &&
       touch "$_ldr_gpu_stamp" || {
       echo "[setup] installation of the GPU libraries failed" >&2
       _ldr_fail=1
@@ -148,54 +160,7 @@ if [ -n "$_ldr_gpu" ] && [ -n "$_ldr_py312" ]; then
   fi
   if [ -n "$_ldr_fail" ]; then
     unset _ldr_venv _ldr_gpu_stamp _ldr_gpu _ldr_arg _ldr_fail _ldr_driver _ldr_cc _ldr_need \
-      _ldr_py312
-    return 1 2>/dev/null || exit 1
-  fi
-elif [ -n "$_ldr_gpu" ]; then
-  _ldr_fail=""
-  if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
-    echo "[setup] --gpu: NVIDIA's CUDA wheels of requirements-gpu.lock are for Linux x86_64, not $(uname -s) $(uname -m)" >&2
-    _ldr_fail=1
-  elif command -v nvidia-smi >/dev/null 2>&1; then
-    # CUDA 11.8 runs on drivers >= 450.80.02 (CUDA 11 minor-version compatibility), but
-    # TensorFlow 2.13.1 has native code up to sm_75 only: on compute capability 8.0 and
-    # newer its kernels are compiled from CUDA 11.8 PTX, which only drivers >= 520.61.05
-    # (CUDA 11.8's own) can compile. nvidia-smi < 510 has no compute_cap field.
-    _ldr_driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)" || _ldr_driver=""
-    _ldr_cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)" || _ldr_cc=""
-    _ldr_driver="$(printf '%s' "$_ldr_driver" | tr -d '[:space:]')"
-    _ldr_cc="$(printf '%s' "$_ldr_cc" | tr -d '[:space:]')"
-    _ldr_need=450.80.02
-    case "$_ldr_cc" in
-      [0-7].*) ;;
-      [0-9]*.*) _ldr_need=520.61.05 ;;
-    esac
-    if [ -z "$_ldr_driver" ]; then
-      echo "[setup] --gpu: nvidia-smi gave no driver version: installing anyway; CUDA 11.8 needs an NVIDIA driver >= $_ldr_need" >&2
-    elif [ "$(printf '%s\n%s\n' "$_ldr_need" "$_ldr_driver" | sort -V | head -n 1)" != "$_ldr_need" ]; then
-      if [ "$_ldr_need" = 450.80.02 ]; then
-        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA 11.8 needs >= 450.80.02 (>= 520.61.05 on GPUs of compute capability 8.0 and newer): update the driver" >&2
-      else
-        echo "[setup] --gpu: NVIDIA driver $_ldr_driver found; CUDA 11.8 needs >= 520.61.05 on this GPU (compute capability $_ldr_cc, whose TensorFlow 2.13.1 kernels are compiled from PTX): update the driver" >&2
-      fi
-      _ldr_fail=1
-    fi
-  else
-    echo "[setup] --gpu: no NVIDIA driver found (nvidia-smi): installing the CUDA libraries anyway; they need a driver >= 450.80.02 (>= 520.61.05 for compute capability 8.0 and newer)" >&2
-  fi
-  if [ -z "$_ldr_fail" ] && { [ ! -f "$_ldr_gpu_stamp" ] ||
-    [ "$ROOT/requirements-gpu.lock" -nt "$_ldr_gpu_stamp" ]; }; then
-    echo "[setup] installing the CUDA 11.8 / cuDNN 8.6 libraries of requirements-gpu.lock (about 1.7 GB to download, 2.9 GB installed)"
-    # --no-deps: the lock holds the wheels and every dependency they have, with hashes.
-    "$_ldr_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-      --require-hashes --no-deps -r "$ROOT/requirements-gpu.lock" &&
-      touch "$_ldr_gpu_stamp" || {
-      echo "[setup] installation of the GPU libraries failed" >&2
-      _ldr_fail=1
-    }
-  fi
-  if [ -n "$_ldr_fail" ]; then
-    unset _ldr_venv _ldr_gpu_stamp _ldr_gpu _ldr_arg _ldr_fail _ldr_driver _ldr_cc _ldr_need
+      _ldr_py312 _ldr_gpu_lock _ldr_cuda _ldr_tf _ldr_min _ldr_ptx _ldr_ptx_major _ldr_what
     return 1 2>/dev/null || exit 1
   fi
 fi
@@ -231,4 +196,4 @@ if [ -f "$_ldr_gpu_stamp" ]; then
   fi
 fi
 unset _ldr_venv _ldr_gpu_stamp _ldr_gpu _ldr_arg _ldr_fail _ldr_driver _ldr_cc _ldr_need _ldr_lib \
-  _ldr_py312
+  _ldr_py312 _ldr_gpu_lock _ldr_cuda _ldr_tf _ldr_min _ldr_ptx _ldr_ptx_major _ldr_what

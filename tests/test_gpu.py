@@ -209,9 +209,10 @@ class GpuLockTest(unittest.TestCase):
             self.assertIn("%s==%s" % (name, version), script)
         with open(SETUP, encoding="utf-8") as f:
             setup = f.read()
-        lock = os.path.basename(GPU_LOCK)
-        self.assertIn('--require-hashes --no-deps -r "$ROOT/%s"' % lock, setup)
-        self.assertIn('"$ROOT/%s" -nt "$_ldr_gpu_stamp"' % lock, setup)
+        # The stack's GPU lock, installed hash-checked without dependencies, again when newer.
+        self.assertIn("_ldr_gpu_lock=%s " % os.path.basename(GPU_LOCK), setup)
+        self.assertIn('--require-hashes --no-deps -r "$ROOT/$_ldr_gpu_lock"', setup)
+        self.assertIn('"$ROOT/$_ldr_gpu_lock" -nt "$_ldr_gpu_stamp"', setup)
         # Sourced by hand and by run/test.sh: it sets no shell option.
         self.assertIsNone(re.search(r"^\s*(set|shopt)\s", setup, re.MULTILINE))
 
